@@ -1,0 +1,48 @@
+"""Reading and writing DyCL IR: the one place that knows the context and the print form."""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, ml_program, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError
+
+from dycl.dialects.dycl import Dycl
+from dycl.dialects.torch import Torch, TorchC
+
+
+class IRParseError(ValueError):
+    """Malformed IR, with a located `file:line:col: error: ...` message."""
+
+
+def make_context() -> Context:
+    """Our dialects, the upstream ones the host IR uses, and unregistered ops allowed
+    (every torch op DyCL does not need to understand parses generically)."""
+    ctx = Context(allow_unregistered=True)
+    for dialect in (builtin.Builtin, func.Func, scf.Scf, arith.Arith, ml_program.MLProgram):
+        ctx.load_dialect(dialect)
+    for dialect in (Torch, TorchC, Dycl):
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+def parse_module(
+    text: str, source_name: str = "<string>", ctx: Context | None = None
+) -> ModuleOp:
+    try:
+        module = Parser(ctx or make_context(), text, source_name).parse_module()
+    except ParseError as err:
+        raise IRParseError(str(err)) from None
+    return module
+
+
+def print_module(module: ModuleOp) -> str:
+    """MLIR's generic form, which both xDSL and torch-mlir-opt parse back."""
+    import io
+
+    out = io.StringIO()
+    Printer(stream=out, print_generic_format=True).print_op(module)
+    out.write("\n")
+    return out.getvalue()
