@@ -1,0 +1,286 @@
+"""The reference interpreter: runs host IR and HCFGs on torch tensors.
+
+It is the oracle of every pass test: a pass must not change what this computes. Built on
+`xdsl.interpreter` (func/scf/arith come from xDSL); torch-dialect ops are dispatched by name
+to `torch.ops.<ns>.<name>.<overload>` driven by the op schema, and host scalar/list ops to
+plain Python.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    ModuleOp,
+    StringAttr,
+    UnregisteredOp,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    OpImplResult,
+    PythonValues,
+    impl,
+    register_impls,
+)
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.interpreters.scf import ScfFunctions
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import InterpretationError
+
+from dycl.dialects import dycl as dycl_dialect
+from dycl.dialects import torch as t
+
+__all__ = ["run_function", "unflatten", "InterpretationError"]
+
+# ------------------------------------------------------------ host scalar and list ops
+
+_SCALAR_KINDS = ("int", "float", "bool", "Scalar", "str", "default", "t")
+_BINARY = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "floordiv": operator.floordiv,
+    "remainder": operator.mod,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "__and__": operator.and_,
+    "__or__": operator.or_,
+    "__is__": operator.is_,
+    "__isnot__": operator.is_not,
+}
+
+
+def _append(lst: list, value: Any) -> list:
+    # Value semantics: list values may be shared by both sides of an scf.if.
+    return [*lst, value]
+
+
+_HOST_OPS: dict[str, Callable[..., Any]] = {
+    "torch.aten.len.t": len,
+    "torch.aten.__getitem__.t": lambda lst, i: lst[i],
+    "torch.aten.append.t": _append,
+    "torch.aten.neg.int": operator.neg,
+    "torch.aten.neg.float": operator.neg,
+    "torch.aten.__not__": operator.not_,
+    "torch.aten.Bool.int": bool,
+    "torch.aten.Bool.float": bool,
+    "torch.aten.Bool.Tensor": lambda x: bool(x),
+    "torch.aten.Int.bool": int,
+    "torch.aten.Int.float": int,
+    "torch.aten.Int.Tensor": lambda x: int(x.item()),
+    "torch.aten.Float.Tensor": lambda x: float(x.item()),
+    "torch.aten.Float.Scalar": float,
+    "torch.aten.item": lambda x: x.item(),
+    "torch.prim.max.int": max,
+    "torch.prim.min.int": min,
+    "torch.prim.ListUnpack": lambda lst: tuple(lst),
+    "torch.prim.TupleConstruct": lambda *xs: tuple(xs),
+    "torch.prim.TupleUnpack": lambda tup: tuple(tup),
+}
+
+
+def _host_op(name: str) -> Callable[..., Any] | None:
+    if (fn := _HOST_OPS.get(name)) is not None:
+        return fn
+    parts = name.split(".")
+    # `torch.aten.add.int`, `torch.aten.lt.float`, `torch.aten.eq.bool` ...
+    if len(parts) == 4 and parts[3] in ("int", "float", "bool", "float_int", "int_float"):
+        return _BINARY.get(parts[2])
+    return None
+
+
+# ---------------------------------------------------------------- torch tensor ops
+
+
+class TorchOpCall:
+    """A torch op resolved once per op name: operands map onto the schema in order,
+    keyword-only schema arguments are passed as keywords (positionally they fail)."""
+
+    def __init__(self, name: str):
+        ns, opname, *overload = name.removeprefix("torch.").split(".", 2)
+        packet = getattr(getattr(torch.ops, ns), opname)
+        self.fn = getattr(packet, overload[0] if overload else "default")
+        self.kwarg_names = [a.name for a in self.fn._schema.arguments if a.kwarg_only]
+        self.n_positional = len(self.fn._schema.arguments) - len(self.kwarg_names)
+
+    def __call__(self, args: Sequence[Any]) -> Any:
+        positional = args[: self.n_positional]
+        keywords = dict(zip(self.kwarg_names, args[self.n_positional :]))
+        return self.fn(*positional, **keywords)
+
+
+class ReferenceInterpreter(Interpreter):
+    """xDSL's interpreter, plus a by-name dispatch for unregistered torch ops
+    (every unregistered op name gets its own class, so class-keyed tables don't fit)."""
+
+    _torch_calls: dict[str, TorchOpCall] = {}
+
+    def _run_op(self, op: Operation, inputs: PythonValues) -> OpImplResult:
+        if not isinstance(op, UnregisteredOp):
+            return super()._run_op(op, inputs)
+        name = op.op_name.data
+        try:
+            values = _run_named_op(name, inputs, len(op.results))
+        except Exception as err:  # located error for any failing torch call
+            raise InterpretationError(f"{name}: {err}") from err
+        return OpImplResult(values, None)
+
+
+def _run_named_op(name: str, inputs: PythonValues, n_results: int) -> PythonValues:
+    host = _host_op(name)
+    if host is not None:
+        result = host(*inputs)
+    else:
+        call = ReferenceInterpreter._torch_calls.get(name)
+        if call is None:
+            call = ReferenceInterpreter._torch_calls[name] = TorchOpCall(name)
+        result = call(inputs)
+    if n_results == 1:
+        return (result,)
+    return tuple(result)
+
+
+def _literal_value(attr) -> torch.Tensor:
+    if not isinstance(attr, DenseIntOrFPElementsAttr):
+        raise InterpretationError(
+            "torch.vtensor.literal: only inline dense<...> values are supported "
+            "(weights must be dycl.param references)"
+        )
+    shape = attr.get_shape()
+    values = np.array(attr.get_values()).reshape(shape)
+    dtype = _torch_dtype(attr.get_element_type())
+    return torch.from_numpy(values).to(dtype)
+
+
+def _torch_dtype(element_type) -> torch.dtype:
+    from dycl.dialects.dtypes import torch_dtype
+
+    return torch_dtype(element_type)
+
+
+@register_impls
+class TorchFunctions(InterpreterFunctions):
+    def __init__(self, weights: Mapping[str, Any]):
+        self.weights = weights
+
+    @impl(t.ConstantIntOp)
+    def run_const_int(self, interp, op: t.ConstantIntOp, args):
+        return (op.value.value.data,)
+
+    @impl(t.ConstantFloatOp)
+    def run_const_float(self, interp, op: t.ConstantFloatOp, args):
+        return (op.value.value.data,)
+
+    @impl(t.ConstantBoolOp)
+    def run_const_bool(self, interp, op: t.ConstantBoolOp, args):
+        return (op.bool_value,)
+
+    @impl(t.ConstantNoneOp)
+    def run_const_none(self, interp, op, args):
+        return (None,)
+
+    @impl(t.ConstantStrOp)
+    def run_const_str(self, interp, op: t.ConstantStrOp, args):
+        return (op.value.data,)
+
+    @impl(t.ConstantDeviceOp)
+    def run_const_device(self, interp, op: t.ConstantDeviceOp, args):
+        return (torch.device(op.value.data),)
+
+    @impl(t.ValueTensorLiteralOp)
+    def run_literal(self, interp, op: t.ValueTensorLiteralOp, args):
+        return (_literal_value(op.value),)
+
+    @impl(t.ListConstructOp)
+    def run_list(self, interp, op, args):
+        return (list(args),)
+
+    @impl(t.BoolTensorOp)
+    def run_bool_tensor(self, interp, op, args):
+        return (bool(args[0]),)
+
+    @impl(t.TensorStaticInfoCastOp)
+    def run_static_info_cast(self, interp, op, args):
+        return (args[0],)
+
+    @impl(t.ToI1Op)
+    def run_to_i1(self, interp, op, args):
+        return (bool(args[0]),)
+
+    @impl(t.FromI1Op)
+    def run_from_i1(self, interp, op, args):
+        return (bool(args[0]),)
+
+    @impl(t.ToI64Op)
+    def run_to_i64(self, interp, op, args):
+        return (int(args[0]),)
+
+    @impl(t.FromI64Op)
+    def run_from_i64(self, interp, op, args):
+        return (int(args[0]),)
+
+    @impl(dycl_dialect.ParamOp)
+    def run_param(self, interp, op: dycl_dialect.ParamOp, args):
+        name = op.weight_name
+        if name not in self.weights:
+            raise InterpretationError(f"dycl.param: no weight named '{name}' in the store")
+        value = self.weights[name]
+        return (value if isinstance(value, torch.Tensor) else torch.from_numpy(value),)
+
+
+def _find_function(module: ModuleOp, name: str) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+            return op
+    raise KeyError(f"no function @{name} in the module")
+
+
+def run_function(
+    module: ModuleOp,
+    args: Sequence[Any],
+    weights: Mapping[str, Any] | None = None,
+    name: str = "forward",
+) -> tuple[Any, ...]:
+    """Run `@name` on `args` (torch tensors, Python scalars); returns its flat results."""
+    function = _find_function(module, name)
+    interpreter = ReferenceInterpreter(module)
+    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(ScfFunctions())
+    interpreter.register_implementations(ArithFunctions())
+    interpreter.register_implementations(TorchFunctions(weights or {}))
+    with torch.no_grad():
+        return tuple(interpreter.call_op(function, tuple(args)))
+
+
+def output_tree(function: func.FuncOp) -> Any:
+    attr = function.attributes.get("dycl.output_tree")
+    if not isinstance(attr, StringAttr):
+        return None
+    return json.loads(attr.data)
+
+
+def unflatten(tree: Any, results: Sequence[Any]) -> Any:
+    """Rebuild a return structure (`dycl.output_tree`) from flat results."""
+    if tree is None:
+        return results[0] if len(results) == 1 else tuple(results)
+    if isinstance(tree, int):
+        return results[tree]
+    if "tuple" in tree:
+        return tuple(unflatten(sub, results) for sub in tree["tuple"])
+    if "list" in tree:
+        return [unflatten(sub, results) for sub in tree["list"]]
+    raise ValueError(f"bad dycl.output_tree node: {tree!r}")
