@@ -1,0 +1,28 @@
+"""Turning exceptions from parsing, passes and files into located one-line diagnostics."""
+
+from __future__ import annotations
+
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+
+def format_parse_error(err: ParseError) -> str:
+    loc = err.span.get_location()
+    # print_with_context gives: location, source line(s), carets, message.
+    lines = err.span.print_with_context(err.msg).rstrip("\n").split("\n")
+    source = "\n".join(lines[1:-1])
+    return f"{loc}: error: {err.msg}\n{source}"
+
+
+def format_error(err: BaseException, input_name: str) -> str:
+    """One diagnostic for any failure of a command-line run."""
+    match err:
+        case ParseError():
+            return format_parse_error(err)
+        case ArgSpecParseError():
+            return f"<pass pipeline>: error: {err}"
+        case DiagnosticException():
+            return f"{input_name}: error: {err}"
+        case FileNotFoundError() | IsADirectoryError() | PermissionError():
+            return f"{err.filename}: error: {err.strerror}"
+        case _:
+            return f"{input_name}: error: {err}"

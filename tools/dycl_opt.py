@@ -1,0 +1,69 @@
+"""dycl-opt: xdsl-opt with DyCL's dialects and passes.
+
+All of xDSL's own passes stay available. Output is MLIR's generic form unless `--pretty`
+is given, so that torch-mlir-opt parses what dycl-opt writes. Errors are printed as
+located diagnostics (`file:line:col: error: ...`) with exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from dycl.dialects.dycl import Dycl
+from dycl.dialects.torch import Torch, TorchC
+from dycl.passes import get_all_passes
+from dycl.tools.diagnostics import format_error
+
+
+class DyclOptMain(xDSLOptMain):
+    version_format = "dycl-opt (xdsl {xdsl_version})"
+
+    def register_all_dialects(self):
+        super().register_all_dialects()
+        for dialect in (Torch, TorchC, Dycl):
+            self.ctx.register_dialect(dialect.name, lambda d=dialect: d)
+
+    def register_all_passes(self):
+        super().register_all_passes()
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--pretty",
+            action="store_true",
+            help="print registered ops in their custom form (default: generic form)",
+        )
+
+    def setup_pipeline(self):
+        # torch-mlir IR is mostly ops that DyCL does not register.
+        self.ctx.allow_unregistered = True
+        self.args.print_op_generic = not self.args.pretty
+        super().setup_pipeline()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    input_name = next((a for a in args if not a.startswith("-")), "<stdin>")
+    try:
+        tool = DyclOptMain(description="DyCL modular optimizer driver", args=args)
+    except SystemExit as exit_:  # argparse: --help, or a bad flag (already reported)
+        return 0 if exit_.code in (0, None) else 1
+    except Exception as err:  # a bad pass pipeline or pass option
+        print(format_error(err, "<pass pipeline>"), file=sys.stderr)
+        return 1
+    try:
+        tool.run()
+    except Exception as err:  # every failure becomes a located diagnostic
+        print(format_error(err, input_name), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
