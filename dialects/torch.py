@@ -60,7 +60,7 @@ def _parse_subtype(parser: AttrParser) -> Attribute:
     composite = _COMPOSITE_TYPES.get(name)
     if composite is None:
         parser.raise_error(f"unsupported torch type '{name}' inside a torch container type")
-    return composite(*composite.parse_parameters(parser))
+    return composite.new(composite.parse_parameters(parser))
 
 
 class TorchType(ParametrizedAttribute, TypeAttribute):

@@ -28,13 +28,21 @@ def make_context() -> Context:
     return ctx
 
 
+def format_parse_error(err: ParseError) -> str:
+    """`file:line:col: error: message`, then the source line with carets under the span."""
+    loc = err.span.get_location()
+    # print_with_context gives: location, source line(s), carets, message.
+    lines = err.span.print_with_context(err.msg).rstrip("\n").split("\n")
+    return f"{loc}: error: {err.msg}\n" + "\n".join(lines[1:-1])
+
+
 def parse_module(
     text: str, source_name: str = "<string>", ctx: Context | None = None
 ) -> ModuleOp:
     try:
         module = Parser(ctx or make_context(), text, source_name).parse_module()
     except ParseError as err:
-        raise IRParseError(str(err)) from None
+        raise IRParseError(format_parse_error(err)) from None
     return module
 
 

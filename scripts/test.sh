@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install --quiet -e '.[dev]'
 python3 -m pytest -q -p no:cacheprovider "$@"
-python3 -m lit -v lit_tests
+lit -v lit_tests

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
-
-def format_parse_error(err: ParseError) -> str:
-    loc = err.span.get_location()
-    # print_with_context gives: location, source line(s), carets, message.
-    lines = err.span.print_with_context(err.msg).rstrip("\n").split("\n")
-    source = "\n".join(lines[1:-1])
-    return f"{loc}: error: {err.msg}\n{source}"
+from dycl.ir import IRParseError, format_parse_error
 
 
 def format_error(err: BaseException, input_name: str) -> str:
@@ -18,6 +12,8 @@ def format_error(err: BaseException, input_name: str) -> str:
     match err:
         case ParseError():
             return format_parse_error(err)
+        case IRParseError():
+            return str(err)
         case ArgSpecParseError():
             return f"<pass pipeline>: error: {err}"
         case DiagnosticException():
