@@ -87,4 +87,23 @@
     "func.return"(%r) : (!torch.vtensor<[2],f32>) -> ()
   }) : () -> ()
 
+// Torch ops that read a loop's carry stay inside the loop (xDSL's RehoistConstInLoops
+// would treat them as constants: unregistered ops claim every trait).
+// CHECK-LABEL: sym_name = "loop_body_stays"
+// CHECK:         "scf.for"
+// CHECK-NEXT:    ^bb{{[0-9]+}}(%{{.*}}: index, %[[ACC:.*]]: !torch.vtensor<[2],f32>):
+// CHECK-NEXT:      "torch.aten.relu"(%[[ACC]])
+  "func.func"() <{sym_name = "loop_body_stays", function_type = (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[2],f32>):
+    %lb = "arith.constant"() <{value = 0 : index}> : () -> index
+    %ub = "arith.constant"() <{value = 5 : index}> : () -> index
+    %st = "arith.constant"() <{value = 1 : index}> : () -> index
+    %r = "scf.for"(%lb, %ub, %st, %x) ({
+    ^bb1(%i: index, %acc: !torch.vtensor<[2],f32>):
+      %y = "torch.aten.relu"(%acc) : (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>
+      "scf.yield"(%y) : (!torch.vtensor<[2],f32>) -> ()
+    }) : (index, index, index, !torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>
+    "func.return"(%r) : (!torch.vtensor<[2],f32>) -> ()
+  }) : () -> ()
+
 }) : () -> ()

@@ -22,7 +22,8 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
+from xdsl.traits import HasCanonicalizationPatternsTrait
+from xdsl.transforms.canonicalization_patterns.scf import RehoistConstInLoops
 from xdsl.transforms.dead_code_elimination import region_dce
 
 from dycl.dialects import torch as t
@@ -86,28 +87,44 @@ class FoldHostScalarOp(RewritePattern):
         except Exception:  # e.g. an index out of range: leave it to run time
             return
         if (constant := materialize(value, op.results[0].type)) is not None:
-            rewriter.replace_op(op, constant)
+            rewriter.replace(op, constant)
 
 
 class FoldToI1(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: t.ToI1Op, rewriter: PatternRewriter):
         if isinstance(value := constant_value(op.operand), bool):
-            rewriter.replace_op(op, arith.ConstantOp(builtin.IntegerAttr(int(value), 1)))
+            rewriter.replace(op, arith.ConstantOp(builtin.IntegerAttr(int(value), 1)))
 
 
 class FoldFromI64(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: t.FromI64Op, rewriter: PatternRewriter):
         if isinstance(value := constant_value(op.operand), int):
-            rewriter.replace_op(op, t.ConstantIntOp(value))
+            rewriter.replace(op, t.ConstantIntOp(value))
 
 
 class FoldToI64(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: t.ToI64Op, rewriter: PatternRewriter):
         if isinstance(value := constant_value(op.operand), int):
-            rewriter.replace_op(op, arith.ConstantOp(builtin.IntegerAttr(value, 64)))
+            rewriter.replace(op, arith.ConstantOp(builtin.IntegerAttr(value, 64)))
+
+
+class UpstreamCanonicalization(RewritePattern):
+    """xDSL's canonicalization patterns (constant `scf.if`, zero-trip `scf.for`, `arith`),
+    minus `RehoistConstInLoops`: it asks `has_trait(ConstantLike)`, which unregistered ops
+    answer True, and so would hoist torch ops that read the loop's carries out of the loop."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        patterns = [
+            pattern
+            for trait in op.get_traits_of_type(HasCanonicalizationPatternsTrait)
+            for pattern in trait.get_patterns(type(op))
+            if not isinstance(pattern, RehoistConstInLoops)
+        ]
+        if patterns:
+            GreedyRewritePatternApplier(patterns).match_and_rewrite(op, rewriter)
 
 
 class RemoveDeadTorchOp(RewritePattern):
@@ -134,7 +151,7 @@ class ConstPropPass(ModulePass):
                 FoldToI1(),
                 FoldFromI64(),
                 FoldToI64(),
-                CanonicalizationRewritePattern(),
+                UpstreamCanonicalization(),
                 RemoveDeadTorchOp(),
             ],
             ctx=ctx,
