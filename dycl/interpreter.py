@@ -180,7 +180,7 @@ class TorchFunctions(InterpreterFunctions):
         return (value if isinstance(value, torch.Tensor) else torch.from_numpy(value),)
 
 
-def _find_function(module: ModuleOp, name: str) -> func.FuncOp:
+def find_function(module: ModuleOp, name: str) -> func.FuncOp:
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == name:
             return op
@@ -194,7 +194,7 @@ def run_function(
     name: str = "forward",
 ) -> tuple[Any, ...]:
     """Run `@name` on `args` (torch tensors, Python scalars); returns its flat results."""
-    function = _find_function(module, name)
+    function = find_function(module, name)
     interpreter = ReferenceInterpreter(module)
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(ScfFunctions())

@@ -1,0 +1,99 @@
+"""dycl-run: run a function of an IR file through the reference interpreter.
+
+    dycl-run model.mlir --weights weights.npz --inputs x.npy        # given inputs
+    dycl-run model.mlir --random --seed 0                           # random inputs from the signature
+
+Prints each result (shape, dtype, a few values) or saves them with `--save out.npz`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+def _random_argument(arg_type, gen):
+    import torch
+
+    from dycl.dialects import torch as t
+    from dycl.dialects.dtypes import dtype_name
+
+    match arg_type:
+        case t.ValueTensorType() if arg_type.has_static_shape:
+            dtype = getattr(torch, dtype_name(arg_type.element_type))
+            if dtype.is_floating_point:
+                return torch.randn(arg_type.shape, generator=gen).to(dtype)
+            return torch.randint(0, 10, arg_type.shape, generator=gen).to(dtype)
+        case t.IntType():
+            return int(torch.randint(0, 10, (), generator=gen))
+        case t.FloatType():
+            return float(torch.randn((), generator=gen))
+        case t.BoolType():
+            return bool(torch.randint(0, 2, (), generator=gen))
+    raise ValueError(f"cannot make a random value of type {arg_type}")
+
+
+def _describe(value) -> str:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        flat = value.flatten()[:6].tolist()
+        return f"tensor{list(value.shape)} {str(value.dtype).removeprefix('torch.')} {flat}"
+    return repr(value)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dycl-run", description=__doc__.split("\n")[0])
+    parser.add_argument("program", help="an .mlir file")
+    parser.add_argument("--function", default="forward", help="function to run")
+    parser.add_argument("--inputs", nargs="*", default=[], help=".npy files, one per argument")
+    parser.add_argument("--random", action="store_true", help="random inputs from the signature")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--weights", help=".npz weight store (names as in dycl.param)")
+    parser.add_argument("--save", help="write the results to this .npz")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from dycl.interpreter import find_function, run_function
+    from dycl.ir import parse_module
+
+    path = Path(args.program)
+    module = parse_module(path.read_text(), str(path))
+    function = find_function(module, args.function)
+    arg_types = function.function_type.inputs.data
+    if args.random:
+        gen = torch.Generator().manual_seed(args.seed)
+        inputs = [_random_argument(ty, gen) for ty in arg_types]
+    else:
+        inputs = [torch.from_numpy(np.load(p)) for p in args.inputs]
+    if len(inputs) != len(arg_types):
+        raise ValueError(f"@{args.function} takes {len(arg_types)} inputs, {len(inputs)} given")
+    weights = dict(np.load(args.weights)) if args.weights else {}
+    results = run_function(module, inputs, weights, args.function)
+    for i, value in enumerate(results):
+        print(f"result {i}: {_describe(value)}")
+    if args.save:
+        np.savez(args.save, *[np.asarray(r) for r in results])
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from dycl.tools.diagnostics import format_error
+
+    try:
+        return run(argv)
+    except SystemExit as exit_:
+        return 0 if exit_.code in (0, None) else 1
+    except Exception as err:  # located diagnostics, never a traceback
+        name = next((a for a in (argv or sys.argv[1:]) if not a.startswith("-")), "dycl-run")
+        print(format_error(err, name), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
