@@ -18,7 +18,37 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return UnrollLoopsPass
 
+    def get_shape_infer():
+        from dycl.passes.shape_infer import ShapeInferPass
+
+        return ShapeInferPass
+
+    def get_outline():
+        from dycl.passes.outline import OutlinePass
+
+        return OutlinePass
+
+    def get_hoist_free():
+        from dycl.passes.hoist_free import HoistFreePass
+
+        return HoistFreePass
+
+    def get_dedup():
+        from dycl.passes.dedup import DedupPass
+
+        return DedupPass
+
+    def get_pipeline():
+        from dycl.passes.pipeline import PipelinePass
+
+        return PipelinePass
+
     return {
         "dycl-const-prop": get_const_prop,
         "dycl-unroll-loops": get_unroll_loops,
+        "dycl-shape-infer": get_shape_infer,
+        "dycl-outline": get_outline,
+        "dycl-hoist-free": get_hoist_free,
+        "dycl-dedup": get_dedup,
+        "dycl-pipeline": get_pipeline,
     }

@@ -1,0 +1,250 @@
+"""What the HCFG passes agree on: op classes, shape joins, located diagnostics.
+
+Shared by dycl-shape-infer, dycl-outline, dycl-hoist-free, dycl-dedup and `dycl.hcfg`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, UnitAttr
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import PassFailedException
+
+from dycl.dialects import torch as t
+from dycl.dialects.dycl import ParamOp
+from dycl.dialects.host_ops import host_op
+
+SUBDNN_ATTR = "dycl.subdnn"
+"""Unit attribute on every sub-DNN `func.func` (conventions.md, "The HCFG")."""
+
+CONTROL_OPS = (scf.IfOp, scf.ForOp, scf.WhileOp)
+"""The region ops the host IR may contain."""
+
+CONSTANT_OPS = (
+    t.ConstantIntOp,
+    t.ConstantFloatOp,
+    t.ConstantBoolOp,
+    t.ConstantNoneOp,
+    t.ConstantStrOp,
+    t.ConstantDeviceOp,
+    t.ValueTensorLiteralOp,
+    ParamOp,
+    arith.ConstantOp,
+)
+"""Ops that are cloned wherever they are used (a sub-DNN gets its own copy)."""
+
+
+# ------------------------------------------------------------------ functions
+
+
+def is_subdnn(op: Operation) -> bool:
+    return isinstance(op, func.FuncOp) and SUBDNN_ATTR in op.attributes
+
+
+def mark_subdnn(op: func.FuncOp) -> None:
+    op.attributes[SUBDNN_ATTR] = UnitAttr()
+
+
+def host_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
+    """The functions that hold control flow: every defined func that is not a sub-DNN."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and not is_subdnn(op) and not op.is_declaration:
+            yield op
+
+
+def subdnn_functions(module: ModuleOp) -> list[func.FuncOp]:
+    return [op for op in module.ops if is_subdnn(op)]
+
+
+def calls_by_callee(module: ModuleOp) -> dict[str, list[func.CallOp]]:
+    """Every `func.call` in the host functions, by callee name, in program order."""
+    calls: dict[str, list[func.CallOp]] = {}
+    for host in host_functions(module):
+        for op in host.walk():
+            if isinstance(op, func.CallOp):
+                calls.setdefault(op.callee.root_reference.data, []).append(op)
+    return calls
+
+
+# ----------------------------------------------------------------- op classes
+
+
+def is_constant(value: SSAValue) -> bool:
+    """A value a clone of its defining ops reproduces anywhere: constants, weight
+    references, literals, and lists of those."""
+    owner = value.owner
+    if isinstance(owner, CONSTANT_OPS):
+        return True
+    if isinstance(owner, t.ListConstructOp):
+        return all(is_constant(e) for e in owner.elements)
+    return False
+
+
+def is_tensor(value: SSAValue) -> bool:
+    return isinstance(value.type, t.ValueTensorType)
+
+
+def is_static_tensor_type(type_: Attribute) -> bool:
+    return isinstance(type_, t.ValueTensorType) and type_.has_static_shape
+
+
+def tensor_list_operand(value: SSAValue) -> t.ListConstructOp | None:
+    """The `ListConstruct` of tensors (and constants) feeding `value`, if any
+    (`aten.cat`'s operand): it travels with its user into a sub-DNN."""
+    owner = value.owner
+    if isinstance(owner, t.ListConstructOp) and not is_constant(value):
+        if all(is_tensor(e) or is_constant(e) for e in owner.elements):
+            return owner
+    return None
+
+
+def is_tensor_compute(op: Operation) -> bool:
+    """A torch op a sub-DNN may contain: tensor results only, tensor operands, constant
+    scalars or lists of tensors; no regions; not a host-level scalar/list op."""
+    if op.regions or isinstance(
+        op, (*CONSTANT_OPS, t.ListConstructOp, t.BoolTensorOp, t.TensorStaticInfoCastOp)
+    ):
+        return False
+    name = t.op_name(op)
+    if not name.startswith("torch.") or host_op(name) is not None:
+        return False
+    if not op.results or not all(is_tensor(r) for r in op.results):
+        return False
+    for operand in op.operands:
+        if is_tensor(operand) or is_constant(operand):
+            continue
+        if tensor_list_operand(operand) is None:
+            return False
+    return True
+
+
+def op_operand_values(op: Operation) -> Iterator[SSAValue]:
+    """The op's operands, looking through tensor `ListConstruct`s to their elements."""
+    for operand in op.operands:
+        if (lst := tensor_list_operand(operand)) is not None:
+            yield from lst.elements
+        yield operand
+
+
+# ------------------------------------------------------------- shapes, bytes
+
+_ELEMENT_BYTES = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
+                  "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+
+def tensor_bytes(type_: Attribute) -> int | None:
+    """Bytes of a statically shaped tensor, else None."""
+    from dycl.dialects.dtypes import dtype_name
+
+    if not is_static_tensor_type(type_) or type_.element_type is None:
+        return None
+    count = 1
+    for d in type_.shape:
+        count *= d
+    try:
+        return count * _ELEMENT_BYTES[dtype_name(type_.element_type)]
+    except (KeyError, ValueError):
+        return None
+
+
+def join_types(a: Attribute, b: Attribute) -> Attribute:
+    """The least specific type of two tensor types, per dimension: `[1,3] | [1,7] = [1,?]`.
+    Non-tensor types are returned unchanged (`a`)."""
+    if a == b or not (isinstance(a, t.ValueTensorType) and isinstance(b, t.ValueTensorType)):
+        return a
+    dtype = a.element_type if a.element_type == b.element_type else None
+    if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+        return t.ValueTensorType(None, dtype)
+    return t.ValueTensorType(
+        [x if x == y else None for x, y in zip(a.shape, b.shape)], dtype
+    )
+
+
+def refines(specific: Attribute, general: Attribute) -> bool:
+    """`specific` is `general` with some unknown dims (or the dtype) made known."""
+    if specific == general:
+        return True
+    if not (isinstance(specific, t.ValueTensorType) and isinstance(general, t.ValueTensorType)):
+        return False
+    return join_types(specific, general) == general
+
+
+def format_type(type_: Attribute) -> str:
+    if isinstance(type_, t.ValueTensorType):
+        shape = type_.shape
+        dims = "*" if shape is None else "x".join("?" if d is None else str(d) for d in shape)
+        return f"{dims}" + (f":{_dtype_or(type_)}" if type_.element_type else "")
+    return str(type_).removeprefix("!torch.")
+
+
+def _dtype_or(type_: t.ValueTensorType) -> str:
+    from dycl.dialects.dtypes import dtype_name
+
+    try:
+        return dtype_name(type_.element_type)
+    except ValueError:
+        return str(type_.element_type)
+
+
+# --------------------------------------------------------------- diagnostics
+
+
+class HCFGError(PassFailedException):
+    """Malformed or unsupported IR met by an HCFG pass, with the op's location."""
+
+
+def locate(op: Operation) -> str:
+    """Where `op` is: its source location when it has one, else its path from the
+    function (`@forward: scf.if#2/then: op #5`)."""
+    if isinstance(op.location, FileLineColLoc):
+        loc = op.location
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    path: list[str] = []
+    current: Operation | None = op
+    while current is not None:
+        parent = current.parent_op()
+        if parent is None or isinstance(parent, ModuleOp):
+            break
+        block = current.parent_block()
+        index = list(block.ops).index(current) if block is not None else 0
+        if isinstance(parent, func.FuncOp):
+            path.append(f"op #{index}")
+            path.append(f"@{parent.sym_name.data}")
+            break
+        region_index = parent.regions.index(current.parent_region())
+        region = _REGION_NAMES.get(t.op_name(parent), ("region0", "region1"))[region_index]
+        path.append(f"op #{index} in {t.op_name(parent)}/{region}")
+        current = parent
+    return ": ".join(reversed(path)) if path else t.op_name(op)
+
+
+_REGION_NAMES = {
+    "scf.if": ("then", "else"),
+    "scf.for": ("body",),
+    "scf.while": ("before", "after"),
+}
+
+
+def op_text(op: Operation, limit: int = 200) -> str:
+    """One line of the op in generic form (regions elided)."""
+    import io
+
+    out = io.StringIO()
+    printer = Printer(stream=out, print_generic_format=True)
+    if op.regions:
+        return f'"{t.op_name(op)}" with {len(op.regions)} region(s)'
+    printer.print_op(op)
+    text = " ".join(out.getvalue().split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def error(op: Operation, message: str) -> HCFGError:
+    return HCFGError(f"{locate(op)}: {message}: {op_text(op)}")
+
+
+def iter_blocks(op: Operation) -> Iterable:
+    for region in op.regions:
+        yield from region.blocks

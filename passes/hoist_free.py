@@ -1,0 +1,378 @@
+"""dycl-hoist-free: move computation-free ops out of sub-DNNs into the host.
+
+The graph optimisation of the DyCL paper. A sub-DNN should hold only work a compiler can
+speed up; ops that only re-describe data are cheaper in the host (no runtime call, no
+copy) and can empty a sub-DNN altogether. Each pattern matches a sub-DNN `func.func` and
+rewrites it together with all its call sites:
+
+- `ForwardArgResult`: a result that is one of the arguments -> the host uses the call
+  operand;
+- `HoistConstantResult`: a result that is a constant, literal or weight reference -> a
+  clone in the host;
+- `SinkFreeResult`: a result computed by a host-free op (identity copy, reshape, view;
+  see `host_can_produce`) from another value -> the host applies the op to that value
+  (which becomes the result instead);
+- `HoistFreeArgument`: an argument read only by a host-free op -> the host applies the op
+  before the call and passes its result;
+- `RemoveUnusedResult` / `RemoveUnusedArgument`: no call site reads it / no op reads it;
+- `DropEmptySubDNN`: a sub-DNN with no results left (or no call site) is removed.
+
+"Host-free" means the host produces the result without moving data: identity copies,
+reshape-like views of a contiguous tensor, and permutations / selections / slices that keep
+the memory order (they only move or drop size-1 dims, or take a contiguous leading block).
+Constant operands (ints, lists of ints) are cloned along.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from dycl.dialects import torch as t
+from dycl.passes._common import (
+    CONSTANT_OPS,
+    is_constant,
+    is_subdnn,
+    is_tensor,
+)
+from dycl.passes.const_prop import constant_value
+from dycl.passes.outline import clone_into
+
+_IDENTITY_OPS = frozenset(
+    {
+        "torch.aten.clone",
+        "torch.aten.contiguous",
+        "torch.aten.detach",
+        "torch.aten.alias",
+        "torch.aten.lift_fresh_copy",
+        "torch.tensor_static_info_cast",
+    }
+)
+_RESHAPE_OPS = frozenset(
+    {
+        "torch.aten.view",
+        "torch.aten.reshape",
+        "torch.aten._unsafe_view",
+        "torch.aten.flatten.using_ints",
+        "torch.aten.unflatten.int",
+        "torch.aten.squeeze",
+        "torch.aten.squeeze.dim",
+        "torch.aten.squeeze.dims",
+        "torch.aten.unsqueeze",
+    }
+)
+
+
+def host_can_produce(op: Operation) -> bool:
+    """The op's result is its (contiguous) tensor operand's data seen through new
+    metadata, in the same memory order: the host makes it without a kernel or a copy."""
+    name = t.op_name(op)
+    if name not in t.COMPUTATION_FREE_OPS or len(op.results) != 1 or not op.operands:
+        return False
+    source, *rest = op.operands
+    if not is_tensor(source) or not all(is_constant(v) and not is_tensor(v) for v in rest):
+        return False
+    shape = source.type.shape
+    if shape is None or None in shape or not is_tensor(op.results[0]):
+        return False
+    if name in _IDENTITY_OPS or name in _RESHAPE_OPS:
+        return True
+    args = [constant_value(v) for v in rest]
+    rank = len(shape)
+    match name:
+        case "torch.aten.permute":
+            return _keeps_order(shape, [d % rank for d in args[0]]) if rank else True
+        case "torch.aten.transpose.int":
+            perm = list(range(rank))
+            a, b = args[0] % rank, args[1] % rank
+            perm[a], perm[b] = perm[b], perm[a]
+            return _keeps_order(shape, perm)
+        case "torch.aten.t":
+            return rank < 2 or _keeps_order(shape, [1, 0])
+        case "torch.aten.select.int":
+            return all(d == 1 for d in shape[: args[0] % rank])
+        case "torch.aten.slice.Tensor":
+            dim, step = args[0] % rank, args[3]
+            return step in (1, None) and all(d == 1 for d in shape[:dim])
+        case "torch.aten.expand":
+            return op.results[0].type.shape == shape
+    return False
+
+
+def _keeps_order(shape: Sequence[int], perm: Sequence[int]) -> bool:
+    moved = [p for p in perm if shape[p] != 1]
+    return moved == sorted(moved)
+
+
+# ------------------------------------------------------------- call-site helpers
+
+
+def _call_sites(fn: func.FuncOp) -> list[func.CallOp]:
+    module = fn.parent_op()
+    assert module is not None
+    name = fn.sym_name.data
+    return [
+        op
+        for host in module.ops
+        if isinstance(host, func.FuncOp) and not is_subdnn(host)
+        for op in host.walk()
+        if isinstance(op, func.CallOp) and op.callee.root_reference.data == name
+    ]
+
+
+def _return_op(fn: func.FuncOp) -> func.ReturnOp:
+    ret = fn.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    return ret
+
+
+def set_results(
+    rewriter: PatternRewriter,
+    fn: func.FuncOp,
+    returned: Sequence[SSAValue],
+    old_index: Sequence[int | None],
+) -> list[func.CallOp]:
+    """Make `fn` return `returned`; result i of each call is the old result `old_index[i]`
+    (None: a new result). Old results not kept must have no uses left."""
+    rewriter.replace_op(_return_op(fn), func.ReturnOp(*returned))
+    fn.update_function_type()
+    types = [v.type for v in returned]
+    new_calls = []
+    for call in _call_sites(fn):
+        new = func.CallOp(call.callee, call.arguments, types)
+        keep: list[SSAValue | None] = [None] * len(call.results)
+        for i, k in enumerate(old_index):
+            if k is not None:
+                keep[k] = new.results[i]
+                new.results[i].name_hint = call.results[k].name_hint
+        rewriter.replace_op(call, new, new_results=keep)
+        new_calls.append(new)
+    _remove_dead_body_ops(rewriter, fn.body.block)
+    return new_calls
+
+
+def drop_results(rewriter: PatternRewriter, fn: func.FuncOp, dropped: set[int]) -> None:
+    returned = _return_op(fn).operands
+    kept = [k for k in range(len(returned)) if k not in dropped]
+    set_results(rewriter, fn, [returned[k] for k in kept], kept)
+
+
+def _remove_dead_body_ops(rewriter: PatternRewriter, block: Block) -> None:
+    """Sub-DNN ops have value semantics: an op nobody reads is dead."""
+    for op in reversed(list(block.ops)):
+        if op is block.last_op or any(r.uses for r in op.results):
+            continue
+        rewriter.erase_op(op)
+
+
+def _clone_before(
+    rewriter: PatternRewriter,
+    op: Operation,
+    where: InsertPoint,
+    mapping: dict[SSAValue, SSAValue],
+) -> SSAValue:
+    """`op`'s result in the host: a clone of `op` (and of the constants it reads) at
+    `where`, operands through `mapping`; an identity copy is just its source (tensors
+    have value semantics, so a copy in the host would only move data)."""
+    source = mapping[op.operands[0]]
+    if t.op_name(op) in _IDENTITY_OPS and source.type == op.results[0].type:
+        return source
+    built: list[Operation] = []
+    for operand in op.operands:
+        if operand not in mapping and is_constant(operand):
+            clone_into(operand, mapping, built)
+    clone = op.clone(value_mapper=mapping)
+    rewriter.insert_op([*built, clone], where)
+    return clone.results[0]
+
+
+# --------------------------------------------------------------------- patterns
+
+
+class ForwardArgResult(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
+        if not is_subdnn(fn):
+            return
+        returned = _return_op(fn).operands
+        forwarded = {
+            k: v.index
+            for k, v in enumerate(returned)
+            if isinstance(v, BlockArgument) and v.block is fn.body.block
+        }
+        if not forwarded:
+            return
+        for call in _call_sites(fn):
+            for k, j in forwarded.items():
+                call.results[k].replace_all_uses_with(call.arguments[j])
+        drop_results(rewriter, fn, set(forwarded))
+
+
+class HoistConstantResult(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
+        if not is_subdnn(fn):
+            return
+        returned = _return_op(fn).operands
+        constants = {k for k, v in enumerate(returned) if is_constant(v)}
+        if not constants:
+            return
+        for call in _call_sites(fn):
+            mapping: dict[SSAValue, SSAValue] = {}
+            built: list[Operation] = []
+            for k in constants:
+                value = clone_into(returned[k], mapping, built)
+                value.name_hint = call.results[k].name_hint
+                call.results[k].replace_all_uses_with(value)
+            rewriter.insert_op(built, InsertPoint.before(call))
+        drop_results(rewriter, fn, constants)
+
+
+class SinkFreeResult(RewritePattern):
+    """`return view(%v)` -> `return %v`, and the host applies the view after the call."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
+        if not is_subdnn(fn):
+            return
+        ret = _return_op(fn)
+        for op in fn.body.block.ops:
+            if op is ret or not host_can_produce(op):
+                continue
+            if not op.results[0].uses or any(u.operation is not ret for u in op.results[0].uses):
+                continue
+            self.sink(fn, op, rewriter)
+            return
+
+    @staticmethod
+    def sink(fn: func.FuncOp, op: Operation, rewriter: PatternRewriter) -> None:
+        ret = _return_op(fn)
+        source = op.operands[0]
+        returned = list(ret.operands)
+        if isinstance(source, BlockArgument):
+            calls = _call_sites(fn)
+            sources = [call.arguments[source.index] for call in calls]
+        else:
+            if source not in returned:
+                calls = set_results(rewriter, fn, [*returned, source],
+                                    [*range(len(returned)), None])
+                returned.append(source)
+            else:
+                calls = _call_sites(fn)
+            sources = [call.results[returned.index(source)] for call in calls]
+        viewed = {k for k, v in enumerate(returned) if v is op.results[0]}
+        for call, host_source in zip(calls, sources):
+            value = _clone_before(rewriter, op, InsertPoint.after(call), {source: host_source})
+            for k in viewed:
+                call.results[k].replace_all_uses_with(value)
+        drop_results(rewriter, fn, viewed)
+
+
+class HoistFreeArgument(RewritePattern):
+    """`f(%a) { %v = view(%a) ... }` -> `f(view(%a)) { ... }` when only the view reads %a."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
+        if not is_subdnn(fn):
+            return
+        for arg in fn.body.block.args:
+            op = arg.get_user_of_unique_use()
+            if op is None or op.operands[0] is not arg or not host_can_produce(op):
+                continue
+            if any(o is arg for o in op.operands[1:]):
+                continue
+            for call in _call_sites(fn):
+                value = _clone_before(
+                    rewriter, op, InsertPoint.before(call), {arg: call.arguments[arg.index]}
+                )
+                operands = list(call.arguments)
+                operands[arg.index] = value
+                call.operands = operands
+            new_arg = rewriter.replace_value_with_new_type(arg, op.results[0].type)
+            rewriter.replace_all_uses_with(op.results[0], new_arg)
+            rewriter.erase_op(op)
+            fn.update_function_type()
+            return
+
+
+class RemoveUnusedResult(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
+        if not is_subdnn(fn):
+            return
+        calls = _call_sites(fn)
+        n = len(fn.function_type.outputs)
+        unused = {k for k in range(n) if not any(c.results[k].uses for c in calls)}
+        if unused and calls:
+            drop_results(rewriter, fn, unused)
+
+
+class RemoveUnusedArgument(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
+        if not is_subdnn(fn):
+            return
+        unused = [a for a in fn.body.block.args if not a.uses]
+        if not unused:
+            return
+        dropped = {a.index for a in unused}
+        for call in _call_sites(fn):
+            call.operands = [v for j, v in enumerate(call.arguments) if j not in dropped]
+        for arg in reversed(unused):
+            rewriter.erase_block_argument(arg)
+        fn.update_function_type()
+
+
+class DropEmptySubDNN(RewritePattern):
+    """No results (everything was hoisted or forwarded) or no callers: nothing to run."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
+        if not is_subdnn(fn):
+            return
+        calls = _call_sites(fn)
+        if calls and fn.function_type.outputs.data:
+            return
+        for call in calls:
+            rewriter.erase_op(call)
+        rewriter.erase_op(fn)
+
+
+def hoist_patterns() -> list[RewritePattern]:
+    return [
+        ForwardArgResult(),
+        HoistConstantResult(),
+        SinkFreeResult(),
+        HoistFreeArgument(),
+        RemoveUnusedResult(),
+        RemoveUnusedArgument(),
+        DropEmptySubDNN(),
+    ]
+
+
+@dataclass(frozen=True)
+class HoistFreePass(ModulePass):
+    name: ClassVar[str] = "dycl-hoist-free"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        walker = PatternRewriteWalker(
+            GreedyRewritePatternApplier(hoist_patterns()), walk_regions_first=False
+        )
+        walker.rewrite_module(op)
+
+
+__all__ = ["HoistFreePass", "host_can_produce", "CONSTANT_OPS"]

@@ -1,0 +1,71 @@
+"""dycl-pipeline: host IR -> HCFG, DyCL's phases 2-3 in order.
+
+    dycl-const-prop
+    dycl-shape-infer                              (marks loop carries whose shape varies)
+    dycl-unroll-loops{shape-varying-only=true}    (specialises those loops)
+    dycl-shape-infer                              (static shapes in the unrolled copies)
+    dycl-outline -> dycl-hoist-free -> dycl-dedup
+    dycl-const-prop
+
+Shape inference runs before unrolling too, so that the unroller sees the carries whose
+shape changes per iteration even when the frontend typed them statically.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.passes import ModulePass
+
+from dycl.passes.const_prop import ConstPropPass
+from dycl.passes.dedup import DedupPass
+from dycl.passes.hoist_free import HoistFreePass
+from dycl.passes.outline import OutlinePass
+from dycl.passes.shape_infer import ShapeInferPass
+from dycl.passes.unroll_loops import UnrollLoopsPass
+
+
+@dataclass(frozen=True)
+class PipelinePass(ModulePass):
+    name: ClassVar[str] = "dycl-pipeline"
+
+    min_ops: int = 1
+    """dycl-outline: computation-free runs shorter than this stay in the host."""
+
+    prefix: str = "subdnn_"
+    """dycl-outline: sub-DNN name prefix."""
+
+    max_trip_count: int = 64
+    """dycl-unroll-loops: loops with more iterations stay rolled (and must have static carries)."""
+
+    weights_as_args: bool = False
+    """dycl-dedup: also merge sub-DNNs that differ only in their weights."""
+
+    def passes(self) -> list[ModulePass]:
+        return [
+            ConstPropPass(),
+            ShapeInferPass(),
+            UnrollLoopsPass(max_trip_count=self.max_trip_count, shape_varying_only=True),
+            ShapeInferPass(),
+            OutlinePass(min_ops=self.min_ops, prefix=self.prefix),
+            HoistFreePass(),
+            DedupPass(weights_as_args=self.weights_as_args),
+            ConstPropPass(),
+        ]
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for p in self.passes():
+            p.apply(ctx, op)
+
+    def timed_apply(self, ctx: Context, op: builtin.ModuleOp) -> list[tuple[str, float]]:
+        """Apply the pipeline; return (pass name, seconds) per step."""
+        times = []
+        for p in self.passes():
+            start = time.perf_counter()
+            p.apply(ctx, op)
+            times.append((p.name, time.perf_counter() - start))
+        return times

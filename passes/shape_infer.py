@@ -1,0 +1,365 @@
+"""dycl-shape-infer: propagate concrete shapes through the host function.
+
+Starting from the entry arguments' types, every tensor value gets the most specific type
+the program determines:
+
+- torch ops keep the result types torch-mlir wrote, unless an operand's type changed or a
+  result has an unknown dim; then the result types are recomputed by running the op's
+  `torch.ops.aten` overload on meta tensors (unknown dims are probed with two sizes: a
+  dim that differs between the probes stays unknown);
+- `torch.tensor_static_info_cast` whose operand is at least as specific as its result is
+  looked through (removed);
+- `scf.if` results join both branches' yields per dim (`[1,3] | [1,7] -> [1,?]`);
+- `scf.for` / `scf.while` carries reach a fixed point (join of the entry and end-of-body
+  types); a carry whose shape changes per iteration ends up with an unknown dim — the mark
+  `dycl-unroll-loops{shape-varying-only=true}` reads — and is reported;
+- `torch.aten.size.int` of a static dim becomes a constant;
+- casts are inserted wherever a joined type meets a more specific value, so the IR verifies.
+
+The result types of the host function follow its `func.return`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, func, scf
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from dycl.dialects import torch as t
+from dycl.dialects.dtypes import element_type
+from dycl.passes._common import (
+    format_type,
+    host_functions,
+    is_tensor,
+    join_types,
+    locate,
+    refines,
+)
+from dycl.passes.const_prop import _NO_VALUE, constant_value
+
+_PROBES = (5, 13)
+"""Sizes substituted for unknown dims when recomputing shapes on meta tensors."""
+
+_MAX_FIXED_POINT_ROUNDS = 16
+
+
+@dataclass
+class ShapeNote:
+    """One value whose shape the entry shapes do not determine."""
+
+    op: Operation
+    message: str
+
+    def __str__(self) -> str:
+        return f"{locate(self.op)}: {self.message}"
+
+
+# ------------------------------------------------------------ meta-tensor shapes
+
+
+class _MetaShapes:
+    """Result types of a torch op from its operand types, by running it on meta tensors."""
+
+    _calls: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def _call(cls, name: str):
+        if name not in cls._calls:
+            from dycl.interpreter import TorchOpCall
+
+            try:
+                cls._calls[name] = TorchOpCall(name)
+            except (AttributeError, RuntimeError):
+                cls._calls[name] = None
+        return cls._calls[name]
+
+    @classmethod
+    def result_types(cls, op: Operation) -> list[Attribute] | None:
+        call = cls._call(t.op_name(op))
+        if call is None:
+            return None
+        unknown = any(
+            is_tensor(v) and (v.type.shape is None or None in v.type.shape)
+            for v in _all_operand_values(op)
+        )
+        probes = _PROBES if unknown else _PROBES[:1]
+        runs = []
+        for probe in probes:
+            args = [_meta_arg(v, probe) for v in op.operands]
+            if any(a is _NO_VALUE for a in args):
+                return None
+            try:
+                import torch
+
+                with torch.no_grad():
+                    out = call(args)
+            except Exception:  # the op does not run on meta tensors, or wrong arity
+                return None
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            if len(outs) != len(op.results) or not all(_is_torch_tensor(o) for o in outs):
+                return None
+            runs.append(outs)
+        types = []
+        for i, result in enumerate(op.results):
+            shapes = [tuple(run[i].shape) for run in runs]
+            dims = [d if all(s[k] == d for s in shapes) else None for k, d in enumerate(shapes[0])]
+            declared = result.type
+            dtype = declared.element_type if isinstance(declared, t.ValueTensorType) else None
+            if dtype is None:
+                try:
+                    dtype = element_type(str(runs[0][i].dtype).removeprefix("torch."))
+                except ValueError:
+                    return None
+            types.append(t.ValueTensorType(dims, dtype))
+        return types
+
+
+def _is_torch_tensor(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor)
+
+
+def _all_operand_values(op: Operation):
+    for operand in op.operands:
+        if isinstance(operand.owner, t.ListConstructOp):
+            yield from operand.owner.elements
+        yield operand
+
+
+def _meta_arg(value: SSAValue, probe: int) -> Any:
+    import torch
+
+    type_ = value.type
+    if isinstance(type_, t.ValueTensorType):
+        if type_.shape is None or type_.element_type is None:
+            return _NO_VALUE
+        from dycl.dialects.dtypes import torch_dtype
+
+        try:
+            dtype = torch_dtype(type_.element_type)
+        except ValueError:
+            return _NO_VALUE
+        shape = [probe if d is None else d for d in type_.shape]
+        return torch.empty(shape, dtype=dtype, device="meta")
+    if isinstance(value.owner, t.ListConstructOp):
+        elements = [_meta_arg(e, probe) for e in value.owner.elements]
+        return _NO_VALUE if any(e is _NO_VALUE for e in elements) else elements
+    return constant_value(value)
+
+
+# ------------------------------------------------------------------ inference
+
+
+@dataclass
+class ShapeInference:
+    """Forward propagation over one host function (regions included)."""
+
+    notes: list[ShapeNote] = field(default_factory=list)
+    refined: set[SSAValue] = field(default_factory=set)
+    """Values whose type this run changed: their users get their types recomputed."""
+
+    def set_type(self, value: SSAValue, new_type: Attribute) -> SSAValue:
+        if value.type == new_type:
+            return value
+        new_value = Rewriter.replace_value_with_new_type(value, new_type)
+        self.refined.discard(value)
+        self.refined.add(new_value)
+        return new_value
+
+    def run(self, function: func.FuncOp) -> None:
+        self.infer_block(function.body.block)
+        function.update_function_type()
+
+    def infer_block(self, block: Block) -> None:
+        for op in list(block.ops):
+            self.infer_op(op)
+
+    def infer_op(self, op: Operation) -> None:
+        match op:
+            case scf.IfOp():
+                self.infer_if(op)
+            case scf.ForOp():
+                self.infer_for(op)
+            case scf.WhileOp():
+                self.infer_while(op)
+            case t.TensorStaticInfoCastOp():
+                self.look_through_cast(op)
+            case func.CallOp() | func.ReturnOp() | scf.YieldOp() | scf.ConditionOp():
+                pass
+            case _ if t.op_name(op) == "torch.aten.size.int":
+                self.fold_size(op)
+            case _:
+                self.infer_torch_op(op)
+
+    # ---------------------------------------------------------------- plain ops
+
+    def infer_torch_op(self, op: Operation) -> None:
+        if op.regions or not any(is_tensor(r) for r in op.results):
+            return
+        if not t.op_name(op).startswith("torch."):
+            return
+        changed = any(v in self.refined for v in _all_operand_values(op))
+        unknown = any(
+            is_tensor(r) and not r.type.has_static_shape for r in op.results
+        )
+        if not changed and not unknown:
+            return
+        types = _MetaShapes.result_types(op)
+        if types is None:
+            if changed:
+                self.widen_unknowable(op)
+            return
+        for result, type_ in zip(list(op.results), types):
+            if is_tensor(result):
+                self.set_type(result, type_)
+
+    def widen_unknowable(self, op: Operation) -> None:
+        """An op whose shape cannot be recomputed, on operands that lost static dims:
+        its declared static result dims can no longer be trusted."""
+        if not any(
+            is_tensor(v) and not v.type.has_static_shape for v in _all_operand_values(op)
+        ):
+            return
+        for result in list(op.results):
+            type_ = result.type
+            if isinstance(type_, t.ValueTensorType) and type_.shape is not None:
+                self.set_type(result, type_.with_shape([None] * len(type_.shape)))
+
+    def look_through_cast(self, op: t.TensorStaticInfoCastOp) -> None:
+        if refines(op.operand.type, op.result.type):
+            op.result.replace_all_uses_with(op.operand)
+            self.refined.add(op.operand)
+            Rewriter.erase_op(op)
+
+    def fold_size(self, op: Operation) -> None:
+        if len(op.operands) != 2 or not is_tensor(op.operands[0]):
+            return
+        shape = op.operands[0].type.shape
+        dim = constant_value(op.operands[1])
+        if shape is None or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+            return
+        if (size := shape[dim]) is None:
+            return
+        Rewriter.replace_op(op, t.ConstantIntOp(size))
+
+    # ------------------------------------------------------------ control flow
+
+    def infer_if(self, op: scf.IfOp) -> None:
+        self.infer_block(op.true_region.block)
+        if not op.results:
+            if op.false_region.blocks:
+                self.infer_block(op.false_region.block)
+            return
+        self.infer_block(op.false_region.block)
+        yields = [_terminator(op.true_region.block), _terminator(op.false_region.block)]
+        for i, result in enumerate(list(op.results)):
+            then_type, else_type = (y.operands[i].type for y in yields)
+            joined = join_types(then_type, else_type) if is_tensor(result) else result.type
+            if joined != then_type and is_tensor(result) and then_type.has_static_shape \
+                    and else_type.has_static_shape:
+                self.notes.append(ShapeNote(op, (
+                    f"result #{i} merges two shapes: {format_type(then_type)} | "
+                    f"{format_type(else_type)} -> {format_type(joined)}")))
+            self.set_type(result, joined)
+            for y in yields:
+                _cast_operand(y, i, joined)
+
+    def infer_for(self, op: scf.ForOp) -> None:
+        body = op.body.block
+        carried = list(op.iter_args)
+        types = [v.type for v in carried]
+        entry_types = list(types)
+        for _ in range(_MAX_FIXED_POINT_ROUNDS):
+            for k, type_ in enumerate(types):
+                self.set_type(body.args[k + 1], type_)
+            self.infer_block(body)
+            yielded = [v.type for v in _terminator(body).operands]
+            new = [join_types(a, b) for a, b in zip(types, yielded)]
+            if new == types:
+                break
+            types = new
+        self.finish_loop(op, body, entry_types, types, "scf.for", first_arg=1)
+        for k, type_ in enumerate(types):
+            _cast_operand(op, 3 + k, type_)
+            _cast_operand(_terminator(body), k, type_)
+            self.set_type(op.results[k], type_)
+
+    def infer_while(self, op: scf.WhileOp) -> None:
+        before, after = op.before_region.block, op.after_region.block
+        types = [v.type for v in op.arguments]
+        entry_types = list(types)
+        for _ in range(_MAX_FIXED_POINT_ROUNDS):
+            for k, type_ in enumerate(types):
+                self.set_type(before.args[k], type_)
+            self.infer_block(before)
+            condition = _terminator(before)
+            passed = [v.type for v in condition.operands[1:]]
+            for k, type_ in enumerate(passed):
+                self.set_type(after.args[k], type_)
+            self.infer_block(after)
+            yielded = [v.type for v in _terminator(after).operands]
+            new = [join_types(a, b) for a, b in zip(types, yielded)]
+            if new == types:
+                break
+            types = new
+        self.finish_loop(op, before, entry_types, types, "scf.while", first_arg=0)
+        for k, type_ in enumerate(types):
+            _cast_operand(op, k, type_)
+            _cast_operand(_terminator(after), k, type_)
+        condition = _terminator(before)
+        for k, value in enumerate(condition.operands[1:]):
+            self.set_type(op.results[k], value.type)
+
+    def finish_loop(
+        self, op: Operation, block: Block, entry: list, final: list, kind: str, first_arg: int
+    ) -> None:
+        for k, (a, b) in enumerate(zip(entry, final)):
+            if a != b and is_tensor(block.args[k + first_arg]):
+                self.notes.append(ShapeNote(op, (
+                    f"loop-carried value #{k} of {kind} changes shape per iteration: "
+                    f"{format_type(a)} -> {format_type(b)}")))
+
+
+def _terminator(block: Block) -> Operation:
+    last = block.last_op
+    assert last is not None
+    return last
+
+
+def _cast_operand(op: Operation, index: int, type_: Attribute) -> None:
+    """Make operand `index` of `op` have `type_`, through a static-info cast if needed."""
+    value = op.operands[index]
+    if value.type == type_ or not is_tensor(value):
+        return
+    cast = t.TensorStaticInfoCastOp.create(operands=[value], result_types=[type_])
+    Rewriter.insert_op(cast, InsertPoint.before(op))
+    op.operands[index] = cast.result
+
+
+def infer_shapes(module: builtin.ModuleOp) -> list[ShapeNote]:
+    """Run shape inference on every host function; return the notes on unknown dims."""
+    inference = ShapeInference()
+    for function in list(host_functions(module)):
+        inference.run(function)
+    return inference.notes
+
+
+@dataclass(frozen=True)
+class ShapeInferPass(ModulePass):
+    name: ClassVar[str] = "dycl-shape-infer"
+
+    report: bool = False
+    """Print one line per value whose shape varies (loop carries, branch merges) to stderr."""
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        notes = infer_shapes(op)
+        if self.report:
+            for note in notes:
+                print(f"note: {note}", file=sys.stderr)
