@@ -1,0 +1,116 @@
+"""Emit host-level ops (constants, scalar/list ops, casts, scf) with `torch_mlir.ir`.
+
+The builder works in the importer's own context and module, so captured runs and host ops
+live in one MLIR module until it is handed to xDSL as generic text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch_mlir import ir
+
+from dycl.frontend import values as V
+from dycl.frontend.hop import tensor_to_i1
+
+
+class HostBuilder:
+    def __init__(self, context: ir.Context):
+        self.context = context
+        self._types: dict[str, ir.Type] = {}
+
+    def type(self, text: str) -> ir.Type:
+        parsed = self._types.get(text)
+        if parsed is None:
+            parsed = self._types[text] = ir.Type.parse(text, self.context)
+        return parsed
+
+    def op(self, name: str, operands=(), result_types=(), attributes=None, regions=0) -> ir.Operation:
+        return ir.Operation.create(
+            name,
+            results=[self.type(t) if isinstance(t, str) else t for t in result_types],
+            operands=list(operands),
+            attributes=attributes or {},
+            regions=regions,
+        )
+
+    # ----- values -----------------------------------------------------------------------
+
+    def constant(self, value) -> V.Dyn:
+        """A Python scalar (or None) as a `torch.constant.*` op."""
+        if isinstance(value, bool):
+            attr, kind, type_ = ir.BoolAttr.get(value), "bool", V.BOOL
+        elif isinstance(value, int):
+            attr, kind, type_ = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value), "int", V.INT
+        elif isinstance(value, float):
+            attr, kind, type_ = ir.FloatAttr.get(ir.F64Type.get(), value), "float", V.FLOAT
+        elif value is None:
+            return V.Dyn(self.op("torch.constant.none", (), [V.NONE]).result, V.NONE, None)
+        else:
+            raise TypeError(f"no constant op for {type(value).__name__}")
+        result = self.op(f"torch.constant.{kind}", (), [type_], {"value": attr}).result
+        return V.Dyn(result, type_, value)
+
+    def materialize(self, value: V.EnvValue) -> V.Dyn:
+        if isinstance(value, V.Dyn):
+            return value
+        if isinstance(value, V.Const):
+            return self.constant(value.value)
+        raise TypeError(f"cannot make one IR value of {value!r}")
+
+    def host_op(self, name: str, operands: list[V.Dyn], result_type: str, example) -> V.Dyn:
+        op = self.op(name, [o.value for o in operands], [result_type])
+        return V.Dyn(op.result, result_type, example)
+
+    def cast(self, value: V.Dyn, type_text: str) -> V.Dyn:
+        if value.type == type_text:
+            return value
+        op = self.op("torch.tensor_static_info_cast", [value.value], [type_text])
+        return V.Dyn(op.result, type_text, value.example)
+
+    def to_i1(self, condition: V.Dyn) -> ir.Value:
+        if V.is_tensor_type(condition.type):
+            return tensor_to_i1(condition.value, self.context)
+        as_bool = condition
+        if condition.type != V.BOOL:
+            kind = {V.INT: "int", V.FLOAT: "float"}[condition.type]
+            as_bool = self.host_op(f"torch.aten.Bool.{kind}", [condition], V.BOOL, bool(condition.example))
+        return self.op("torch_c.to_i1", [as_bool.value], [ir.IntegerType.get_signless(1, self.context)]).result
+
+    def placeholder(self, type_text: str, example) -> V.Dyn:
+        """A value of the given type for a path where the variable is not assigned (never read)."""
+        if type_text == V.TENSOR_LIST:
+            return V.Dyn(self.op("torch.prim.ListConstruct", (), [type_text]).result, type_text, [])
+        if not V.is_tensor_type(type_text):
+            return self.constant(type(example)(0) if isinstance(example, (bool, int, float)) else None)
+        zeros = torch.zeros_like(example)
+        array = zeros.numpy()
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        attr = ir.DenseElementsAttr.get_splat(
+            ir.RankedTensorType.get(list(array.shape), _element_type(array.dtype)),
+            _scalar_attr(array.dtype),
+        )
+        literal_type = V.type_of_example(zeros)
+        op = self.op("torch.vtensor.literal", (), [literal_type], {"value": attr})
+        return self.cast(V.Dyn(op.result, literal_type, zeros), type_text)
+
+
+def _element_type(dtype: np.dtype) -> ir.Type:
+    if dtype == np.float32:
+        return ir.F32Type.get()
+    if dtype == np.float64:
+        return ir.F64Type.get()
+    if dtype == np.float16:
+        return ir.F16Type.get()
+    bits = dtype.itemsize * 8
+    if dtype.kind == "u":
+        return ir.IntegerType.get_unsigned(bits)
+    return ir.IntegerType.get_signed(bits)
+
+
+def _scalar_attr(dtype: np.dtype) -> ir.Attribute:
+    element = _element_type(dtype)
+    if dtype.kind == "f":
+        return ir.FloatAttr.get(element, 0.0)
+    return ir.IntegerAttr.get(element, 0)

@@ -1,0 +1,168 @@
+"""Capture one straight-line statement run: `torch.export` it and import it with torch-mlir.
+
+Each run becomes a private `func.func` in the importer's module; the host builder calls it
+and `stitch.py` later inlines the body into `forward`. Parameters and buffers become
+`dycl.param` references (never literals), small tensor constants inline `dense<...>` literals.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.utils._pytree as pytree
+from torch.export import Dim
+from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_dialect
+from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+from torch_mlir.extras.fx_importer import FxImporter, FxImporterHooks, InputInfo
+
+from dycl.frontend.hop import HopImporter
+
+# Name of the submodule under which a run wrapper holds the user's model; export names
+# its parameters `model.<state_dict key>`.
+_MODEL_ATTR = "model"
+
+# A tensor constant created inside forward larger than this is almost certainly a weight
+# the model forgot to register: refuse to write it into the IR.
+MAX_LITERAL_ELEMENTS = 4096
+
+
+def new_context() -> ir.Context:
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    # torch_c.to_i1 and dycl.param are not registered in torch-mlir's Python context.
+    context.allow_unregistered_dialects = True
+    return context
+
+
+class _WeightReferences(FxImporterHooks):
+    """Parameters and buffers become `dycl.param` ops named by their state_dict key."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def resolve_input(self, gni, value, info: InputInfo):
+        name = info.input_spec.target.removeprefix(_MODEL_ATTR + ".")
+        self.names.add(name)
+        return ir.Operation.create(
+            "dycl.param",
+            results=[info.ir_type],
+            attributes={"name": ir.StringAttr.get(name)},
+        ).result
+
+    def resolve_literal(self, gni, literal, info):
+        if not isinstance(literal, torch.Tensor):
+            return None
+        if literal.numel() > MAX_LITERAL_ELEMENTS:
+            raise ValueError(
+                f"a {tuple(literal.shape)} tensor constant is created inside forward; "
+                "register it as a buffer so that it goes to the weight store"
+            )
+        array = literal.detach().cpu().numpy()
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array))
+        vtensor = gni._cc.tensor_to_vtensor_type(literal)
+        return ir.Operation.create(
+            "torch.vtensor.literal", results=[vtensor], attributes={"value": attr}
+        ).result
+
+
+class _RunModule(torch.nn.Module):
+    """Calls one run with the original model as `self`; takes and returns flat tensors/ints."""
+
+    def __init__(self, model: torch.nn.Module, run: Callable):
+        super().__init__()
+        setattr(self, _MODEL_ATTR, model)
+        self._run = run
+
+    def forward(self, *flat_inputs):
+        return self._run(getattr(self, _MODEL_ATTR), *flat_inputs)
+
+
+@dataclass
+class CapturedRun:
+    func_name: str
+    result_types: list[str]
+
+
+@dataclass
+class RunCapturer:
+    """One FxImporter (one MLIR context and module) shared by every run of a model."""
+
+    model: torch.nn.Module
+    hooks: _WeightReferences = field(default_factory=_WeightReferences)
+
+    def __post_init__(self):
+        self.context = new_context()
+        self.importer = FxImporter(
+            context=self.context, hooks=self.hooks, graph_node_importer_cls=HopImporter
+        )
+        self._count = 0
+        self._missing_ops: dict[str, bool] = {}
+
+    @property
+    def module(self) -> ir.Module:
+        return self.importer.module
+
+    def capture(
+        self, run: Callable, examples: Sequence, dynamic_dims: Sequence[Sequence[int]]
+    ) -> CapturedRun:
+        """Export `run(model, *examples)` (tensors and ints) and import it as a private func.
+
+        `dynamic_dims[i]` lists the dims of tensor input i that are unknown in the host IR;
+        int inputs are always symbolic (they are data-dependent host values).
+        """
+        specs = []
+        for example, dims in zip(examples, dynamic_dims):
+            if isinstance(example, torch.Tensor):
+                specs.append({d: Dim.DYNAMIC for d in dims} or None)
+            else:
+                specs.append(Dim.DYNAMIC)
+        wrapper = _RunModule(self.model, run)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.export.export(
+                wrapper, tuple(examples), dynamic_shapes=(tuple(specs),), strict=False
+            )
+            program = self._decompose_unknown_ops(program)
+        self._count += 1
+        name = f"run{self._count}"
+        func = self.importer.import_program(program, func_name=name, func_visibility="private")
+        result_types = [str(t) for t in func.type.results]
+        return CapturedRun(name, result_types)
+
+    def _decompose_unknown_ops(self, program):
+        """Decompose only the ops torch-mlir has no named op for (keeps linear/conv2d)."""
+        table = get_decomposition_table()
+        for _ in range(4):
+            unknown = {
+                node.target
+                for node in program.graph.nodes
+                if node.op == "call_function"
+                and isinstance(node.target, torch._ops.OpOverload)
+                and self._is_unknown(node.target)
+                and node.target in table
+            }
+            if not unknown:
+                return program
+            program = program.run_decompositions({op: table[op] for op in unknown})
+        return program
+
+    def _is_unknown(self, op: torch._ops.OpOverload) -> bool:
+        schema = op._schema
+        namespace, _, name = schema.name.partition("::")
+        mlir_name = f"torch.{namespace}.{name}"
+        if schema.overload_name:
+            mlir_name += f".{schema.overload_name}"
+        if mlir_name not in self._missing_ops:
+            self._missing_ops[mlir_name] = not self.context.is_registered_operation(mlir_name)
+        return self._missing_ops[mlir_name]
+
+
+def flatten_outputs(outputs) -> tuple[list, object]:
+    return pytree.tree_flatten(outputs)

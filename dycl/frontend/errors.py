@@ -1,0 +1,23 @@
+"""The one error the frontend raises for programs it cannot compile."""
+
+from __future__ import annotations
+
+
+class FrontendError(Exception):
+    """A construct of the model's Python source that DyCL cannot compile.
+
+    The message names the source file and line, the construct, and what to write
+    instead, e.g.::
+
+        model.py:42: `while` loop without a bound: write `for _ in range(MAX): ... if not cond: break`
+    """
+
+    def __init__(self, construct: str, hint: str = "", *, file: str = "<unknown>", line: int = 0):
+        self.construct = construct
+        self.hint = hint
+        self.file = file
+        self.line = line
+        message = f"{file}:{line}: {construct}"
+        if hint:
+            message += f": {hint}"
+        super().__init__(message)

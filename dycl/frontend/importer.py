@@ -1,0 +1,64 @@
+"""`import_module`: nn.Module + example inputs -> host IR (xDSL ModuleOp) + weight store."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import torch
+from torch_mlir import ir
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+
+from dycl.frontend.capture import RunCapturer
+from dycl.frontend.compiler import FunctionCompiler
+from dycl.frontend.stitch import inline_private_calls
+from dycl.weights import WeightStore
+
+
+@dataclass
+class ImportedProgram:
+    """The host IR and the weights its `dycl.param` ops name."""
+
+    module: ModuleOp
+    weights: WeightStore
+    function_name: str = "forward"
+
+    @property
+    def function(self) -> func.FuncOp:
+        for op in self.module.ops:
+            if isinstance(op, func.FuncOp) and op.sym_name.data == self.function_name:
+                return op
+        raise KeyError(self.function_name)
+
+
+def import_module(
+    model: torch.nn.Module,
+    example_inputs,
+    *,
+    method: str = "forward",
+) -> ImportedProgram:
+    """Import `model.<method>` on `example_inputs` (a tuple of tensors / Python scalars).
+
+    The model is put in eval mode (`self.training` is False in the IR). Raises
+    `FrontendError` for constructs DyCL cannot compile.
+    """
+    from dycl.ir import parse_module
+
+    if not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    model.eval()
+    capturer = RunCapturer(model)
+    compiler = FunctionCompiler(model, capturer)
+    with capturer.context, ir.Location.unknown(capturer.context):
+        _, tree, input_names = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
+        text = capturer.module.operation.get_asm(print_generic_op_form=True)
+    module = parse_module(text, source_name=f"<{type(model).__name__}.{method}>")
+    inline_private_calls(module, method)
+    program = ImportedProgram(module, WeightStore(), method)
+    function = program.function
+    function.attributes["dycl.output_tree"] = StringAttr(json.dumps(tree))
+    function.attributes["dycl.input_names"] = ArrayAttr([StringAttr(n) for n in input_names])
+    used = {op.attributes["name"].data for op in module.walk() if op.name == "dycl.param"}
+    program.weights = WeightStore.from_module(model).subset(sorted(used))
+    return program

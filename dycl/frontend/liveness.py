@@ -1,0 +1,76 @@
+"""Backward liveness over the frontend's statement lists (Python AST plus `nodes.py` markers).
+
+Liveness decides what a captured run returns, what an `scf.if` yields and what a loop
+carries. It must never be smaller than the truth; for loops not yet expanded it is a safe
+over-approximation (everything the loop reads stays live), which only costs extra yields.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from dycl.frontend import nodes
+
+
+def names_read(node: ast.AST) -> set[str]:
+    """Every name loaded anywhere inside `node`."""
+    found = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+            found.add(sub.id)
+        elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+            found.add(sub.target.id)
+        elif isinstance(sub, nodes.Loop):
+            found |= names_read(sub.node)
+    return found
+
+
+def names_written(stmt: ast.stmt) -> set[str]:
+    """Names a statement (re)binds, including inside nested blocks."""
+    found = set()
+    for sub in ast.walk(stmt):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            found.add(sub.id)
+        elif isinstance(sub, (ast.FunctionDef, ast.ClassDef)):
+            found.add(sub.name)
+        elif isinstance(sub, nodes.BindConst):
+            found.add(sub.name)
+        elif isinstance(sub, nodes.Loop):
+            found |= names_written(sub.node)
+    return found
+
+
+def written_in(stmts: Iterable[ast.stmt]) -> set[str]:
+    found = set()
+    for stmt in stmts:
+        found |= names_written(stmt)
+    return found
+
+
+def live_before(stmts: list[ast.stmt], live_after: set[str], labels: dict | None = None) -> set[str]:
+    """Names whose value may be read after this point, given what is live at the end."""
+    labels = {} if labels is None else labels
+    live = set(live_after)
+    for stmt in reversed(stmts):
+        live = _live_before_stmt(stmt, live, labels)
+    return live
+
+
+def _live_before_stmt(stmt, live: set[str], labels: dict) -> set[str]:
+    if isinstance(stmt, nodes.Label):
+        labels[stmt.id] = set(live)
+        return live
+    if isinstance(stmt, nodes.Jump):
+        return set(labels.get(stmt.id, live))
+    if isinstance(stmt, nodes.BindConst):
+        return live - {stmt.name}
+    if isinstance(stmt, ast.If):
+        then_live = live_before(stmt.body, live, labels)
+        else_live = live_before(stmt.orelse, live, labels)
+        return then_live | else_live | names_read(stmt.test)
+    if isinstance(stmt, (nodes.Loop, ast.For, ast.While)):
+        # Not expanded yet: whatever it reads, and whatever any jump out of it could need.
+        everything_at_labels = set().union(*labels.values()) if labels else set()
+        return live | names_read(stmt) | everything_at_labels
+    return (live - names_written(stmt)) | names_read(stmt)

@@ -1,0 +1,95 @@
+"""Statement markers the frontend adds to Python ASTs while it rewrites a forward.
+
+Returns, `break` and `continue` are rewritten into assignments plus a forward `Jump` to a
+`Label` in the same statement list; an `if` whose branches jump is compiled with the
+statements up to the label appended to both branches (its `scf.if` joins at the label).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+
+class Label(ast.stmt):
+    _fields = ("id",)
+
+    def __init__(self, id: int, lineno: int = 0):
+        super().__init__()
+        self.id = id
+        self.lineno = lineno
+
+
+class Jump(ast.stmt):
+    _fields = ("id",)
+
+    def __init__(self, id: int, lineno: int = 0):
+        super().__init__()
+        self.id = id
+        self.lineno = lineno
+
+
+class BindConst(ast.stmt):
+    """`name = value` where value is known at import time (e.g. a loop target over modules)."""
+
+    _fields = ("name",)
+
+    def __init__(self, name: str, value: Any, lineno: int = 0):
+        super().__init__()
+        self.name = name
+        self.value = value
+        self.lineno = lineno
+
+
+class ReturnTo:
+    """What `return value` means at some point: `var = value` then jump to `label`."""
+
+    def __init__(self, var: str, label: int):
+        self.var = var
+        self.label = label
+
+    def statements(self, value: ast.expr, lineno: int) -> list[ast.stmt]:
+        assign = ast.Assign(targets=[ast.Name(self.var, ast.Store())], value=value)
+        assign.lineno = lineno
+        return [assign, Jump(self.label, lineno)]
+
+
+class ReturnFromLoop(ReturnTo):
+    """Inside a runtime loop: also set a flag the loop condition and the code after it test."""
+
+    def __init__(self, var: str, flag: str, label: int):
+        super().__init__(var, label)
+        self.flag = flag
+
+    def statements(self, value: ast.expr, lineno: int) -> list[ast.stmt]:
+        assign, jump = super().statements(value, lineno)
+        return [assign, BindConst(self.flag, True, lineno), jump]
+
+
+class Loop(ast.stmt):
+    """A `for`/`while` kept whole until it is compiled; remembers what `return` means there."""
+
+    _fields = ("node",)
+
+    def __init__(self, node: ast.stmt, returns: ReturnTo):
+        super().__init__()
+        self.node = node
+        self.returns = returns
+        self.lineno = node.lineno
+        self.has_return = any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def jump_targets(stmts: list[ast.stmt]) -> set[int]:
+    """Labels that jumps inside these statements (not inside unexpanded loops) go to."""
+    targets = set()
+    stack = list(stmts)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, Jump):
+            targets.add(stmt.id)
+        elif isinstance(stmt, Loop) and stmt.has_return:
+            targets.add(stmt.returns.label)
+        elif isinstance(stmt, ast.If):
+            stack.extend(stmt.body)
+            stack.extend(stmt.orelse)
+    return targets

@@ -1,0 +1,240 @@
+"""Program rewriting on the Python AST (DyCL's phase 1), before anything is captured.
+
+- `lower`: `return`/`break`/`continue` become assignments plus forward jumps (structured form);
+  unsupported statements are rejected here with a FrontendError naming file and line.
+- `inline_call`: a helper method (or a submodule's forward) that itself has control flow is
+  inlined with its locals renamed, its returns becoming jumps to the end of its body.
+- `unroll`: a `for` over something known at import time (ModuleList, zip/enumerate of them,
+  `range` whose index is used) becomes one copy of the body per item.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import itertools
+import textwrap
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+from dycl.frontend import nodes
+from dycl.frontend.errors import FrontendError
+
+_fresh = itertools.count()
+
+
+def fresh_id() -> int:
+    return next(_fresh)
+
+
+@dataclass
+class SourceFunction:
+    node: ast.FunctionDef
+    file: str
+    globals: dict
+    closure: dict
+
+    def error(self, node: ast.AST | None, construct: str, hint: str = "") -> FrontendError:
+        return FrontendError(construct, hint, file=self.file, line=getattr(node, "lineno", 0))
+
+
+@lru_cache(maxsize=None)
+def parse_function(func: Callable) -> SourceFunction:
+    """The AST of a Python function with line numbers of its source file."""
+    func = inspect.unwrap(func)
+    file = inspect.getsourcefile(func) or "<unknown>"
+    try:
+        lines, first_line = inspect.getsourcelines(func)
+    except (OSError, TypeError) as error:
+        raise FrontendError(
+            f"cannot read the source of {getattr(func, '__qualname__', func)}",
+            "define the model in a .py file",
+            file=file,
+        ) from error
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    ast.increment_lineno(tree, first_line - 1)
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise FrontendError("expected a function definition", file=file, line=first_line)
+    closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
+    return SourceFunction(node, file, func.__globals__, dict(closure))
+
+
+_CONTROL = (ast.If, ast.For, ast.While, ast.Return, ast.Break, ast.Continue, ast.IfExp)
+
+
+def has_control_flow(fdef: ast.FunctionDef) -> bool:
+    """True unless the body is straight-line code ending in at most one `return`."""
+    body = fdef.body[:-1] if fdef.body and isinstance(fdef.body[-1], ast.Return) else fdef.body
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+                break  # nested functions (torch.cond branches) are not our control flow
+            if isinstance(node, _CONTROL):
+                return True
+    return False
+
+
+# Statements that cannot be compiled, with what to write instead.
+_REJECTED = {
+    ast.Try: ("`try` statement", "remove the try/except from forward; DyCL cannot compile exceptions"),
+    ast.With: ("`with` statement", "move the `with` block out of forward"),
+    ast.Raise: ("`raise` statement", "validate inputs before calling the model"),
+    ast.Global: ("`global` statement", "keep state on the module as attributes"),
+    ast.Nonlocal: ("`nonlocal` statement", "keep state on the module as attributes"),
+    ast.Delete: ("`del` statement", "drop the `del`; rebinding the name is enough"),
+    ast.Assert: ("`assert` on a runtime value", "check inputs before calling the model"),
+    ast.Yield: ("generator (`yield`)", "return a list or tuple instead"),
+    ast.YieldFrom: ("generator (`yield from`)", "return a list or tuple instead"),
+    ast.Await: ("`await`", "forward must be a plain function"),
+    ast.AsyncFor: ("`async for`", "forward must be a plain function"),
+    ast.AsyncWith: ("`async with`", "forward must be a plain function"),
+    ast.Match: ("`match` statement", "write it as `if`/`elif`/`else`"),
+}
+
+
+def check_supported(source: SourceFunction, stmt: ast.stmt) -> None:
+    for node in ast.walk(stmt):
+        rejected = _REJECTED.get(type(node))
+        if rejected is not None:
+            raise source.error(node, *rejected)
+        if isinstance(node, (ast.For, ast.While)) and node.orelse:
+            raise source.error(
+                node, "`else` clause on a loop", "set a flag before `break` and test it after the loop"
+            )
+
+
+def lower(
+    source: SourceFunction,
+    stmts: list[ast.stmt],
+    returns: nodes.ReturnTo,
+    on_break: Callable[[int], list[ast.stmt]] | None = None,
+    on_continue: Callable[[int], list[ast.stmt]] | None = None,
+) -> list[ast.stmt]:
+    """Rewrite `return`/`break`/`continue` of this body (not of nested loops) into jumps."""
+    lowered: list[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return):
+            value = stmt.value if stmt.value is not None else ast.Constant(None)
+            lowered.extend(returns.statements(value, stmt.lineno))
+        elif isinstance(stmt, ast.Break):
+            if on_break is None:
+                raise source.error(stmt, "`break` outside a loop")
+            lowered.extend(on_break(stmt.lineno))
+        elif isinstance(stmt, ast.Continue):
+            if on_continue is None:
+                raise source.error(stmt, "`continue` outside a loop")
+            lowered.extend(on_continue(stmt.lineno))
+        elif isinstance(stmt, ast.If):
+            new = ast.If(
+                test=stmt.test,
+                body=lower(source, stmt.body, returns, on_break, on_continue),
+                orelse=lower(source, stmt.orelse, returns, on_break, on_continue),
+            )
+            new.lineno = stmt.lineno
+            lowered.append(new)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            check_supported(source, stmt)
+            lowered.append(nodes.Loop(stmt, returns))
+        else:
+            check_supported(source, stmt)
+            lowered.append(stmt)
+    return lowered
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+        return node
+
+
+def inline_call(
+    source: SourceFunction,
+    callee: SourceFunction,
+    receiver: Any,
+    call: ast.Call,
+    result_var: str,
+) -> tuple[list[ast.stmt], dict[str, Any]]:
+    """The statements of `callee` bound to `call`'s arguments, storing the result in `result_var`.
+
+    Returns the statements and the constants to bind first (`self` -> `receiver`).
+    """
+    fdef = callee.node
+    args = fdef.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        raise source.error(
+            call, f"call of `{fdef.name}` with *args/**kwargs/keyword-only parameters",
+            "give the helper plain positional parameters",
+        )
+    params = [a.arg for a in args.args]
+    prefix = f"__{fdef.name}{fresh_id()}_"
+    local_names = set(params)
+    for stmt in fdef.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                local_names.add(node.id)
+    renamed = {name: prefix + name for name in local_names}
+    body = [_Renamer(renamed).visit(copy.deepcopy(stmt)) for stmt in fdef.body]
+
+    bound: dict[str, ast.expr] = {}
+    given = list(call.args)
+    if any(isinstance(a, ast.Starred) for a in given):
+        raise source.error(call, "`*args` in a call of a helper with control flow", "pass arguments one by one")
+    if len(given) > len(params) - 1:
+        raise source.error(call, f"too many arguments for `{fdef.name}`")
+    for name, value in zip(params[1:], given):
+        bound[name] = value
+    for keyword in call.keywords:
+        if keyword.arg is None or keyword.arg not in params:
+            raise source.error(call, f"unknown keyword argument in a call of `{fdef.name}`")
+        bound[keyword.arg] = keyword.value
+    defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
+    prologue: list[ast.stmt] = []
+    for name in params[1:]:
+        value = bound.get(name, defaults.get(name))
+        if value is None:
+            raise source.error(call, f"missing argument `{name}` in a call of `{fdef.name}`")
+        if name not in bound:  # defaults are evaluated in the callee's module
+            value = ast.Constant(eval(compile(ast.Expression(value), callee.file, "eval"), callee.globals))
+        assign = ast.Assign(targets=[ast.Name(renamed[name], ast.Store())], value=value)
+        assign.lineno = call.lineno
+        prologue.append(assign)
+
+    end = fresh_id()
+    returns = nodes.ReturnTo(result_var, end)
+    result_init = ast.Assign(targets=[ast.Name(result_var, ast.Store())], value=ast.Constant(None))
+    result_init.lineno = call.lineno
+    stmts = [result_init, *prologue, *lower(callee, body, returns), nodes.Label(end, call.lineno)]
+    return stmts, {renamed[params[0]]: receiver}
+
+
+def unroll(
+    source: SourceFunction,
+    loop: nodes.Loop,
+    items: list[Any],
+    bind_target: Callable[[Any], list[ast.stmt]],
+) -> list[ast.stmt]:
+    """One copy of the loop body per item; `break`/`continue` jump to the right copy's end."""
+    node = loop.node
+    end = fresh_id()
+    unrolled: list[ast.stmt] = []
+    for item in items:
+        next_iteration = fresh_id()
+        body = lower(
+            source,
+            copy.deepcopy(node.body),
+            loop.returns,
+            on_break=lambda line: [nodes.Jump(end, line)],
+            on_continue=lambda line, target=next_iteration: [nodes.Jump(target, line)],
+        )
+        unrolled.extend(bind_target(item))
+        unrolled.extend(body)
+        unrolled.append(nodes.Label(next_iteration, node.lineno))
+    unrolled.append(nodes.Label(end, node.lineno))
+    return unrolled

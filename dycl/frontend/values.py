@@ -1,0 +1,127 @@
+"""What a Python variable holds while the frontend compiles a forward.
+
+Every variable is one of:
+- `Const`: known when importing (module configuration, literals, loop targets over modules);
+- `Dyn`: an IR value of the host function, with an *example* value that has the right type
+  (DyCL runs every block on its predecessors' example outputs, whichever way a condition goes);
+- `Tup`: a Python tuple whose items are themselves values (tuples never become IR values);
+- `UNDEF`: not assigned on this path yet (joins materialise a typed placeholder for it).
+
+IR types are kept as their MLIR text (`!torch.vtensor<[1,?],f32>`), which joins and compares simply.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+import torch
+from torch_mlir.extras.fx_importer import TORCH_DTYPE_TO_MLIR_TYPE_ASM
+
+from dycl.frontend.errors import FrontendError
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Any
+
+
+@dataclass(frozen=True)
+class Dyn:
+    value: Any  # torch_mlir.ir.Value
+    type: str
+    example: Any
+
+
+@dataclass(frozen=True)
+class Tup:
+    """A Python tuple (or, with kind="list", a list display used as an operand)."""
+
+    items: tuple
+    kind: str = "tuple"
+
+
+class _Undef:
+    def __repr__(self) -> str:
+        return "UNDEF"
+
+
+UNDEF = _Undef()
+
+EnvValue = Union[Const, Dyn, Tup, _Undef]
+
+INT, FLOAT, BOOL, NONE = "!torch.int", "!torch.float", "!torch.bool", "!torch.none"
+TENSOR_LIST = "!torch.list<vtensor>"
+UNRANKED_PREFIX = "!torch.vtensor<*,"
+
+_MLIR_DTYPE = {dtype: asm for dtype, asm in TORCH_DTYPE_TO_MLIR_TYPE_ASM.items()}
+_TORCH_DTYPE = {asm: dtype for dtype, asm in _MLIR_DTYPE.items()}
+_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],([^>]+)>")
+
+
+def vtensor_type(shape, dtype: torch.dtype) -> str:
+    dims = ",".join("?" if d is None else str(int(d)) for d in shape)
+    return f"!torch.vtensor<[{dims}],{_MLIR_DTYPE[dtype]}>"
+
+
+def parse_vtensor(type_text: str):
+    """(shape with None for unknown dims, torch dtype) of a ranked vtensor type, else None."""
+    match = _VTENSOR.fullmatch(type_text)
+    if match is None:
+        return None
+    dims = [d for d in match.group(1).split(",") if d]
+    shape = [None if d == "?" else int(d) for d in dims]
+    return shape, _TORCH_DTYPE[match.group(2)]
+
+
+def is_tensor_type(type_text: str) -> bool:
+    return type_text.startswith("!torch.vtensor")
+
+
+def type_of_example(example: Any) -> str:
+    """The host IR type of a Python example value (the order matters: bool is an int)."""
+    if isinstance(example, torch.Tensor):
+        return vtensor_type(example.shape, example.dtype)
+    if isinstance(example, bool):
+        return BOOL
+    if isinstance(example, int):
+        return INT
+    if isinstance(example, float):
+        return FLOAT
+    if isinstance(example, list) and all(isinstance(e, torch.Tensor) for e in example):
+        return TENSOR_LIST
+    raise TypeError(f"no host IR type for a {type(example).__name__}")
+
+
+def join_types(a: str, b: str) -> str:
+    """The least type of both: equal dims stay, differing dims become `?`."""
+    if a == b:
+        return a
+    ta, tb = parse_vtensor(a), parse_vtensor(b)
+    if ta and tb and ta[1] == tb[1]:
+        if len(ta[0]) == len(tb[0]):
+            return vtensor_type([x if x == y else None for x, y in zip(ta[0], tb[0])], ta[1])
+        return f"{UNRANKED_PREFIX}{_MLIR_DTYPE[ta[1]]}>"
+    raise FrontendError(
+        f"a variable is `{a}` on one path and `{b}` on another",
+        "give it the same kind and dtype on every path",
+    )
+
+
+def leaves(value: EnvValue) -> list:
+    """The non-tuple values inside `value`, in order."""
+    if isinstance(value, Tup):
+        return [leaf for item in value.items for leaf in leaves(item)]
+    return [value]
+
+
+def example_of(value: EnvValue) -> Any:
+    if isinstance(value, Const):
+        return value.value
+    if isinstance(value, Dyn):
+        return value.example
+    if isinstance(value, Tup):
+        items = [example_of(item) for item in value.items]
+        return items if value.kind == "list" else tuple(items)
+    raise ValueError("an undefined variable has no example value")
