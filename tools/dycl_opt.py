@@ -39,12 +39,29 @@ class DyclOptMain(xDSLOptMain):
             action="store_true",
             help="print registered ops in their custom form (default: generic form)",
         )
+        arg_parser.add_argument(
+            "--emit-hcfg",
+            choices=("dot", "summary"),
+            default=None,
+            help="after the passes, print the HCFG of the host function (Graphviz or a "
+            "summary) instead of the IR",
+        )
 
     def setup_pipeline(self):
         # torch-mlir IR is mostly ops that DyCL does not register.
         self.ctx.allow_unregistered = True
         self.args.print_op_generic = not self.args.pretty
         super().setup_pipeline()
+
+    def output_resulting_program(self, prog) -> str:
+        if self.args.emit_hcfg is None:
+            return super().output_resulting_program(prog)
+        from dycl.hcfg import HCFG
+
+        hcfg = HCFG.from_module(prog)
+        if self.args.emit_hcfg == "dot":
+            return hcfg.to_dot()
+        return str(hcfg.summary()) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

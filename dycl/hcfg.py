@@ -1,0 +1,301 @@
+"""The HCFG (heterogeneous control-flow graph) of an outlined module.
+
+Nodes are the host function's entry, its control ops (`scf.if`, `scf.for`, `scf.while`),
+its calls of sub-DNNs and its return; data edges are the values one node passes to another
+(through any host ops in between: views, `Bool.Tensor`, scalar arithmetic), labelled with
+their types; control edges link a control op to the nodes inside its regions.
+
+    hcfg = HCFG.from_module(module)       # after dycl-outline (or dycl-pipeline)
+    print(hcfg.summary())                 # sub-DNN count, ops per sub-DNN, host ops, bytes
+    dot_text = hcfg.to_dot()              # Graphviz
+    hcfg.render("hcfg.png")               # where Graphviz's `dot` is installed
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.dialects import builtin, func, scf
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+
+from dycl.dialects import torch as t
+from dycl.passes._common import (
+    CONSTANT_OPS,
+    CONTROL_OPS,
+    format_type,
+    host_functions,
+    is_subdnn,
+    tensor_bytes,
+)
+
+__all__ = ["HCFG", "HCFGNode", "HCFGEdge", "HCFGSummary", "CallSummary"]
+
+_REGION_NAMES = {scf.IfOp: ("then", "else"), scf.ForOp: ("body",), scf.WhileOp: ("before", "after")}
+_TERMINATORS = (func.ReturnOp, scf.YieldOp, scf.ConditionOp)
+
+
+@dataclass
+class HCFGNode:
+    id: str
+    kind: str
+    """"entry", "call", "if", "for", "while" or "return"."""
+    label: str
+    op: Operation | None = None
+    callee: str | None = None
+    parent: str | None = None
+    """The control node whose region holds this node."""
+    region: str | None = None
+    inputs: list[Attribute] = field(default_factory=list)
+    outputs: list[Attribute] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HCFGEdge:
+    src: str
+    dst: str
+    type: Attribute | None
+    kind: str = "data"
+    """"data" (a value) or "control" (a region of a control op)."""
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class CallSummary:
+    node: str
+    callee: str
+    input_bytes: int
+    output_bytes: int
+
+
+@dataclass
+class HCFGSummary:
+    function: str
+    subdnn_count: int
+    ops_per_subdnn: dict[str, int]
+    host_op_count: int
+    host_ops: dict[str, int]
+    control_op_count: int
+    calls: list[CallSummary]
+
+    @property
+    def call_count(self) -> int:
+        return len(self.calls)
+
+    def __str__(self) -> str:
+        lines = [
+            f"HCFG of @{self.function}: {self.subdnn_count} sub-DNNs, "
+            f"{self.call_count} call sites, {self.control_op_count} control ops, "
+            f"{self.host_op_count} host ops",
+            "sub-DNNs (ops, constants and weight references excluded):",
+        ]
+        lines += [f"  @{name}: {n} ops" for name, n in self.ops_per_subdnn.items()]
+        lines.append("host ops:")
+        lines += [f"  {name}: {n}" for name, n in sorted(self.host_ops.items())]
+        lines.append("calls (input bytes -> output bytes):")
+        lines += [
+            f"  {c.node} @{c.callee}: {c.input_bytes} -> {c.output_bytes}" for c in self.calls
+        ]
+        return "\n".join(lines)
+
+
+def subdnn_op_count(fn: func.FuncOp) -> int:
+    """Ops that do work: not constants, weight references, lists or the return."""
+    return sum(
+        1
+        for op in fn.body.block.ops
+        if not isinstance(op, (*CONSTANT_OPS, t.ListConstructOp, func.ReturnOp))
+    )
+
+
+class HCFG:
+    def __init__(self, module: builtin.ModuleOp, function: func.FuncOp):
+        self.module = module
+        self.function = function
+        self.subdnns: dict[str, func.FuncOp] = {
+            op.sym_name.data: op for op in module.ops if is_subdnn(op)
+        }
+        self.nodes: dict[str, HCFGNode] = {}
+        self.edges: list[HCFGEdge] = []
+        self._node_of: dict[Operation, str] = {}
+        self._sources: dict[SSAValue, frozenset[tuple[str, str]]] = {}
+        self._build()
+
+    @classmethod
+    def from_module(cls, module: builtin.ModuleOp, function: str | None = None) -> HCFG:
+        """The HCFG of host function `function` (default: `forward`, else the first)."""
+        hosts = list(host_functions(module))
+        if not hosts:
+            raise ValueError("the module has no host function")
+        if function is None:
+            chosen = next((f for f in hosts if f.sym_name.data == "forward"), hosts[0])
+        else:
+            matches = [f for f in hosts if f.sym_name.data == function]
+            if not matches:
+                raise ValueError(f"no host function @{function} in the module")
+            chosen = matches[0]
+        return cls(module, chosen)
+
+    # ------------------------------------------------------------------ building
+
+    def _add(self, node: HCFGNode) -> HCFGNode:
+        self.nodes[node.id] = node
+        if node.op is not None:
+            self._node_of[node.op] = node.id
+        return node
+
+    def _build(self) -> None:
+        fn = self.function
+        entry = self._add(HCFGNode("entry", "entry", f"@{fn.sym_name.data}",
+                                   outputs=list(fn.function_type.inputs)))
+        self._entry_block = fn.body.block
+        self._create_nodes(fn.body.block, None, None)
+        for node in list(self.nodes.values()):
+            if node is not entry:
+                self._connect(node)
+        self.edges = list(dict.fromkeys(self.edges))
+
+    def _create_nodes(self, block: Block, parent: str | None, region: str | None) -> None:
+        for op in block.ops:
+            if isinstance(op, func.CallOp):
+                callee = op.callee.root_reference.data
+                kind = "call" if callee in self.subdnns else "host-call"
+                self._add(HCFGNode(f"n{len(self.nodes)}", kind, f"@{callee}", op, callee,
+                                   parent, region, list(op.operand_types), list(op.result_types)))
+            elif isinstance(op, CONTROL_OPS):
+                kind = op.name.removeprefix("scf.")
+                node = self._add(HCFGNode(f"n{len(self.nodes)}", kind, op.name, op, None,
+                                          parent, region, list(op.operand_types),
+                                          list(op.result_types)))
+                for name, reg in zip(_REGION_NAMES[type(op)], op.regions):
+                    for inner in reg.blocks:
+                        self._create_nodes(inner, node.id, name)
+            elif isinstance(op, func.ReturnOp) and block is self.function.body.block:
+                self._add(HCFGNode("return", "return", "return", op, None, parent, region,
+                                   list(op.operand_types)))
+
+    def _connect(self, node: HCFGNode) -> None:
+        op = node.op
+        assert op is not None
+        if node.parent is not None:
+            self.edges.append(HCFGEdge(node.parent, node.id, None, "control", node.region or ""))
+        values: list[tuple[SSAValue, str]] = [(v, "") for v in op.operands]
+        if isinstance(op, CONTROL_OPS):
+            if isinstance(op, scf.ForOp):
+                values = [(v, "") for v in op.iter_args]
+            # What the regions hand back to the control op (yields, while condition).
+            for reg in op.regions:
+                for block in reg.blocks:
+                    last = block.last_op
+                    if isinstance(last, (scf.YieldOp, scf.ConditionOp)):
+                        values += [(v, "yield") for v in last.operands]
+        for value, tag in values:
+            for src, via in self._trace(value):
+                if src == node.id:
+                    continue
+                label = format_type(value.type)
+                if via:
+                    label += f" via {via}"
+                if tag:
+                    label = f"{tag} {label}"
+                self.edges.append(HCFGEdge(src, node.id, value.type, "data", label))
+
+    def _trace(self, value: SSAValue) -> frozenset[tuple[str, str]]:
+        """The nodes `value` comes from, and the host ops it passes through."""
+        if value in self._sources:
+            return self._sources[value]
+        self._sources[value] = frozenset()  # cycles through loop carries
+        result: set[tuple[str, str]] = set()
+        owner = value.owner
+        if isinstance(value, BlockArgument):
+            parent = owner.parent_op() if isinstance(owner, Block) else None
+            if owner is self._entry_block:
+                result.add(("entry", ""))
+            elif parent is not None and parent in self._node_of:
+                result.add((self._node_of[parent], ""))
+        elif isinstance(owner, Operation):
+            if owner in self._node_of:
+                result.add((self._node_of[owner], ""))
+            elif not isinstance(owner, CONSTANT_OPS):
+                name = t.op_name(owner).removeprefix("torch.").removeprefix("aten.")
+                for operand in owner.operands:
+                    for src, via in self._trace(operand):
+                        result.add((src, f"{via}+{name}" if via else name))
+        self._sources[value] = frozenset(result)
+        return self._sources[value]
+
+    # ------------------------------------------------------------------ outputs
+
+    def summary(self) -> HCFGSummary:
+        host_ops: dict[str, int] = {}
+        control = 0
+        for op in self.function.walk():
+            if op is self.function or isinstance(op, (*_TERMINATORS, func.CallOp)):
+                continue
+            if isinstance(op, CONTROL_OPS):
+                control += 1
+                continue
+            if isinstance(op, CONSTANT_OPS):
+                continue
+            name = t.op_name(op)
+            host_ops[name] = host_ops.get(name, 0) + 1
+        calls = [
+            CallSummary(
+                node.id,
+                node.callee or "",
+                sum(tensor_bytes(ty) or 0 for ty in node.inputs),
+                sum(tensor_bytes(ty) or 0 for ty in node.outputs),
+            )
+            for node in self.nodes.values()
+            if node.kind == "call"
+        ]
+        return HCFGSummary(
+            function=self.function.sym_name.data,
+            subdnn_count=len(self.subdnns),
+            ops_per_subdnn={name: subdnn_op_count(fn) for name, fn in self.subdnns.items()},
+            host_op_count=sum(host_ops.values()),
+            host_ops=host_ops,
+            control_op_count=control,
+            calls=calls,
+        )
+
+    def to_dot(self) -> str:
+        lines = [
+            f'digraph "{self.function.sym_name.data}" {{',
+            "  rankdir=TB;",
+            '  node [fontname="Helvetica", fontsize=10];',
+            '  edge [fontname="Helvetica", fontsize=9];',
+        ]
+        shapes = {"entry": "invhouse", "return": "house", "call": "box",
+                  "host-call": "box", "if": "diamond", "for": "hexagon", "while": "hexagon"}
+        for node in self.nodes.values():
+            label = node.label
+            if node.kind == "call" and node.callee in self.subdnns:
+                label += f"\\n{subdnn_op_count(self.subdnns[node.callee])} ops"
+            style = ', style="rounded,filled", fillcolor="#dbe9f6"' if node.kind == "call" else ""
+            lines.append(f'  {node.id} [label="{_escape(label)}", shape={shapes[node.kind]}{style}];')
+        for edge in self.edges:
+            attrs = [f'label="{_escape(edge.label)}"']
+            if edge.kind == "control":
+                attrs.append("style=dashed")
+                attrs.append('color="gray40"')
+            lines.append(f"  {edge.src} -> {edge.dst} [{', '.join(attrs)}];")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def render(self, path: str | Path, format: str | None = None) -> Path:
+        """Write the graph with Graphviz's `dot` (PNG/SVG/PDF by the file suffix)."""
+        dot = shutil.which("dot")
+        if dot is None:
+            raise RuntimeError("Graphviz `dot` is not installed; write to_dot() to a file instead")
+        path = Path(path)
+        fmt = format or path.suffix.lstrip(".") or "png"
+        subprocess.run([dot, f"-T{fmt}", "-o", str(path)], input=self.to_dot(), text=True,
+                       check=True)
+        return path
+
+
+def _escape(text: str) -> str:
+    return text.replace('"', '\\"')
