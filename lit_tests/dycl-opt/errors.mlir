@@ -4,11 +4,11 @@
 // RUN: not dycl-opt %s -p 'dycl-unroll-loops{max-trip-count=many}' 2>&1 | filecheck %s --check-prefix=OPTION
 // RUN: not dycl-opt %s.missing 2>&1 | filecheck %s --check-prefix=MISSING
 
-// UNDEF: dycl-opt-errors.mlir:{{[0-9]+}}:{{[0-9]+}}: error: values used but not defined: [%undefined]
+// UNDEF: errors.mlir:{{[0-9]+}}:{{[0-9]+}}: error: values used but not defined: [%undefined]
 // UNDEF-NOT: Traceback
 // PASS: error: Unrecognized passes: ['no-such-pass']
 // OPTION: <pass pipeline>: error: Incompatible types
-// MISSING: dycl-opt-errors.mlir.missing: error: No such file or directory
+// MISSING: errors.mlir.missing: error: No such file or directory
 
 "builtin.module"() ({
   "func.func"() <{sym_name = "f", function_type = () -> !torch.int}> ({
