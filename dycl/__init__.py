@@ -1,0 +1,29 @@
+"""DyCL: compile dynamic neural networks with static deep-learning compilers.
+
+    import dycl
+    compiled = dycl.compile(model, example_inputs, backend="onnxruntime")   # or "tvm"
+    compiled.save("artifact_dir");  compiled = dycl.load("artifact_dir")
+
+Names are imported lazily so that `import dycl` stays cheap and torch-free: a deployed
+artifact is loaded with numpy and the backend runtime only.
+"""
+
+from importlib import import_module
+
+_EXPORTS = {
+    "compile": ("dycl.api", "compile"),
+    "load": ("dycl.runtime", "load"),
+    "FrontendError": ("dycl.frontend.errors", "FrontendError"),
+    "import_module": ("dycl.frontend", "import_module"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'dycl' has no attribute {name!r}")
+    module, attribute = _EXPORTS[name]
+    value = getattr(import_module(module), attribute)
+    globals()[name] = value
+    return value
