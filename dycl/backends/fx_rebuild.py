@@ -1,0 +1,175 @@
+"""Rebuild a sub-DNN func as a `torch.fx.GraphModule` that the exporters take.
+
+Every torch-dialect op `torch.aten.<name>.<overload>` becomes a call of
+`torch.ops.aten.<name>.<overload>`, resolved by the reference interpreter's `TorchOpCall`
+(schema-driven: keyword-only arguments become keywords). Constants become Python
+literals, `dycl.param` weights become buffers of the root module, so the exported
+program carries them as initializers / bound constants.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+import torch.fx
+from xdsl.dialects import func
+from xdsl.dialects.builtin import UnregisteredOp
+from xdsl.ir import Operation, SSAValue
+
+from dycl.backends.errors import BackendError
+from dycl.backends.subdnn import SubDNN, only_func
+from dycl.dialects import torch as t
+from dycl.dialects.dycl import ParamOp
+from dycl.interpreter import TorchOpCall, _literal_value
+from dycl.ir import parse_module
+
+# torch-mlir writes enum arguments as their integer codes (c10 ScalarType, MemoryFormat).
+_SCALAR_TYPES = {
+    0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64,
+    5: torch.float16, 6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16,
+}
+_MEMORY_FORMATS = {
+    0: torch.contiguous_format, 1: torch.preserve_format,
+    2: torch.channels_last, 3: torch.channels_last_3d,
+}
+_LAYOUTS = {0: torch.strided}
+_ENUM_DECODERS = {"ScalarType": _SCALAR_TYPES, "MemoryFormat": _MEMORY_FORMATS, "Layout": _LAYOUTS}
+
+
+class _Builder:
+    """Walks one func body once, mapping each SSA value to an fx node or a literal."""
+
+    def __init__(self, subdnn: SubDNN, weights: Mapping[str, Any], backend: str):
+        self.subdnn = subdnn
+        self.weights = weights
+        self.backend = backend
+        self.root = torch.nn.Module()
+        self.graph = torch.fx.Graph()
+        self.values: dict[SSAValue, Any] = {}
+        self.buffer_names: dict[str, str] = {}
+
+    def fail(self, reason: str, op: str | None = None) -> BackendError:
+        return BackendError(self.backend, self.subdnn.name, reason, op)
+
+    # -------------------------------------------------------------------- handlers
+
+    def literal(self, op: Operation, value: Any) -> None:
+        self.values[op.results[0]] = value
+
+    def param(self, op: ParamOp) -> None:
+        name = op.weight_name
+        if name not in self.weights:
+            raise self.fail(f"no weight named '{name}' in the weight store")
+        attr = self.buffer_names.get(name)
+        if attr is None:
+            attr = self.buffer_names[name] = f"weight_{len(self.buffer_names)}"
+            self.root.register_buffer(attr, _as_tensor(self.weights[name]))
+        self.values[op.result] = self.graph.get_attr(attr)
+
+    def tensor_literal(self, op: t.ValueTensorLiteralOp) -> None:
+        attr = f"literal_{len(self.buffer_names)}"
+        self.buffer_names[attr] = attr
+        self.root.register_buffer(attr, _literal_value(op.value))
+        self.values[op.result] = self.graph.get_attr(attr)
+
+    def list_construct(self, op: t.ListConstructOp) -> None:
+        self.values[op.result] = [self.values[v] for v in op.elements]
+
+    def identity(self, op: Operation) -> None:
+        self.values[op.results[0]] = self.values[op.operands[0]]
+
+    def torch_op(self, op: UnregisteredOp) -> None:
+        name = op.op_name.data
+        try:
+            call = TorchOpCall(name)
+        except (AttributeError, RuntimeError, ValueError) as err:
+            raise self.fail(f"no torch op of that name ({err})", name) from None
+        args = [self.values[v] for v in op.operands]
+        schema_args = call.fn._schema.arguments
+        args = [_decode_enum(arg, a) for arg, a in zip(schema_args, args)] + args[len(schema_args):]
+        positional = tuple(args[: call.n_positional])
+        keywords = dict(zip(call.kwarg_names, args[call.n_positional :]))
+        node = self.graph.call_function(call.fn, positional, keywords)
+        if len(op.results) == 1:
+            self.values[op.results[0]] = node
+        else:
+            for i, result in enumerate(op.results):
+                self.values[result] = self.graph.call_function(operator.getitem, (node, i))
+
+    def build(self, function: func.FuncOp) -> torch.fx.GraphModule:
+        for i, arg in enumerate(function.body.block.args):
+            self.values[arg] = self.graph.placeholder(f"in{i}")
+        for op in function.body.block.ops:
+            if isinstance(op, func.ReturnOp):
+                self.graph.output(tuple(self.values[v] for v in op.operands))
+                break
+            handler = _HANDLERS.get(type(op))
+            if handler is not None:
+                handler(self, op)
+            elif isinstance(op, UnregisteredOp):
+                self.torch_op(op)
+            else:
+                raise self.fail("this op cannot appear in a sub-DNN", op.name)
+        return torch.fx.GraphModule(self.root, self.graph, class_name=self.subdnn.name)
+
+
+_HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
+    t.ConstantIntOp: lambda b, op: b.literal(op, op.value.value.data),
+    t.ConstantFloatOp: lambda b, op: b.literal(op, op.value.value.data),
+    t.ConstantBoolOp: lambda b, op: b.literal(op, op.bool_value),
+    t.ConstantNoneOp: lambda b, op: b.literal(op, None),
+    t.ConstantStrOp: lambda b, op: b.literal(op, op.value.data),
+    t.ConstantDeviceOp: lambda b, op: b.literal(op, op.value.data),
+    t.ListConstructOp: _Builder.list_construct,
+    t.ValueTensorLiteralOp: _Builder.tensor_literal,
+    t.TensorStaticInfoCastOp: _Builder.identity,
+    ParamOp: _Builder.param,
+}
+
+
+def _decode_enum(schema_arg, value: Any) -> Any:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    real = str(getattr(schema_arg, "real_type", ""))
+    for enum_name, table in _ENUM_DECODERS.items():
+        if enum_name in real:
+            return table.get(value, value)
+    return value
+
+
+def _as_tensor(value: Any) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    return torch.from_numpy(np.ascontiguousarray(value))
+
+
+def example_inputs(subdnn: SubDNN) -> tuple[torch.Tensor, ...]:
+    """Zeros of the argument signature: enough for export (shapes are static)."""
+    return tuple(
+        torch.zeros(spec.shape, dtype=getattr(torch, spec.dtype)) for spec in subdnn.inputs
+    )
+
+
+def rebuild(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.fx.GraphModule:
+    function = only_func(parse_module(subdnn.ir_text, source_name=f"@{subdnn.name}"))
+    return _Builder(subdnn, weights, backend).build(function)
+
+
+def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.export.ExportedProgram:
+    """The sub-DNN as a `torch.export` program (what both exporters start from)."""
+    module = rebuild(subdnn, weights, backend)
+    try:
+        with torch.no_grad():
+            return torch.export.export(module, example_inputs(subdnn), strict=False)
+    except Exception as err:  # the op that failed is named in torch's own message
+        raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(err)}") from err
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+

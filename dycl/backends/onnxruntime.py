@@ -1,0 +1,100 @@
+"""ONNX Runtime backend: sub-DNN -> torch.export -> ONNX (dynamo exporter) -> `.onnx`.
+
+The ONNX file embeds the weights as initializers. The file is checked by opening an
+`InferenceSession` once, so an op ONNX Runtime has no kernel for fails at compile time.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
+from dycl.backends.errors import BackendError
+from dycl.backends.fx_rebuild import export
+from dycl.backends.subdnn import SubDNN
+
+NAME = "onnxruntime"
+DEFAULT_OPTIONS: dict[str, Any] = {"opset": None}
+
+
+def compile_subdnn(subdnn: SubDNN, weights: Mapping[str, Any], options: Mapping[str, Any]) -> CompiledSubDNN:
+    program = export(subdnn, weights, NAME)
+    model_bytes = _to_onnx(subdnn, program, options)
+    input_names, output_names = _check_with_session(subdnn, model_bytes)
+    return CompiledSubDNN(
+        name=subdnn.name,
+        backend=NAME,
+        files={f"{subdnn.name}.onnx": model_bytes},
+        meta={"file": f"{subdnn.name}.onnx", "input_names": input_names, "output_names": output_names},
+    )
+
+
+def _to_onnx(subdnn: SubDNN, program, options: Mapping[str, Any]) -> bytes:
+    import torch
+
+    # The exporter prints progress and deprecation chatter; a compile of 40 sub-DNNs
+    # must not flood the terminal. Its errors still reach us as exceptions.
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), _quiet():
+            warnings.simplefilter("ignore")
+            onnx_program = torch.onnx.export(
+                program,
+                (),
+                dynamo=True,
+                verbose=False,
+                opset_version=options.get("opset"),
+                input_names=[f"in{i}" for i in range(len(subdnn.inputs))],
+                output_names=[f"out{i}" for i in range(len(subdnn.outputs))],
+            )
+    except Exception as err:
+        text = str(err)
+        op = blame_op(op_names_of(subdnn.ir_text), text)
+        raise BackendError(NAME, subdnn.name, f"ONNX export failed: {_summary(text)}", op) from err
+    buffer = io.BytesIO()
+    buffer.write(onnx_program.model_proto.SerializeToString())
+    return buffer.getvalue()
+
+
+def _check_with_session(subdnn: SubDNN, model_bytes: bytes) -> tuple[list[str], list[str]]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    except Exception as err:
+        text = str(err)
+        op = _onnx_op_in(text)
+        raise BackendError(NAME, subdnn.name, f"ONNX Runtime rejected the model: {_summary(text)}", op) from err
+    return [i.name for i in session.get_inputs()], [o.name for o in session.get_outputs()]
+
+
+def _onnx_op_in(text: str) -> str | None:
+    import re
+
+    match = re.search(r"op_type[:=]\s*\"?(\w+)", text) or re.search(r"for (\w+)\(\d+\) node", text)
+    return f"onnx.{match.group(1)}" if match else None
+
+
+def _summary(text: str, limit: int = 600) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    # torch.onnx puts the useful sentence near the end of a long report.
+    useful = [line for line in lines if "Error" in line or "error" in line or "not" in line]
+    summary = " | ".join((useful or lines)[-3:])
+    return summary[:limit]
+
+
+def _quiet():
+    """Silence stdout while the exporter runs (it prints progress even with verbose=False)."""
+    import contextlib
+    import os
+
+    stack = contextlib.ExitStack()
+    devnull = stack.enter_context(open(os.devnull, "w"))
+    stack.enter_context(contextlib.redirect_stdout(devnull))
+    return stack

@@ -1,0 +1,82 @@
+"""What a backend needs to know about one sub-DNN, in a form that crosses processes.
+
+A `SubDNN` carries the func as standalone IR text (so a pool worker can parse it), its
+argument and result signatures, and the names of the weights it reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+
+from dycl.dialects.dtypes import dtype_name
+from dycl.dialects.dycl import ParamOp
+from dycl.dialects.torch import ValueTensorType
+from dycl.ir import print_module
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    dtype: str  # numpy/torch dtype name: "float32", "int64", "bool"
+
+    def to_json(self) -> dict:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class SubDNN:
+    name: str
+    ir_text: str  # a builtin.module holding only this func, generic form
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    weight_names: tuple[str, ...]
+
+    def content_key(self, weights: Mapping[str, np.ndarray]) -> str:
+        """sha256 of what decides the compiled code: the IR (under a neutral name) and
+        the bytes of every weight it reads."""
+        digest = hashlib.sha256()
+        digest.update(self.ir_text.replace(f'"{self.name}"', '"__subdnn__"').encode())
+        for name in self.weight_names:
+            array = np.ascontiguousarray(weights[name])
+            digest.update(f"{name}:{array.dtype}:{array.shape}".encode())
+            digest.update(array.tobytes())
+        return digest.hexdigest()
+
+
+def is_subdnn(op) -> bool:
+    return isinstance(op, func.FuncOp) and isinstance(op.attributes.get("dycl.subdnn"), UnitAttr)
+
+
+def tensor_spec(type_, where: str) -> TensorSpec:
+    if not isinstance(type_, ValueTensorType) or not type_.has_static_shape:
+        raise ValueError(f"{where}: expected a statically shaped !torch.vtensor, got {type_}")
+    return TensorSpec(tuple(type_.shape), dtype_name(type_.element_type))
+
+
+def subdnn_from_func(function: func.FuncOp) -> SubDNN:
+    name = function.sym_name.data
+    body_ops = list(function.walk())
+    weight_names = tuple(dict.fromkeys(op.weight_name for op in body_ops if isinstance(op, ParamOp)))
+    signature = function.function_type
+    inputs = tuple(tensor_spec(t, f"@{name} argument {i}") for i, t in enumerate(signature.inputs))
+    outputs = tuple(tensor_spec(t, f"@{name} result {i}") for i, t in enumerate(signature.outputs))
+    standalone = ModuleOp([function.clone()])
+    return SubDNN(name, print_module(standalone), inputs, outputs, weight_names)
+
+
+def subdnns_of(module: ModuleOp) -> Iterator[SubDNN]:
+    for op in module.ops:
+        if is_subdnn(op):
+            yield subdnn_from_func(op)
+
+
+def only_func(module: ModuleOp) -> func.FuncOp:
+    (function,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    return function
+

@@ -1,0 +1,62 @@
+"""numpy versions of the computation-free torch ops that generated host code calls.
+
+Each mirrors the torch op of the same name on value semantics (no caller mutates a
+tensor, so views are safe). Results are always `np.ndarray`, never numpy scalars:
+the backends' runtimes take arrays only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_INT64_MAX = 2**63 - 1
+
+
+def flatten(x: np.ndarray, start: int = 0, end: int = -1) -> np.ndarray:
+    if x.ndim == 0:
+        return x.reshape(1)
+    start, end = start % x.ndim, end % x.ndim
+    return x.reshape(x.shape[:start] + (-1,) + x.shape[end + 1 :])
+
+
+def unflatten(x: np.ndarray, dim: int, sizes) -> np.ndarray:
+    dim %= x.ndim
+    return x.reshape(x.shape[:dim] + tuple(sizes) + x.shape[dim + 1 :])
+
+
+def squeeze_dim(x: np.ndarray, dim: int) -> np.ndarray:
+    # torch leaves a dimension that is not 1 alone instead of raising.
+    if x.ndim == 0 or x.shape[dim] != 1:
+        return x
+    return np.squeeze(x, axis=dim)
+
+
+def squeeze_dims(x: np.ndarray, dims) -> np.ndarray:
+    axes = tuple(d % x.ndim for d in dims if x.ndim and x.shape[d] == 1)
+    return np.squeeze(x, axis=axes) if axes else x
+
+
+def expand(x: np.ndarray, sizes) -> np.ndarray:
+    offset = len(sizes) - x.ndim
+    shape = [x.shape[i - offset] if s == -1 else s for i, s in enumerate(sizes)]
+    return np.broadcast_to(x, shape)
+
+
+def select(x: np.ndarray, dim: int, index: int) -> np.ndarray:
+    dim %= x.ndim
+    return np.asarray(x[(slice(None),) * dim + (index,)])
+
+
+def slice_tensor(x: np.ndarray, dim: int = 0, start=None, end=None, step: int = 1) -> np.ndarray:
+    dim %= x.ndim
+    if end is not None and end >= _INT64_MAX:
+        end = None
+    return x[(slice(None),) * dim + (slice(start, end, step),)]
+
+
+def stack(tensors, dim: int = 0) -> np.ndarray:
+    return np.stack(tensors, axis=dim)
+
+
+def cat(tensors, dim: int = 0) -> np.ndarray:
+    return np.concatenate(tensors, axis=dim)

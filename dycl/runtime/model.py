@@ -1,0 +1,180 @@
+"""A loaded artifact as a callable with the model's input and output conventions.
+
+`CompiledModel(*inputs)` checks the inputs against the signature in the manifest (count,
+shape, dtype), runs the generated host program, and rebuilds the model's output
+structure. torch tensors in -> torch tensors out, numpy in -> numpy out; torch is used
+only when the caller already imported it (it is never imported here).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import types
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest
+from dycl.runtime.runners import RUNNERS, default_threads
+
+
+class InputError(TypeError):
+    """Inputs that do not match the compiled signature."""
+
+
+class _InputSpec:
+    __slots__ = ("name", "kind", "dtype", "shape", "exact")
+
+    def __init__(self, record: Mapping[str, Any]):
+        self.name = record["name"]
+        self.kind = record["kind"]  # "tensor" | "int" | "float" | "bool"
+        self.dtype = np.dtype(record["dtype"]) if self.kind == "tensor" else None
+        shape = record.get("shape")
+        self.shape = None if shape is None else tuple(shape)
+        self.exact = self.shape is not None and None not in self.shape
+
+    def describe(self) -> str:
+        if self.kind != "tensor":
+            return f"a Python {self.kind}"
+        dims = "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
+        return f"a {self.dtype} tensor of shape {dims}"
+
+    def shape_matches(self, shape: tuple[int, ...]) -> bool:
+        if self.exact:
+            return shape == self.shape
+        if self.shape is None:
+            return True
+        return len(shape) == len(self.shape) and all(e is None or e == d for e, d in zip(self.shape, shape))
+
+
+_SCALAR_TYPES = {"int": (int, np.integer), "float": (float, int, np.floating, np.integer), "bool": (bool, np.bool_)}
+
+
+class CompiledModel:
+    """Load with `dycl.load(dir)`; `dycl.compile` returns one too."""
+
+    def __init__(self, directory: str | os.PathLike, threads: int | None = None):
+        self.directory = Path(directory)
+        self.manifest = read_manifest(self.directory)
+        self.backend = self.manifest["backend"]
+        self.entry = self.manifest["entry"]
+        self.threads = threads or self.manifest.get("runtime", {}).get("threads") or default_threads()
+        self.hcfg = None  # set by dycl.compile (the xDSL module); a loaded artifact has none
+        self.compile_report: dict[str, Any] = {}
+        self._inputs = [_InputSpec(r) for r in self.manifest["inputs"]]
+        self._output_tree = self.manifest["outputs"]["tree"]
+        self.subdnn_calls = {}
+        self._forward = self._bind_host()
+
+    # ------------------------------------------------------------- loading
+
+    def _bind_host(self):
+        if self.backend not in RUNNERS:
+            raise ArtifactError(f"{self.directory}: unknown backend '{self.backend}' in the manifest")
+        make_runner = RUNNERS[self.backend]
+        subdnns = {}
+        for record in self.manifest["subdnns"]:
+            path = self.directory / record["file"]
+            try:
+                subdnns[record["name"]] = make_runner(path, record, len(record["inputs"]), self.threads)
+            except Exception as err:
+                raise ArtifactError(f"{path}: the {self.backend} runtime cannot load it: {err}") from err
+        self.subdnn_calls = subdnns
+        constants = {}
+        constants_file = self.manifest.get("constants")
+        if constants_file:
+            with np.load(self.directory / constants_file, allow_pickle=False) as stored:
+                constants = {key: stored[key] for key in stored.files}
+        self.source = (self.directory / self.manifest["host"]).read_text()
+        module = types.ModuleType(f"dycl_host_{self.entry}")
+        module.__file__ = str(self.directory / self.manifest["host"])
+        exec(compile(self.source, module.__file__, "exec"), module.__dict__)
+        return module.bind(subdnns, constants)
+
+    # ------------------------------------------------------------- calling
+
+    def __call__(self, *inputs: Any) -> Any:
+        specs = self._inputs
+        if len(inputs) != len(specs):
+            names = ", ".join(s.name for s in specs)
+            raise InputError(f"{self.entry}() takes {len(specs)} input(s) ({names}), got {len(inputs)}")
+        torch_in = False
+        args = []
+        for spec, value in zip(specs, inputs):
+            if spec.kind == "tensor":
+                if type(value) is not np.ndarray:
+                    value, torch_in = _tensor_input(spec, value, self.entry), True
+                if value.dtype != spec.dtype or not spec.shape_matches(value.shape):
+                    raise InputError(
+                        f"{self.entry}() input '{spec.name}': expected {spec.describe()}, "
+                        f"got a {value.dtype} tensor of shape {list(value.shape)}"
+                    )
+            elif not isinstance(value, _SCALAR_TYPES[spec.kind]) or (spec.kind == "int" and isinstance(value, bool)):
+                raise InputError(f"{self.entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
+            args.append(value)
+        results = self._forward(*args)
+        outputs = _unflatten(self._output_tree, results)
+        return _to_torch(outputs) if torch_in else outputs
+
+    # -------------------------------------------------------------- saving
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Copy the artifact (all files the manifest lists, and the manifest)."""
+        target = Path(directory)
+        if target.resolve() == self.directory.resolve():
+            return target
+        target.mkdir(parents=True, exist_ok=True)
+        for name in self.manifest["files"]:
+            shutil.copyfile(self.directory / name, target / name)
+        shutil.copyfile(self.directory / MANIFEST, target / MANIFEST)
+        read_manifest(target)  # what was written verifies
+        return target
+
+    @property
+    def subdnn_names(self) -> list[str]:
+        return [r["name"] for r in self.manifest["subdnns"]]
+
+    def __repr__(self) -> str:
+        return (
+            f"<dycl.CompiledModel {self.entry}: {len(self.subdnn_names)} sub-DNNs, "
+            f"backend={self.backend}, from {self.directory}>"
+        )
+
+
+def _tensor_input(spec: _InputSpec, value: Any, entry: str) -> np.ndarray:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            raise InputError(f"{entry}() input '{spec.name}': DyCL runs on CPU, got a tensor on {value.device}")
+        return value.detach().numpy()
+    raise InputError(f"{entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
+
+
+def _unflatten(tree: Any, results: Sequence[Any]) -> Any:
+    """The model's return structure from the flat host results (`dycl.output_tree`)."""
+    if tree is None:
+        return results[0] if len(results) == 1 else tuple(results)
+    if isinstance(tree, int):
+        return results[tree]
+    if "tuple" in tree:
+        return tuple(_unflatten(sub, results) for sub in tree["tuple"])
+    if "list" in tree:
+        return [_unflatten(sub, results) for sub in tree["list"]]
+    raise ArtifactError(f"bad output tree node {tree!r}")
+
+
+def _to_torch(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        torch = sys.modules["torch"]
+        if not value.flags.writeable:  # torch.from_numpy warns on read-only views
+            value = value.copy()
+        return torch.from_numpy(value)
+    if isinstance(value, tuple):
+        return tuple(_to_torch(v) for v in value)
+    if isinstance(value, list):
+        return [_to_torch(v) for v in value]
+    return value
