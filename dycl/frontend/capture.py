@@ -123,11 +123,12 @@ class RunCapturer:
                 specs.append({d: Dim.DYNAMIC for d in dims} or None)
             else:
                 specs.append(Dim.DYNAMIC)
+        shapes = {"dynamic_shapes": (tuple(specs),)} if specs else {}
         wrapper = _RunModule(self.model, run)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             program = torch.export.export(
-                wrapper, tuple(examples), dynamic_shapes=(tuple(specs),), strict=False
+                wrapper, tuple(examples), strict=False, **shapes
             )
             program = self._decompose_unknown_ops(program)
         self._count += 1

@@ -556,7 +556,7 @@ class FunctionCompiler:
         return True
 
     def compile_run(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
-        inputs = sorted(n for n in live_before(stmts, live_after) if n in env)
+        inputs = sorted(n for n in live_before(stmts, set()) if n in env)
         outputs = sorted(written_in(stmts) & live_after)
         returned = ast.Tuple([ast.Name(n, ast.Load()) for n in outputs], ast.Load())
         result = self._run_function(stmts, inputs, returned)
@@ -592,6 +592,10 @@ class FunctionCompiler:
             leaves, spec = pytree.tree_flatten(inputs[name], is_leaf=lambda v: not isinstance(v, V.Tup))
             input_specs.append((name, inputs[name]))
             flat_inputs.extend(l for l in V.leaves(inputs[name]) if isinstance(l, V.Dyn))
+        for name in names:
+            inputs[name] = self._scalars_as_tensors(inputs[name])
+        flat_inputs = [l for name in names for l in V.leaves(inputs[name]) if isinstance(l, V.Dyn)]
+        input_specs = [(name, inputs[name]) for name in names]
         for leaf in flat_inputs:
             if not (V.is_tensor_type(leaf.type) or leaf.type == V.INT):
                 raise self.error(
@@ -632,9 +636,27 @@ class FunctionCompiler:
                 raise self._capture_error(stmts, lines, error) from None
             values = call(captured.func_name, [l.value for l in flat_inputs], [self.builder.type(t) for t in captured.result_types])
             results = [V.Dyn(v, t, out_leaves[k]) for v, t, k in zip(values, captured.result_types, tensor_positions)]
+        symbolic = any(leaf.type == V.INT or self._dynamic_dims(leaf.type) for leaf in flat_inputs)
+        if symbolic and len(tensor_positions) < len(out_leaves):
+            scalars = [type(l).__name__ for l in out_leaves if not isinstance(l, torch.Tensor)]
+            raise self.error(
+                stmts[0],
+                f"lines {lines} compute Python {', '.join(scalars)} values from runtime values inside tensor code",
+                "compute such scalars in their own statement (e.g. `n = x.shape[1]` on its own line)",
+            )
         it = iter(results)
         structured = [next(it) if isinstance(leaf, torch.Tensor) else V.Const(leaf) for leaf in out_leaves]
         return _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder)
+
+    def _scalars_as_tensors(self, value: V.EnvValue) -> V.EnvValue:
+        """A runtime float enters tensor math as a 0-d f64 tensor (same promotion as a
+        Python float: 0-d tensors never widen the other operand's dtype)."""
+        if isinstance(value, V.Tup):
+            return V.Tup(tuple(self._scalars_as_tensors(i) for i in value.items), value.kind)
+        if isinstance(value, V.Dyn) and value.type == V.FLOAT:
+            example = torch.tensor(value.example, dtype=torch.float64)
+            return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
+        return value
 
     @staticmethod
     def _dynamic_dims(type_text: str) -> list[int]:
@@ -751,6 +773,8 @@ class FunctionCompiler:
 
     def expression(self, expr: ast.expr, env) -> V.EnvValue:
         """Const when known at import time; host ops where needed; otherwise a captured run."""
+        if isinstance(expr, ast.List) and not expr.elts:
+            return V.Tup((), "list")  # becomes a runtime list once assigned
         constant = self._try_constant(expr, env)
         if constant is not _MISSING:
             return V.Const(constant)
@@ -770,6 +794,8 @@ class FunctionCompiler:
 
     def _needs_host(self, node: ast.AST, env, written_in_run: set[str]) -> bool:
         for sub in ast.walk(node):
+            if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+                sub = ast.Name(sub.target.id, ast.Load())  # `n += 1` reads n
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in written_in_run:
                 value = env.get(sub.id)
                 if isinstance(value, V.Dyn) and not V.is_tensor_type(value.type):
@@ -1083,8 +1109,6 @@ def _apply(self: FunctionCompiler, expr: ast.expr, env, operands=None) -> V.EnvV
     by_copy = {id(memo[key]): name for key, name in replacements.items()}
     rewritten = _ReplaceChildren(by_copy).visit(copied)
     scoped = {**env, **local}
-    if self._needs_host(rewritten, scoped, set()):
-        raise self.error(expr, f"`{ast.unparse(expr)}` uses a runtime Python value in tensor math", "keep data-dependent values as tensors")
     return self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
 
 

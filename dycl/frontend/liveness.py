@@ -38,7 +38,18 @@ def names_written(stmt: ast.stmt) -> set[str]:
             found.add(sub.name)
         elif isinstance(sub, nodes.Loop):
             found |= names_written(sub.node)
+        elif (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and isinstance(sub.func.value, ast.Name)
+            and sub.func.attr in LIST_MUTATORS
+        ):
+            found.add(sub.func.value.id)  # `outputs.append(t)` rebinds the host list value
     return found
+
+
+# Methods that change a list in place: on host lists they produce a new list value.
+LIST_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear"}
 
 
 def written_in(stmts: Iterable[ast.stmt]) -> set[str]:

@@ -1,0 +1,380 @@
+"""Small dynamic models, one per construct the frontend must compile, with inputs that drive
+every path. `CASES` maps a name to (model factory, example inputs, inputs that take all paths)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch._higher_order_ops.while_loop import while_loop
+
+torch.manual_seed(0)
+
+
+def scaled(*shape):
+    """Inputs x*s for a few random x and several s: signs and sizes that flip typical thresholds."""
+    generator = torch.Generator().manual_seed(0)
+    bases = [torch.randn(*shape, generator=generator) for _ in range(3)]
+    return [(base * s,) for base in bases for s in (-10.0, -3.0, -0.2, 0.0, 0.2, 3.0, 10.0)]
+
+
+class IfElse(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            y = torch.relu(self.fc(x))
+        else:
+            y = -x
+        return y
+
+
+class ElifChain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 4)
+        self.b = nn.Linear(8, 4)
+
+    def forward(self, x):
+        m = x.mean()
+        if m > 0.5:
+            out = self.a(x)
+        elif m < -0.5:
+            out = self.b(x)
+        elif m > 0:
+            out = self.a(x) + self.b(x)
+        else:
+            out = torch.zeros(1, 4)
+        return out
+
+
+class EarlyExit(nn.Module):
+    """Exits of different widths and a Python int in the return."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 8)
+        self.exit1 = nn.Linear(8, 3)
+        self.fc2 = nn.Linear(8, 8)
+        self.exit2 = nn.Linear(8, 7)
+        self.threshold = 0.6
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        y = self.exit1(h)
+        if torch.softmax(y, -1).max() > self.threshold:
+            return y, 1
+        h = torch.relu(self.fc2(h))
+        return self.exit2(h), 2
+
+
+class ReturnInLoop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, x):
+        gates = x[:, :3]
+        for i, block in enumerate(self.blocks):
+            x = torch.tanh(block(x))
+            if gates[0, i] > 0.5:
+                return x * 2
+        return x
+
+
+class ItemCondition(nn.Module):
+    def forward(self, x):
+        score = x.max().item()
+        if score > 0.5:
+            return x * score
+        return x - 1
+
+
+class BoolCondition(nn.Module):
+    def forward(self, x):
+        if bool((x > 1).any()):
+            x = x.clamp(max=1.0)
+        return x + 1
+
+
+class TorchEqual(nn.Module):
+    def forward(self, x, y):
+        if torch.equal(x.argmax(-1), y.argmax(-1)):
+            return x + y
+        return x - y
+
+
+class AllAny(nn.Module):
+    def forward(self, x):
+        if (x > -1).all():
+            return x.exp()
+        elif (x > 2).any():
+            return x.sin()
+        return x.cos()
+
+
+class RangeLoop(nn.Module):
+    """`for range(N)` whose index is unused: scf.for with an scf.if inside."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        for _ in range(4):
+            if x.sum() > 0:
+                x = torch.tanh(self.fc(x))
+            else:
+                x = x + 0.5
+        return x
+
+
+class GatedModuleList(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+        self.gates = nn.ModuleList(nn.Linear(8, 1) for _ in range(3))
+
+    def forward(self, x):
+        for block, gate in zip(self.blocks, self.gates):
+            if torch.sigmoid(gate(x)).squeeze() > 0.5:
+                x = torch.relu(block(x)) + x
+        return x
+
+
+class EnumerateSequential(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8))
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if x.mean() > 0:
+                x = x * (i + 1)
+        return x
+
+
+class BoundedWhile(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.max_steps = 6
+
+    def forward(self, x):
+        steps = 0
+        while steps < self.max_steps and x.norm() > 1.0:
+            x = x * 0.5
+            steps += 1
+        return x, steps
+
+
+class BreakLoop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(8, 8)
+
+    def forward(self, x):
+        for _ in range(5):
+            x = torch.tanh(self.cell(x)) + x
+            if x.mean() > 0.8:
+                break
+        return x
+
+
+class ContinueLoop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, x):
+        for block in self.blocks:
+            if x.sum() < 0:
+                x = x + 1
+                continue
+            x = torch.tanh(block(x))
+        return x
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, x):
+        used = 0
+        for block in self.blocks:
+            if x.mean() > 0:
+                x = torch.tanh(block(x))
+                used += 1
+        return x, used
+
+
+class FlagChange(nn.Module):
+    def forward(self, x):
+        found = False
+        for k in range(3):
+            if x[0, k] > 0.5:
+                found = True
+        return x, found
+
+
+class GreedyDecoder(nn.Module):
+    """A list of data-dependent length, stacked at the end; `break` on a tensor condition."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(8, 8)
+        self.max_len = 6
+
+    def forward(self, h):
+        outputs = []
+        for _ in range(self.max_len):
+            h = torch.tanh(self.cell(h))
+            outputs.append(h)
+            if h.sum() > 1.0:
+                break
+        return torch.stack(outputs), len(outputs)
+
+
+class HelperMethod(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def route(self, x, scale: float = 2.0):
+        if x.mean() > 0:
+            return self.a(x) * scale
+        return self.b(x)
+
+    def forward(self, x):
+        y = self.route(x)
+        z = self.route(-y, 0.5)
+        return y + z
+
+
+class GatedBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if x.mean() > 0:
+            return x + torch.relu(self.fc(x))
+        return x
+
+
+class SubmoduleControlFlow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(GatedBlock(), GatedBlock())
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class ShapesDiffer(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            y = x[:, :3]
+        else:
+            y = x
+        return y.sum(-1), y
+
+
+class ReturnStructures(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        logits = self.fc(x)
+        if logits[0, 0] > logits[0, 1]:
+            return [logits, (logits.argmax(-1), 0)], x.sum().item()
+        return [-logits, (logits.argmin(-1), 1)], 0.0
+
+
+class ConfigConstants(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.use_extra = True
+        self.extra = nn.Linear(8, 8)
+        self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+
+    def forward(self, x):
+        if self.training:
+            x = F.dropout(x, 0.5)
+        if self.use_extra and len(self.blocks) == 2:
+            x = self.extra(x)
+        if x.sum() > 0:
+            x = self.blocks[0](x)
+        else:
+            x = self.blocks[len(self.blocks) - 1](x)
+        return x
+
+
+class TorchCond(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: self.fc(x), lambda x: x * 2.0, (x,))
+
+
+class WhileLoopHop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        def cond(i, h):
+            return (i < 4) & (h.abs().sum() < 100.0)
+
+        def body(i, h):
+            return i + 1, self.fc(h) * 2.0
+
+        _, h = while_loop(cond, body, (torch.zeros((), dtype=torch.int64), x))
+        return h
+
+
+class IntInputLoop(nn.Module):
+    """A scalar model input used in a condition and in tensor math."""
+
+    def forward(self, x, n: int):
+        if n > 2:
+            x = x * n
+        return x + 1
+
+
+CASES = {
+    "if_else": (IfElse, scaled(1, 8)),
+    "elif_chain": (ElifChain, scaled(1, 8)),
+    "early_exit": (EarlyExit, scaled(1, 8) + [(torch.full((1, 8), 3.0),), (torch.full((1, 8), -3.0),)]),
+    "return_in_loop": (ReturnInLoop, [(F.pad(torch.tensor([g]), (0, 5)),) for g in ([0.0, 0, 1], [0.0, 1, 0], [1.0, 0, 0], [0.0, 0, 0])]),
+    "item_condition": (ItemCondition, scaled(1, 8)),
+    "bool_condition": (BoolCondition, scaled(1, 8)),
+    "torch_equal": (TorchEqual, [(torch.eye(4)[:1], torch.eye(4)[:1]), (torch.eye(4)[:1], torch.eye(4)[1:2])]),
+    "all_any": (AllAny, [(torch.zeros(1, 8),), (torch.full((1, 8), -3.0),), (torch.tensor([[3.0] + [-3.0] * 7]),)]),
+    "range_loop": (RangeLoop, scaled(1, 8)),
+    "gated_module_list": (GatedModuleList, scaled(1, 8)),
+    "enumerate_sequential": (EnumerateSequential, scaled(1, 8)),
+    "bounded_while": (BoundedWhile, scaled(1, 8) + [(torch.full((1, 8), 100.0),)]),
+    "break_loop": (BreakLoop, scaled(1, 8) + [(torch.full((1, 8), 2.0),)]),
+    "continue_loop": (ContinueLoop, scaled(1, 8)),
+    "counter": (Counter, scaled(1, 8)),
+    "flag_change": (FlagChange, scaled(1, 8)),
+    "greedy_decoder": (GreedyDecoder, scaled(1, 8) + [(torch.full((1, 8), 5.0),)]),
+    "helper_method": (HelperMethod, scaled(1, 8)),
+    "submodule_control_flow": (SubmoduleControlFlow, scaled(1, 8)),
+    "shapes_differ": (ShapesDiffer, scaled(1, 8)),
+    "return_structures": (ReturnStructures, scaled(1, 8)),
+    "config_constants": (ConfigConstants, scaled(1, 8)),
+    "torch_cond": (TorchCond, scaled(1, 8)),
+    "while_loop_hop": (WhileLoopHop, scaled(1, 8)),
+    "int_input": (IntInputLoop, [(torch.ones(1, 8), 1), (torch.ones(1, 8), 5)]),
+}

@@ -1,0 +1,60 @@
+"""Run imported programs on the reference interpreter and record which branches ran."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import torch
+from xdsl.dialects import scf
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.interpreters.scf import ScfFunctions
+
+from dycl.interpreter import ReferenceInterpreter, TorchFunctions, find_function, output_tree, unflatten
+
+
+class BranchCoverage(Interpreter.Listener):
+    """Which way every scf.if went, over all runs."""
+
+    def __init__(self):
+        self.taken: dict[int, set[bool]] = defaultdict(set)
+
+    def will_interpret_op(self, op, args) -> None:
+        if isinstance(op, scf.IfOp):
+            self.taken[id(op)].add(bool(args[0]))
+
+
+def run(program, inputs, coverage: BranchCoverage | None = None):
+    """Run the imported forward; returns the output rebuilt in the model's structure."""
+    module = program.module
+    function = find_function(module, program.function_name)
+    interpreter = ReferenceInterpreter(module, listeners=(coverage,) if coverage else ())
+    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(ScfFunctions())
+    interpreter.register_implementations(ArithFunctions())
+    weights = {name: torch.from_numpy(array) for name, array in program.weights.items()}
+    interpreter.register_implementations(TorchFunctions(weights))
+    with torch.no_grad():
+        results = interpreter.call_op(function, tuple(inputs))
+    return unflatten(output_tree(function), results)
+
+
+def if_ops(program) -> list:
+    return [op for op in program.module.walk() if isinstance(op, scf.IfOp)]
+
+
+def max_abs_error(expected, actual) -> float:
+    """Max abs difference over matching structures (tensors, scalars, tuples, lists)."""
+    if isinstance(expected, (tuple, list)):
+        assert type(expected) is type(actual), (type(expected), type(actual))
+        assert len(expected) == len(actual)
+        return max([max_abs_error(e, a) for e, a in zip(expected, actual)], default=0.0)
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor), type(actual)
+        assert expected.shape == actual.shape, (expected.shape, actual.shape)
+        if expected.numel() == 0:
+            return 0.0
+        return (expected.double() - actual.double()).abs().max().item()
+    assert type(expected) is type(actual), (expected, actual)
+    return abs(float(expected) - float(actual))
