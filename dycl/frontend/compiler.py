@@ -58,6 +58,7 @@ class FunctionCompiler:
         self.capturer = capturer
         self.builder = HostBuilder(capturer.context)
         self.scope: _Scope | None = None
+        self._join_node: ast.AST | None = None
         self._scopes: dict[str, _Scope] = {}
 
     # ----- entry point -----------------------------------------------------------------
@@ -197,6 +198,7 @@ class FunctionCompiler:
 
         flag = self.builder.to_i1(condition)
         draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
+        self._join_node = stmt
         branch_envs = []
         for region, body in zip(draft.regions, (stmt.body, stmt.orelse)):
             with ir.InsertionPoint(region.blocks.append()):
@@ -270,10 +272,10 @@ class FunctionCompiler:
             if not isinstance(other, (V.Tup, type(V.UNDEF))) or (
                 isinstance(other, V.Tup) and len(V.leaves(other)) != len(V.leaves(mine))
             ):
-                raise self.error(None, f"`{name}` has a different structure on different paths", "return/assign the same tuple shape on every path")
+                raise self.error(None, f"{_describe(name)} has a different structure on different paths", "return/assign the same tuple shape on every path")
             return [self._materialize(l, name) for l in V.leaves(mine)], mine
         if isinstance(other, V.Tup):
-            raise self.error(None, f"`{name}` is a tuple on one path only", "use the same structure on every path")
+            raise self.error(None, f"{_describe(name)} is a tuple on one path only", "use the same structure on every path")
         return [self._materialize(mine, name)], None
 
     def _placeholder_like(self, value: V.EnvValue) -> V.Dyn:
@@ -285,7 +287,7 @@ class FunctionCompiler:
         if isinstance(value, V.Const) and not isinstance(value.value, (bool, int, float, type(None))):
             raise self.error(
                 None,
-                f"`{name}` holds a {type(value.value).__name__} that depends on a runtime condition",
+                f"{_describe(name)} holds a {type(value.value).__name__} that depends on a runtime condition",
                 "only tensors, Python scalars, tuples and lists of tensors can differ between paths",
             )
         return self.builder.materialize(value)
@@ -294,7 +296,7 @@ class FunctionCompiler:
         try:
             return V.join_types(a, b)
         except FrontendError as error:
-            raise self.error(None, f"`{name}`: {error.construct}", error.hint) from None
+            raise self.error(None, f"{_describe(name)}: {error.construct}", error.hint) from None
 
     def _cast(self, leaf: V.Dyn, type_: str) -> V.Dyn:
         if leaf.type == type_:
@@ -899,7 +901,8 @@ class FunctionCompiler:
     # ----- errors ------------------------------------------------------------------------
 
     def error(self, node, construct: str, hint: str = "") -> FrontendError:
-        return self.scope.source.error(node, construct, hint)
+        """Located at `node`, or at the `if` being joined when the problem is a join."""
+        return self.scope.source.error(node if node is not None else self._join_node, construct, hint)
 
 
 # ----- host expression handlers (dispatch on the AST node type) -------------------------
@@ -1124,6 +1127,10 @@ class _SwitchScope(ast.stmt):
         super().__init__()
         self.source = source
         self.lineno = 0
+
+
+def _describe(name: str) -> str:
+    return "the return value" if name == RETURN_VAR else f"`{name}`"
 
 
 def _is_tensor(value: V.EnvValue) -> bool:

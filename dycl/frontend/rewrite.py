@@ -100,6 +100,15 @@ def check_supported(source: SourceFunction, stmt: ast.stmt) -> None:
         rejected = _REJECTED.get(type(node))
         if rejected is not None:
             raise source.error(node, *rejected)
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Attribute) for t in targets
+        ):
+            raise source.error(
+                node,
+                "assignment to an attribute in forward",
+                "keep values in local variables and return them; module state must not change in forward",
+            )
         if isinstance(node, (ast.For, ast.While)) and node.orelse:
             raise source.error(
                 node, "`else` clause on a loop", "set a flag before `break` and test it after the loop"

@@ -1,0 +1,113 @@
+"""Models the frontend must reject with a FrontendError naming file, line and construct."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+
+class UnboundedWhile(nn.Module):
+    def forward(self, x):
+        while x.sum() > 0:  # REJECT
+            x = x - 1
+        return x
+
+
+class Generator(nn.Module):
+    def forward(self, x):
+        for k in range(2):
+            yield x * k  # REJECT
+
+
+class TryExcept(nn.Module):
+    def forward(self, x):
+        try:  # REJECT
+            x = x + 1
+        except RuntimeError:
+            x = x - 1
+        return x
+
+
+class Printing(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            print("positive")  # REJECT
+        return x
+
+
+class LoopOverTensor(nn.Module):
+    def forward(self, x):
+        total = x.new_zeros(())
+        for row in x:  # REJECT
+            total = total + row.sum()
+        return total
+
+
+class WithStatement(nn.Module):
+    def forward(self, x):
+        with torch.no_grad():  # REJECT
+            x = x * 2
+        return x
+
+
+class MutatesModule(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            self.last = x  # REJECT
+        return x
+
+
+class Branchy(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+
+class HelperInExpression(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Branchy()
+
+    def forward(self, x):
+        return self.inner(x) + 1  # REJECT
+
+
+class BreakInWhileWithoutBound(nn.Module):
+    def forward(self, x):
+        while True:  # REJECT
+            x = x * 0.5
+            if x.sum() < 1:
+                break
+        return x
+
+
+class LoopElse(nn.Module):
+    def forward(self, x):
+        for _ in range(3):  # REJECT
+            x = x + 1
+        else:
+            x = x * 2
+        return x
+
+
+class DifferentReturnStructures(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # REJECT
+            return x, x
+        return x
+
+
+REJECTED = {
+    "unbounded_while": (UnboundedWhile, "`while` loop without a bound"),
+    "generator": (Generator, "generator"),
+    "try": (TryExcept, "`try` statement"),
+    "print": (Printing, "`print` in forward"),
+    "loop_over_tensor": (LoopOverTensor, "`for` over a value computed at runtime"),
+    "with": (WithStatement, "`with` statement"),
+    "mutates_module": (MutatesModule, "assignment to an attribute"),
+    "helper_in_expression": (HelperInExpression, "inside an expression"),
+    "while_true": (BreakInWhileWithoutBound, "`while` loop without a bound"),
+    "loop_else": (LoopElse, "`else` clause on a loop"),
+    "different_return_structures": (DifferentReturnStructures, "different structure"),
+}
