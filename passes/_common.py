@@ -198,27 +198,25 @@ class HCFGError(PassFailedException):
 
 def locate(op: Operation) -> str:
     """Where `op` is: its source location when it has one, else its path from the
-    function (`@forward: scf.if#2/then: op #5`)."""
+    function: `@forward: op 5 (scf.for) / body / op 1 (torch.aten.cat)`."""
     if isinstance(op.location, FileLineColLoc):
         loc = op.location
         return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
     path: list[str] = []
-    current: Operation | None = op
-    while current is not None:
+    current: Operation = op
+    while True:
         parent = current.parent_op()
-        if parent is None or isinstance(parent, ModuleOp):
-            break
         block = current.parent_block()
-        index = list(block.ops).index(current) if block is not None else 0
+        if parent is None or block is None or isinstance(parent, ModuleOp):
+            return " / ".join(reversed(path)) if path else t.op_name(op)
+        index = list(block.ops).index(current)
+        path.append(f"op {index} ({t.op_name(current)})")
         if isinstance(parent, func.FuncOp):
-            path.append(f"op #{index}")
-            path.append(f"@{parent.sym_name.data}")
-            break
+            return f"@{parent.sym_name.data}: " + " / ".join(reversed(path))
         region_index = parent.regions.index(current.parent_region())
-        region = _REGION_NAMES.get(t.op_name(parent), ("region0", "region1"))[region_index]
-        path.append(f"op #{index} in {t.op_name(parent)}/{region}")
+        names = _REGION_NAMES.get(t.op_name(parent), ())
+        path.append(names[region_index] if region_index < len(names) else f"region {region_index}")
         current = parent
-    return ": ".join(reversed(path)) if path else t.op_name(op)
 
 
 _REGION_NAMES = {
@@ -235,7 +233,10 @@ def op_text(op: Operation, limit: int = 200) -> str:
     out = io.StringIO()
     printer = Printer(stream=out, print_generic_format=True)
     if op.regions:
-        return f'"{t.op_name(op)}" with {len(op.regions)} region(s)'
+        results = ", ".join(f"%{r.name_hint or '?'}" for r in op.results)
+        operands = ", ".join(f"%{o.name_hint or '?'}" for o in op.operands)
+        head = f"{results} = " if results else ""
+        return f'{head}"{t.op_name(op)}"({operands}) ({len(op.regions)} regions)'
     printer.print_op(op)
     text = " ".join(out.getvalue().split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

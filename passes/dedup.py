@@ -22,13 +22,7 @@ from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import SymbolRefAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import ParamOp
@@ -61,27 +55,28 @@ def structure_key(fn: func.FuncOp, ignore_weight_names: bool) -> tuple[Any, list
     return tuple(items), params
 
 
-def _retarget(rewriter: PatternRewriter, call: func.CallOp, callee: str,
+def _retarget(call: func.CallOp, callee: str,
               extra: list[tuple[str, Any]]) -> None:
     """Call `callee` instead, passing the weights `extra` reads as trailing arguments."""
     if not extra:
         call.properties["callee"] = SymbolRefAttr(callee)
         return
     refs: list[Operation] = [ParamOp(name, type_) for name, type_ in extra]
-    rewriter.insert_op(refs, InsertPoint.before(call))
+    Rewriter.insert_op(refs, InsertPoint.before(call))
     new = func.CallOp(callee, [*call.arguments, *(r.results[0] for r in refs)],
                       call.result_types)
     for old, res in zip(call.results, new.results):
         res.name_hint = old.name_hint
-    rewriter.replace_op(call, new)
+    Rewriter.replace_op(call, new)
 
 
 @dataclass(frozen=True)
-class MergeIdenticalSubDNNs(RewritePattern):
+class MergeIdenticalSubDNNs:
+    """Module-level: groups all sub-DNNs by structure, then merges each group."""
+
     weights_as_args: bool
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, module: builtin.ModuleOp, rewriter: PatternRewriter):
+    def apply(self, module: builtin.ModuleOp) -> None:
         groups: dict[Any, list[tuple[func.FuncOp, list[ParamOp]]]] = {}
         for fn in subdnn_functions(module):
             key, params = structure_key(fn, self.weights_as_args)
@@ -89,10 +84,10 @@ class MergeIdenticalSubDNNs(RewritePattern):
         calls = calls_by_callee(module)
         for members in groups.values():
             if len(members) > 1:
-                self.merge(members, calls, rewriter)
+                self.merge(members, calls)
 
     @staticmethod
-    def merge(members, calls, rewriter: PatternRewriter) -> None:
+    def merge(members, calls) -> None:
         keep, keep_params = members[0]
         # Weight positions whose names differ between members become arguments.
         varying = [
@@ -107,18 +102,18 @@ class MergeIdenticalSubDNNs(RewritePattern):
             block = keep.body.block
             for i in varying:
                 op = keep_params[i]
-                arg = rewriter.insert_block_argument(block, len(block.args), op.result.type)
+                arg = block.insert_arg(op.result.type, len(block.args))
                 arg.name_hint = "weight"
-                rewriter.replace_all_uses_with(op.result, arg)
-                rewriter.erase_op(op)
+                op.result.replace_all_uses_with(arg)
+                Rewriter.erase_op(op)
             keep.update_function_type()
         name = keep.sym_name.data
         for fn, params in members:
             extra = extras[fn.sym_name.data]
             for call in calls.get(fn.sym_name.data, []):
-                _retarget(rewriter, call, name, extra)
+                _retarget(call, name, extra)
             if fn is not keep:
-                rewriter.erase_op(fn)
+                Rewriter.erase_op(fn)
 
 
 @dataclass(frozen=True)
@@ -129,6 +124,4 @@ class DedupPass(ModulePass):
     """Also merge sub-DNNs that differ only in their weights, passing weights as arguments."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        PatternRewriteWalker(
-            MergeIdenticalSubDNNs(self.weights_as_args), apply_recursively=False
-        ).rewrite_module(op)
+        MergeIdenticalSubDNNs(self.weights_as_args).apply(op)
