@@ -67,6 +67,7 @@ class CaptionModel(nn.Module):
         self.encoder = encoder
         self.decoder = AttentionDecoder()
         self.max_length = MAX_LENGTH
+        self.start_token = START_TOKEN
         self.end_token = END_TOKEN
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
@@ -76,7 +77,7 @@ class CaptionModel(nn.Module):
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         features = self.encode(image)
         state = self.decoder.initial_state(features)
-        word = torch.tensor([START_TOKEN])
+        word = torch.tensor([self.start_token])
         words = []
         for _ in range(self.max_length):
             scores, state = self.decoder.step(features, word, state)
@@ -94,7 +95,7 @@ class CaptionModel(nn.Module):
         """
         features = self.encode(images)
         state = self.decoder.initial_state(features)
-        word = torch.full((len(images),), START_TOKEN)
+        word = torch.full((len(images),), self.start_token)
         all_scores = []
         for _ in range(self.max_length):
             scores, state = self.decoder.step(features, word, state)

@@ -88,11 +88,12 @@ class SkipNetRNN(GatedResNet38):
             nn.Sequential(nn.AvgPool2d(size), nn.Conv2d(channels, EMBED_DIM, 1))
             for channels, size in self.gate_inputs)
         self.gate = RecurrentGate()
+        self.hidden_dim = HIDDEN_DIM
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.stem(x)
         x = self.first_block(x)
-        state = (torch.zeros(1, HIDDEN_DIM), torch.zeros(1, HIDDEN_DIM))
+        state = (torch.zeros(1, self.hidden_dim), torch.zeros(1, self.hidden_dim))
         for block, embed in zip(self.gated_blocks, self.gate_embeddings):
             p_run, state = self.gate(embed(x).flatten(1), state)
             if p_run > 0.5:
