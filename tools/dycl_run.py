@@ -1,7 +1,9 @@
-"""dycl-run: run a function of an IR file through the reference interpreter.
+"""dycl-run: run a function of an IR file through the reference interpreter, or a compiled artifact.
 
     dycl-run model.mlir --weights weights.npz --inputs x.npy        # given inputs
     dycl-run model.mlir --random --seed 0                           # random inputs from the signature
+    dycl-run out/ --inputs x.npy                                    # a dycl-compile artifact (no torch)
+    dycl-run out/ --random --repeat 100                             # ... and its median latency
 
 Prints each result (shape, dtype, a few values) or saves them with `--save out.npz`.
 """
@@ -48,14 +50,21 @@ def _describe(value) -> str:
 
 def run(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dycl-run", description=__doc__.split("\n")[0])
-    parser.add_argument("program", help="an .mlir file")
+    parser.add_argument("program", help="an .mlir file, or an artifact directory from dycl-compile")
     parser.add_argument("--function", default="forward", help="function to run")
     parser.add_argument("--inputs", nargs="*", default=[], help=".npy files, one per argument")
     parser.add_argument("--random", action="store_true", help="random inputs from the signature")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--weights", help=".npz weight store (names as in dycl.param)")
     parser.add_argument("--save", help="write the results to this .npz")
+    parser.add_argument("--repeat", type=int, default=0, help="artifact: time this many calls, print the median")
+    parser.add_argument("--threads", type=int, help="artifact: runtime threads per sub-DNN")
     args = parser.parse_args(argv)
+
+    if Path(args.program).is_dir():  # a compiled artifact: numpy + the backend runtime only
+        from dycl.tools.dycl_run_artifact import run_artifact
+
+        return run_artifact(args)
 
     import torch
 
@@ -83,16 +92,25 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from dycl.tools.diagnostics import format_error
-
     try:
         return run(argv)
     except SystemExit as exit_:
         return 0 if exit_.code in (0, None) else 1
+    except _artifact_errors() as err:  # clear, one line, and without importing xdsl/torch
+        print(f"dycl-run: error: {err}", file=sys.stderr)
+        return 1
     except Exception as err:  # located diagnostics, never a traceback
+        from dycl.tools.diagnostics import format_error
+
         name = next((a for a in (argv or sys.argv[1:]) if not a.startswith("-")), "dycl-run")
         print(format_error(err, name), file=sys.stderr)
         return 1
+
+
+def _artifact_errors() -> tuple[type[Exception], ...]:
+    from dycl.runtime import ArtifactError, InputError
+
+    return (ArtifactError, InputError)
 
 
 if __name__ == "__main__":

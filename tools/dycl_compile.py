@@ -1,0 +1,124 @@
+"""dycl-compile: compile a PyTorch model into a DyCL artifact directory.
+
+    dycl-compile pkg.module:factory --example 'randn(1,3,32,32)' -o out/
+    dycl-compile pkg.module:Model --example 'x: f32[1,16] = randn, n: i64 = 5' -o out/ --backend tvm
+    dycl-compile zoo:sdn_resnet -o out/            # a bundled zoo network, its own example inputs
+
+`factory` is a class or function that takes no arguments and returns an nn.Module.
+Run the result with `dycl-run out/ --random` (no torch needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from collections.abc import Sequence
+
+
+def _load_model(target: str):
+    """`pkg.module:factory` -> (model, default example inputs or None)."""
+    if target.startswith("zoo:"):
+        from dycl.zoo import REGISTRY
+
+        name = target.removeprefix("zoo:")
+        if name not in REGISTRY:
+            raise SystemExit(f"dycl-compile: error: no zoo network '{name}'; known: {', '.join(REGISTRY)}")
+        entry = REGISTRY[name]
+        return entry.build(0), entry.example_inputs()
+    module_name, sep, attribute = target.partition(":")
+    if not sep or not module_name or not attribute:
+        raise SystemExit(f"dycl-compile: error: expected pkg.module:factory, got '{target}'")
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # like `python -m`: modules in the current directory import
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise SystemExit(f"dycl-compile: error: cannot import {module_name}: {err}") from None
+    factory = module
+    for part in attribute.split("."):
+        if not hasattr(factory, part):
+            raise SystemExit(f"dycl-compile: error: {module_name} has no attribute '{attribute}'")
+        factory = getattr(factory, part)
+    model = factory()
+    return model, None
+
+
+def _examples(specs: list[str], seed: int):
+    import torch
+
+    from dycl.inputspec import example_values, parse_inputs
+
+    parsed = [spec for text in specs for spec in parse_inputs(text)]
+    values = example_values(parsed, seed=seed)
+    return tuple(torch.from_numpy(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v for v in values)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dycl-compile", description=__doc__.split("\n")[0])
+    parser.add_argument("model", help="pkg.module:factory (a callable returning an nn.Module), or zoo:<name>")
+    parser.add_argument(
+        "--example", action="append", default=[],
+        help="example inputs, e.g. 'randn(1,3,32,32)' or 'x: f32[1,4] = randn, n: i64 = 5' (repeatable)",
+    )
+    parser.add_argument("-o", "--output", required=True, help="artifact directory to write")
+    parser.add_argument("--backend", choices=["onnxruntime", "tvm"], default="onnxruntime")
+    parser.add_argument("--method", default="forward", help="the method to compile")
+    parser.add_argument("--threads", type=int, help="runtime threads per sub-DNN (default: all cores)")
+    parser.add_argument("--jobs", type=int, help="compile processes (default: all cores)")
+    parser.add_argument("--tune-seconds", type=float, default=0.0, help="tvm: MetaSchedule budget per sub-DNN")
+    parser.add_argument("--no-cache", action="store_true", help="ignore the compile cache")
+    parser.add_argument("--seed", type=int, default=0, help="seed of random example values")
+    parser.add_argument("--emit-hcfg", metavar="FILE.dot", help="also write the HCFG as Graphviz")
+    args = parser.parse_args(argv)
+
+    import dycl
+
+    model, default_examples = _load_model(args.model)
+    if args.example:
+        examples = _examples(args.example, args.seed)
+    elif default_examples is not None:
+        examples = default_examples
+    else:
+        raise SystemExit("dycl-compile: error: give example inputs with --example (e.g. --example 'randn(1,3,32,32)')")
+    options = {"tune_seconds": args.tune_seconds} if args.backend == "tvm" and args.tune_seconds else {}
+    start = time.perf_counter()
+    compiled = dycl.compile(
+        model, examples, backend=args.backend, method=args.method, threads=args.threads,
+        jobs=args.jobs, use_cache=not args.no_cache, **options,
+    )
+    seconds = time.perf_counter() - start
+    path = compiled.save(args.output)
+    report = compiled.compile_report
+    print(
+        f"dycl-compile: {args.model} -> {path}/ ({report['subdnn_count']} sub-DNNs, backend {args.backend}, "
+        f"{seconds:.1f} s, {report['cached_subdnns']} from cache)"
+    )
+    if args.emit_hcfg:
+        hcfg = compiled.hcfg
+        with open(args.emit_hcfg, "w") as stream:
+            stream.write(hcfg.to_dot() if hasattr(hcfg, "to_dot") else str(hcfg))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except SystemExit as exit_:
+        if isinstance(exit_.code, str):
+            print(exit_.code, file=sys.stderr)
+            return 1
+        return 0 if exit_.code in (0, None) else 1
+    except Exception as err:  # a clear one-line reason; the frontend/backends name what failed
+        from dycl.inputspec import InputSpecError
+
+        if isinstance(err, InputSpecError):
+            print(f"dycl-compile: error: {err}", file=sys.stderr)
+        else:
+            print(f"dycl-compile: error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
