@@ -1,19 +1,20 @@
 """Compile every sub-DNN of an HCFG: from the cache, in this process, or in a pool.
 
-Independent sub-DNNs compile in parallel in a process pool (spawn: torch and fork do
-not mix) sized to the machine. Each worker pays a torch import and a first-export warm-up
-of several seconds, so small jobs compile in this process instead.
+Independent sub-DNNs compile in parallel in a pool of worker processes sized to the
+machine (`dycl.backends.worker`: fresh interpreters, as torch and fork do not mix, that
+never re-run the user's script). Each worker pays a torch import and a first-export
+warm-up of several seconds, so a few sub-DNNs compile in this process instead.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import queue
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np
 from dycl.backends.cache import CompileCache, cache_key, cache_root
 from dycl.backends.compiled import CompiledSubDNN
 from dycl.backends.subdnn import SubDNN
+from dycl.backends.worker import read_frame, write_frame
 
 # Below this many sub-DNNs to compile, a pool costs more (worker start-up) than it saves.
 MIN_JOBS_FOR_POOL = 4
@@ -121,24 +123,56 @@ def compile_subdnns(
 
 
 def _compile_in_pool(pending, job_args, workers: int, bar) -> dict[str, CompiledSubDNN]:
+    """Compile in `workers` subprocesses (`python -m dycl.backends.worker`)."""
     # Biggest first, so one large sub-DNN does not start last and finish alone.
     order = sorted(pending, key=lambda item: -len(item[0].ir_text))
+    jobs: queue.Queue = queue.Queue()
+    for item in order:
+        jobs.put(item)
     compiled: dict[str, CompiledSubDNN] = {}
-    try:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_compile_one, *job_args(item)): item[0].name for item in order}
-            for future in as_completed(futures):
-                compiled[futures[future]] = future.result()
-                bar.update(1)
-    except BrokenProcessPool:
-        # Typically a script without `if __name__ == "__main__":` re-running itself in the
-        # spawned worker. Compiling here is slower but always works.
-        print("dycl: process pool unavailable, compiling sub-DNNs in this process", file=sys.stderr)
-        for item in order:
-            if item[0].name not in compiled:
-                compiled[item[0].name] = _compile_one(*job_args(item))
-                bar.update(1)
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def serve() -> None:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dycl.backends.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+        try:
+            while not errors:
+                try:
+                    item = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                name = item[0].name
+                write_frame(process.stdin, (name, job_args(item)))
+                reply = read_frame(process.stdout)
+                if reply is None:  # the worker died (killed, out of memory): compile here
+                    result = _compile_one(*job_args(item))
+                else:
+                    _, ok, result = reply
+                    if not ok:
+                        raise result
+                with lock:
+                    compiled[name] = result
+                    bar.update(1)
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller
+            with lock:
+                errors.append(err)
+        finally:
+            process.stdin.close()
+            process.wait()
+
+    threads = [threading.Thread(target=serve, daemon=True) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
     return compiled
 
 

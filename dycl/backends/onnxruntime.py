@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -54,10 +55,21 @@ def _to_onnx(subdnn: SubDNN, program, options: Mapping[str, Any]) -> bytes:
     except Exception as err:
         text = str(err)
         op = blame_op(op_names_of(subdnn.ir_text), text)
+        missing = _NO_TRANSLATION.search(text)
+        if missing:
+            aten_op = f"{missing.group(1)}.{missing.group(2)}"
+            reason = f"the ONNX exporter has no translation for {aten_op}"
+            if op is None:  # an op that torch.export's decompositions produced
+                op = f"torch.{missing.group(1)}"
+                reason += " (produced by decomposing an op of this sub-DNN)"
+            raise BackendError(NAME, subdnn.name, reason, op) from err
         raise BackendError(NAME, subdnn.name, f"ONNX export failed: {_summary(text)}", op) from err
     buffer = io.BytesIO()
     buffer.write(onnx_program.model_proto.SerializeToString())
     return buffer.getvalue()
+
+
+_NO_TRANSLATION = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
 
 
 def _check_with_session(subdnn: SubDNN, model_bytes: bytes) -> tuple[list[str], list[str]]:
@@ -75,8 +87,6 @@ def _check_with_session(subdnn: SubDNN, model_bytes: bytes) -> tuple[list[str], 
 
 
 def _onnx_op_in(text: str) -> str | None:
-    import re
-
     match = re.search(r"op_type[:=]\s*\"?(\w+)", text) or re.search(r"for (\w+)\(\d+\) node", text)
     return f"onnx.{match.group(1)}" if match else None
 

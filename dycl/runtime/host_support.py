@@ -60,3 +60,23 @@ def stack(tensors, dim: int = 0) -> np.ndarray:
 
 def cat(tensors, dim: int = 0) -> np.ndarray:
     return np.concatenate(tensors, axis=dim)
+
+
+def split(x: np.ndarray, size: int, dim: int = 0) -> list[np.ndarray]:
+    """torch.split with a chunk size: equal chunks of `size`, the last one shorter."""
+    dim %= x.ndim
+    return np.split(x, list(range(size, x.shape[dim], size)), axis=dim)
+
+
+def split_with_sizes(x: np.ndarray, sizes, dim: int = 0) -> list[np.ndarray]:
+    return np.split(x, list(np.cumsum(sizes)[:-1]), axis=dim % x.ndim)
+
+
+def chunk(x: np.ndarray, chunks: int, dim: int = 0) -> list[np.ndarray]:
+    dim %= x.ndim
+    size = -(-x.shape[dim] // chunks)  # torch: chunks of ceil(n / chunks)
+    return split(x, size, dim)
+
+
+def unbind(x: np.ndarray, dim: int = 0) -> list[np.ndarray]:
+    return [select(x, dim, i) for i in range(x.shape[dim])]
