@@ -12,9 +12,10 @@
 // CHECK:           %[[B:.*]] = "torch.tensor_static_info_cast"(%{{.*}}) : (!torch.vtensor<[1,7],f32>) -> !torch.vtensor<[1,?],f32>
 // CHECK-NEXT:      "scf.yield"(%[[B]])
 // CHECK:         }) : (i1) -> !torch.vtensor<[1,?],f32>
-// NOTE: note: @join_widths: op 0 (scf.if): result #0 merges two shapes: 1x3:float32 | 1x7:float32 -> 1x?:float32
+// NOTE: note: @join_widths: op 1 (scf.if): result #0 merges two shapes: 1x3:float32 | 1x7:float32 -> 1x?:float32
   "func.func"() <{sym_name = "join_widths", function_type = (!torch.vtensor<[1,4],f32>, i1) -> !torch.vtensor<[1,?],f32>}> ({
   ^bb0(%x: !torch.vtensor<[1,4],f32>, %p: i1):
+    %none = "torch.constant.none"() : () -> !torch.none
     %r = "scf.if"(%p) ({
       %w1 = "dycl.param"() {name = "e1.weight"} : () -> !torch.vtensor<[3,4],f32>
       %y1 = "torch.aten.linear"(%x, %w1, %none) : (!torch.vtensor<[1,4],f32>, !torch.vtensor<[3,4],f32>, !torch.none) -> !torch.vtensor<[1,3],f32>
@@ -26,7 +27,6 @@
       %y2c = "torch.tensor_static_info_cast"(%y2) : (!torch.vtensor<[1,7],f32>) -> !torch.vtensor<[1,?],f32>
       "scf.yield"(%y2c) : (!torch.vtensor<[1,?],f32>) -> ()
     }) : (i1) -> !torch.vtensor<[1,?],f32>
-    %none = "torch.constant.none"() : () -> !torch.none
     "func.return"(%r) : (!torch.vtensor<[1,?],f32>) -> ()
   }) : () -> ()
 

@@ -148,7 +148,7 @@ def set_results(
 ) -> list[func.CallOp]:
     """Make `fn` return `returned`; result i of each call is the old result `old_index[i]`
     (None: a new result). Old results not kept must have no uses left."""
-    rewriter.replace_op(_return_op(fn), func.ReturnOp(*returned))
+    rewriter.replace(_return_op(fn), func.ReturnOp(*returned))
     fn.update_function_type()
     types = [v.type for v in returned]
     new_calls = []
@@ -159,7 +159,7 @@ def set_results(
             if k is not None:
                 keep[k] = new.results[i]
                 new.results[i].name_hint = call.results[k].name_hint
-        rewriter.replace_op(call, new, new_results=keep)
+        rewriter.replace(call, new, new_results=keep)
         new_calls.append(new)
     _remove_dead_body_ops(rewriter, fn.body.block)
     return new_calls
@@ -176,7 +176,7 @@ def _remove_dead_body_ops(rewriter: PatternRewriter, block: Block) -> None:
     for op in reversed(list(block.ops)):
         if op is block.last_op or any(r.uses for r in op.results):
             continue
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
 
 def _clone_before(
@@ -196,7 +196,7 @@ def _clone_before(
         if operand not in mapping and is_constant(operand):
             clone_into(operand, mapping, built)
     clone = op.clone(value_mapper=mapping)
-    rewriter.insert_op([*built, clone], where)
+    rewriter.insert([*built, clone], where)
     return clone.results[0]
 
 
@@ -238,7 +238,7 @@ class HoistConstantResult(RewritePattern):
                 value = clone_into(returned[k], mapping, built)
                 value.name_hint = call.results[k].name_hint
                 call.results[k].replace_all_uses_with(value)
-            rewriter.insert_op(built, InsertPoint.before(call))
+            rewriter.insert(built, InsertPoint.before(call))
         drop_results(rewriter, fn, constants)
 
 
@@ -304,7 +304,7 @@ class HoistFreeArgument(RewritePattern):
                 call.operands = operands
             new_arg = rewriter.replace_value_with_new_type(arg, op.results[0].type)
             rewriter.replace_all_uses_with(op.results[0], new_arg)
-            rewriter.erase_op(op)
+            rewriter.erase(op)
             fn.update_function_type()
             return
 
@@ -348,8 +348,8 @@ class DropEmptySubDNN(RewritePattern):
         if calls and fn.function_type.outputs.data:
             return
         for call in calls:
-            rewriter.erase_op(call)
-        rewriter.erase_op(fn)
+            rewriter.erase(call)
+        rewriter.erase(fn)
 
 
 def hoist_patterns() -> list[RewritePattern]:
