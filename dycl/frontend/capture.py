@@ -73,15 +73,45 @@ class _WeightReferences(FxImporterHooks):
 
 
 class _RunModule(torch.nn.Module):
-    """Calls one run with the original model as `self`; takes and returns flat tensors/ints."""
+    """Calls one run with the original model as `self`; takes and returns flat tensors/ints.
 
-    def __init__(self, model: torch.nn.Module, run: Callable):
+    `weights` is the model itself or a skeleton holding only the submodules the run calls,
+    at their own paths, so that export lifts (and names) only the parameters it uses.
+    """
+
+    def __init__(self, model: torch.nn.Module, weights: torch.nn.Module, run: Callable):
         super().__init__()
-        setattr(self, _MODEL_ATTR, model)
+        setattr(self, _MODEL_ATTR, weights)
+        self._model = [model]  # a list: not registered as a submodule
         self._run = run
 
     def forward(self, *flat_inputs):
-        return self._run(getattr(self, _MODEL_ATTR), *flat_inputs)
+        return self._run(self._model[0], *flat_inputs)
+
+
+def _skeleton(model: torch.nn.Module, used: list[torch.nn.Module]) -> torch.nn.Module | None:
+    """Plain modules mirroring the paths of the `used` submodules (None: use the whole model)."""
+    paths = {id(m): name for name, m in model.named_modules()}
+    names = sorted({paths[id(m)] for m in used if id(m) in paths})
+    if "" in names:
+        return None
+    # Keep only the outermost: a called module brings its children along.
+    names = [n for n in names if not any(n.startswith(o + ".") for o in names if o != n)]
+    root = torch.nn.Module()
+    for name in names:
+        holder = root
+        *parents, leaf = name.split(".")
+        for part in parents:
+            if part not in holder._modules:
+                holder._modules[part] = torch.nn.Module()
+            holder = holder._modules[part]
+        holder._modules[leaf] = model.get_submodule(name)
+    return root
+
+
+def _lifts_model_weights(program, weight_ids: set[int]) -> bool:
+    """True if export captured a parameter/buffer as a constant (the skeleton missed it)."""
+    return any(id(value) in weight_ids for value in program.constants.values())
 
 
 @dataclass
@@ -104,13 +134,20 @@ class RunCapturer:
         )
         self._count = 0
         self._missing_ops: dict[str, bool] = {}
+        self._weight_ids = {
+            id(t) for t in [*self.model.parameters(), *self.model.buffers()]
+        }
 
     @property
     def module(self) -> ir.Module:
         return self.importer.module
 
     def capture(
-        self, run: Callable, examples: Sequence, dynamic_dims: Sequence[Sequence[int]]
+        self,
+        run: Callable,
+        examples: Sequence,
+        dynamic_dims: Sequence[Sequence[int]],
+        called_modules: Sequence[torch.nn.Module] | None = None,
     ) -> CapturedRun:
         """Export `run(model, *examples)` (tensors and ints) and import it as a private func.
 
@@ -124,12 +161,18 @@ class RunCapturer:
             else:
                 specs.append(Dim.DYNAMIC)
         shapes = {"dynamic_shapes": (tuple(specs),)} if specs else {}
-        wrapper = _RunModule(self.model, run)
+        skeleton = _skeleton(self.model, called_modules) if called_modules is not None else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            program = torch.export.export(
-                wrapper, tuple(examples), strict=False, **shapes
-            )
+            program = None
+            if skeleton is not None:
+                wrapper = _RunModule(self.model, skeleton, run)
+                program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
+                if _lifts_model_weights(program, self._weight_ids):
+                    program = None
+            if program is None:
+                wrapper = _RunModule(self.model, self.model, run)
+                program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
             program = self._decompose_unknown_ops(program)
         self._count += 1
         name = f"run{self._count}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import copy
 import warnings
 from typing import Any
@@ -161,7 +162,10 @@ class FunctionCompiler:
                 ):
                     written |= written_in([stmts[j]])
                     j += 1
-                self.compile_run(stmts[i:j], env, live_before(stmts[j:], live_out))
+                run = stmts[i:j]
+                if j < len(stmts) and isinstance(stmts[j], ast.If):
+                    stmts = stmts[:j] + [self._condition_into_run(run, stmts[j], env, written)] + stmts[j + 1 :]
+                self.compile_run(run, env, live_before(stmts[j:], live_out))
                 i = j
             else:
                 self.compile_host_statement(stmt, env)
@@ -550,12 +554,24 @@ class FunctionCompiler:
         if self._needs_host(stmt, env, written_in_run):
             return False
         value = stmt.value
-        if value is None:
+        if value is None or _is_packing(value):
             return False
         reads = names_read(stmt) - written_in_run
         if not isinstance(stmt, ast.AugAssign) and all(self._is_constant_name(n, env) for n in reads):
             return self._try_constant(value, env) is _MISSING
         return True
+
+    def _condition_into_run(self, run: list, if_stmt: ast.If, env, written: set[str]) -> ast.If:
+        """Compute a following `if`'s tensor condition in the same run (one export, not two)."""
+        test = if_stmt.test
+        if self._needs_host(test, env, written) or not (names_read(test) & written):
+            return if_stmt
+        name = f"__condition{fresh_id()}"
+        assign = ast.Assign(targets=[ast.Name(name, ast.Store())], value=test)
+        ast.copy_location(assign, test)
+        run.append(assign)
+        merged = ast.If(test=ast.Name(name, ast.Load()), body=if_stmt.body, orelse=if_stmt.orelse)
+        return ast.copy_location(merged, if_stmt)
 
     def compile_run(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
         inputs = sorted(n for n in live_before(stmts, set()) if n in env)
@@ -611,8 +627,9 @@ class FunctionCompiler:
             return {name: _substitute(value, it) for name, value in input_specs}
 
         examples = {name: V.example_of(value) if value is not V.UNDEF else None for name, value in input_specs}
+        called: list[torch.nn.Module] = []
         try:
-            with torch.no_grad(), warnings.catch_warnings():
+            with torch.no_grad(), warnings.catch_warnings(), _record_calls(called):
                 warnings.simplefilter("ignore")
                 eager = function(self.model, **examples)
         except FrontendError:
@@ -631,7 +648,7 @@ class FunctionCompiler:
         if tensor_positions:
             dynamic = [self._dynamic_dims(leaf.type) for leaf in flat_inputs]
             try:
-                captured = self.capturer.capture(run, [l.example for l in flat_inputs], dynamic)
+                captured = self.capturer.capture(run, [l.example for l in flat_inputs], dynamic, called)
             except FrontendError:
                 raise
             except Exception as error:
@@ -1097,7 +1114,7 @@ _HOST_EXPRESSIONS = {
 def _apply(self: FunctionCompiler, expr: ast.expr, env, operands=None) -> V.EnvValue:
     """Tensor math over sub-expressions that needed host handling: each direct child
     expression is computed first (host ops or runs) and becomes an input of one run."""
-    children = [c for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr) and not isinstance(c, (ast.Load, ast.Store))]
+    children = list(_operand_slots(expr))
     local = {}
     replacements = {}
     for k, child in enumerate(children):
@@ -1115,6 +1132,28 @@ def _apply(self: FunctionCompiler, expr: ast.expr, env, operands=None) -> V.EnvV
     return self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
 
 
+@contextlib.contextmanager
+def _record_calls(called: list):
+    """Collect the modules a run calls (its wrapper then lifts only their weights)."""
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(
+        lambda module, args: called.append(module)
+    )
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def _operand_slots(expr: ast.expr):
+    """Sub-expressions that can be computed first and passed in: direct operands, the
+    receiver of a method call (`t.argmax()` -> `t`), keyword values."""
+    for child in ast.iter_child_nodes(expr):
+        while isinstance(child, (ast.Attribute, ast.keyword, ast.Starred)):
+            child = child.value
+        if isinstance(child, ast.expr):
+            yield child
+
+
 # ----- small helpers -------------------------------------------------------------------
 
 
@@ -1127,6 +1166,15 @@ class _SwitchScope(ast.stmt):
         super().__init__()
         self.source = source
         self.lineno = 0
+
+
+def _is_packing(value: ast.expr) -> bool:
+    """Names and tuples of names: data movement, kept at host level (no run needed)."""
+    if isinstance(value, ast.Name):
+        return True
+    return isinstance(value, (ast.Tuple, ast.List)) and all(
+        isinstance(e, (ast.Name, ast.Constant)) for e in value.elts
+    )
 
 
 def _describe(name: str) -> str:
