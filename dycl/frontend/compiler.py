@@ -627,11 +627,18 @@ class FunctionCompiler:
             return {name: _substitute(value, it) for name, value in input_specs}
 
         examples = {name: V.example_of(value) if value is not V.UNDEF else None for name, value in input_specs}
-        called: list[torch.nn.Module] = []
+        called: list[torch.nn.Module] | None = []
         try:
-            with torch.no_grad(), warnings.catch_warnings(), _record_calls(called):
+            with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                eager = function(self.model, **examples)
+                try:
+                    with _record_calls(called):
+                        eager = function(self.model, **examples)
+                except Exception:
+                    # torch.cond/while_loop compile their branches with dynamo, which a
+                    # global module hook breaks: run plainly and export the whole model.
+                    called = None
+                    eager = function(self.model, **examples)
         except FrontendError:
             raise
         except Exception as error:
