@@ -149,6 +149,22 @@
     "func.return"(%f) : (!torch.vtensor<[6],f32>) -> ()
   }) : () -> ()
 
+// A list of tensors that only `prim.ListUnpack` reads (`aten.split`, as in a decomposed
+// GRU cell) stays inside the run: one sub-DNN, nothing list-valued crosses the boundary.
+// CHECK-LABEL: sym_name = "split_unpack"
+// CHECK-NEXT:    ^{{.*}}(%x: !torch.vtensor<[1,6],f32>):
+// CHECK-NEXT:    %[[S:.*]] = "func.call"(%x) <{callee = @subdnn_{{[0-9]+}}}> : (!torch.vtensor<[1,6],f32>) -> !torch.vtensor<[1,3],f32>
+// CHECK-NEXT:    "func.return"(%[[S]])
+  "func.func"() <{sym_name = "split_unpack", function_type = (!torch.vtensor<[1,6],f32>) -> !torch.vtensor<[1,3],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[1,6],f32>):
+    %three = "torch.constant.int"() <{value = 3 : i64}> : () -> !torch.int
+    %one = "torch.constant.int"() <{value = 1 : i64}> : () -> !torch.int
+    %parts = "torch.aten.split.Tensor"(%x, %three, %one) : (!torch.vtensor<[1,6],f32>, !torch.int, !torch.int) -> !torch.list<vtensor>
+    %a, %b = "torch.prim.ListUnpack"(%parts) : (!torch.list<vtensor>) -> (!torch.vtensor<[1,3],f32>, !torch.vtensor<[1,3],f32>)
+    %s = "torch.aten.mul.Tensor"(%a, %b) : (!torch.vtensor<[1,3],f32>, !torch.vtensor<[1,3],f32>) -> !torch.vtensor<[1,3],f32>
+    "func.return"(%s) : (!torch.vtensor<[1,3],f32>) -> ()
+  }) : () -> ()
+
 // Sub-DNN functions: private, marked, static; weights and constants cloned in.
 // CHECK-LABEL: sym_name = "subdnn_0", function_type = (!torch.vtensor<[1,4],f32>) -> (!torch.vtensor<[1,4],f32>, !torch.vtensor<[],i1>), sym_visibility = "private"
 // CHECK:         "dycl.param"() {name = "l0.weight"}

@@ -103,15 +103,26 @@ def tensor_list_operand(value: SSAValue) -> t.ListConstructOp | None:
 
 def is_tensor_compute(op: Operation) -> bool:
     """A torch op a sub-DNN may contain: tensor results only, tensor operands, constant
-    scalars or lists of tensors; no regions; not a host-level scalar/list op."""
+    scalars or lists of tensors; no regions; not a host-level scalar/list op. Also an op
+    returning a list of tensors that only `torch.prim.ListUnpack` reads (`aten.split`,
+    `aten.unbind`), and that unpack."""
     if op.regions or isinstance(
         op, (*CONSTANT_OPS, t.ListConstructOp, t.BoolTensorOp, t.TensorStaticInfoCastOp)
     ):
         return False
     name = t.op_name(op)
+    if name == "torch.prim.ListUnpack":
+        source = op.operands[0].owner if len(op.operands) == 1 else None
+        return (
+            isinstance(source, Operation)
+            and all(is_tensor(r) for r in op.results)
+            and is_tensor_compute(source)
+        )
     if not name.startswith("torch.") or host_op(name) is not None:
         return False
-    if not op.results or not all(is_tensor(r) for r in op.results):
+    if not op.results or not (
+        all(is_tensor(r) for r in op.results) or _is_unpacked_tensor_list(op)
+    ):
         return False
     for operand in op.operands:
         if is_tensor(operand) or is_constant(operand):
@@ -119,6 +130,17 @@ def is_tensor_compute(op: Operation) -> bool:
         if tensor_list_operand(operand) is None:
             return False
     return True
+
+
+def _is_unpacked_tensor_list(op: Operation) -> bool:
+    if len(op.results) != 1:
+        return False
+    result = op.results[0]
+    if not (isinstance(result.type, t.ListType) and isinstance(result.type.element, t.ValueTensorType)):
+        return False
+    return bool(result.uses) and all(
+        t.op_name(use.operation) == "torch.prim.ListUnpack" for use in result.uses
+    )
 
 
 def op_operand_values(op: Operation) -> Iterator[SSAValue]:

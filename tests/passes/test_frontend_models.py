@@ -77,7 +77,7 @@ def _import(model, example):
 
 @pytest.mark.parametrize(
     "model_cls, n_subdnns, n_controls",
-    [(EarlyExit, 2, 1), (SkipGate, 6, 3), (Decode, None, None)],
+    [(EarlyExit, 2, 1), (SkipGate, 6, 3), (Decode, 2, 2)],
     ids=["early_exit", "skip_gate", "decode"],
 )
 def test_frontend_model_through_pipeline(model_cls, n_subdnns, n_controls):
