@@ -21,6 +21,8 @@ SOURCES = {
     "lit_shape_infer": (LIT / "dycl-shape-infer.mlir").read_text(),
     "lit_hoist_free": (LIT / "dycl-hoist-free.mlir").read_text(),
     "lit_dedup": (LIT / "dycl-dedup.mlir").read_text(),
+    "lit_pipeline": (LIT / "dycl-pipeline.mlir").read_text(),
+    "lit_hcfg": (LIT / "hcfg.mlir").read_text(),
 }
 
 SPECS = [
@@ -34,7 +36,11 @@ SPECS = [
 
 # Functions whose tensor shapes are not all determined (they exist to test diagnostics or
 # the shape-infer marks), for specs that outline without unrolling first.
-NEEDS_UNROLL = {("lit_shape_infer", "growing_carry"), ("lit_shape_infer", "join_widths")}
+NEEDS_UNROLL = {
+    ("lit_shape_infer", "growing_carry"),
+    ("lit_shape_infer", "join_widths"),
+    ("lit_pipeline", "growing"),
+}
 
 
 def _cases():
