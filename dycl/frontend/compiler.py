@@ -15,6 +15,7 @@ import ast
 import builtins
 import contextlib
 import copy
+import types
 import warnings
 from typing import Any
 
@@ -31,6 +32,7 @@ from dycl.frontend.errors import FrontendError
 from dycl.frontend.hop import call
 from dycl.frontend.liveness import live_before, names_read, written_in
 from dycl.frontend.rewrite import (
+    NO_RECEIVER,
     SourceFunction,
     fresh_id,
     has_control_flow,
@@ -41,6 +43,8 @@ from dycl.frontend.rewrite import (
 )
 
 MAX_UNROLL = 512
+# Functions from these packages are never inlined (their control flow is on Python values).
+_LIBRARY_MODULES = {"torch", "numpy", "functools", "typing", "math"}
 RETURN_VAR = "__dycl_return"
 _MISSING = object()
 
@@ -663,8 +667,8 @@ class FunctionCompiler:
             values = call(captured.func_name, [l.value for l in flat_inputs], [self.builder.type(t) for t in captured.result_types])
             results = [V.Dyn(v, t, out_leaves[k]) for v, t, k in zip(values, captured.result_types, tensor_positions)]
         symbolic = any(leaf.type == V.INT or self._dynamic_dims(leaf.type) for leaf in flat_inputs)
-        if symbolic and len(tensor_positions) < len(out_leaves):
-            scalars = [type(l).__name__ for l in out_leaves if not isinstance(l, torch.Tensor)]
+        scalars = [type(l).__name__ for l in out_leaves if isinstance(l, (bool, int, float))]
+        if symbolic and scalars:
             raise self.error(
                 stmts[0],
                 f"lines {lines} compute Python {', '.join(scalars)} values from runtime values inside tensor code",
@@ -901,9 +905,11 @@ class FunctionCompiler:
             function, receiver = type(func).forward, func
         elif hasattr(func, "__self__") and isinstance(func.__self__, torch.nn.Module) and hasattr(func, "__func__"):
             function, receiver = func.__func__, func.__self__
+        elif isinstance(func, types.FunctionType):
+            function, receiver = func, NO_RECEIVER  # a plain helper function of the user's code
         else:
             return None
-        if getattr(function, "__module__", "").startswith("torch."):
+        if (getattr(function, "__module__", None) or "").partition(".")[0] in _LIBRARY_MODULES:
             return None
         try:
             source = parse_function(function)

@@ -163,6 +163,9 @@ class _Renamer(ast.NodeTransformer):
         return node
 
 
+NO_RECEIVER = object()
+
+
 def inline_call(
     source: SourceFunction,
     callee: SourceFunction,
@@ -172,7 +175,8 @@ def inline_call(
 ) -> tuple[list[ast.stmt], dict[str, Any]]:
     """The statements of `callee` bound to `call`'s arguments, storing the result in `result_var`.
 
-    Returns the statements and the constants to bind first (`self` -> `receiver`).
+    Returns the statements and the constants to bind first (`self` -> `receiver`);
+    a plain function (no receiver: `receiver is NO_RECEIVER`) binds every parameter to an argument.
     """
     fdef = callee.node
     args = fdef.args
@@ -182,6 +186,7 @@ def inline_call(
             "give the helper plain positional parameters",
         )
     params = [a.arg for a in args.args]
+    explicit = params if receiver is NO_RECEIVER else params[1:]
     prefix = f"__{fdef.name}{fresh_id()}_"
     local_names = set(params)
     for stmt in fdef.body:
@@ -195,9 +200,9 @@ def inline_call(
     given = list(call.args)
     if any(isinstance(a, ast.Starred) for a in given):
         raise source.error(call, "`*args` in a call of a helper with control flow", "pass arguments one by one")
-    if len(given) > len(params) - 1:
+    if len(given) > len(explicit):
         raise source.error(call, f"too many arguments for `{fdef.name}`")
-    for name, value in zip(params[1:], given):
+    for name, value in zip(explicit, given):
         bound[name] = value
     for keyword in call.keywords:
         if keyword.arg is None or keyword.arg not in params:
@@ -205,7 +210,7 @@ def inline_call(
         bound[keyword.arg] = keyword.value
     defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
     prologue: list[ast.stmt] = []
-    for name in params[1:]:
+    for name in explicit:
         value = bound.get(name, defaults.get(name))
         if value is None:
             raise source.error(call, f"missing argument `{name}` in a call of `{fdef.name}`")
@@ -220,7 +225,8 @@ def inline_call(
     result_init = ast.Assign(targets=[ast.Name(result_var, ast.Store())], value=ast.Constant(None))
     result_init.lineno = call.lineno
     stmts = [result_init, *prologue, *lower(callee, body, returns), nodes.Label(end, call.lineno)]
-    return stmts, {renamed[params[0]]: receiver}
+    bindings = {} if receiver is NO_RECEIVER else {renamed[params[0]]: receiver}
+    return stmts, bindings
 
 
 def unroll(

@@ -255,6 +255,24 @@ class HelperMethod(nn.Module):
         return y + z
 
 
+def confident(logits, threshold):
+    """A plain helper function with a branch."""
+    if F.softmax(logits, -1).max() > threshold:
+        return True
+    return False
+
+
+class PlainHelperFunction(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        logits = self.head(x)
+        done = confident(logits, 0.5)
+        return logits, done
+
+
 class GatedBlock(nn.Module):
     def __init__(self):
         super().__init__()
@@ -371,6 +389,7 @@ CASES = {
     "greedy_decoder": (GreedyDecoder, scaled(1, 8) + [(torch.full((1, 8), 5.0),)]),
     "helper_method": (HelperMethod, scaled(1, 8)),
     "submodule_control_flow": (SubmoduleControlFlow, scaled(1, 8)),
+    "plain_helper_function": (PlainHelperFunction, scaled(1, 8)),
     "shapes_differ": (ShapesDiffer, scaled(1, 8)),
     "return_structures": (ReturnStructures, scaled(1, 8)),
     "config_constants": (ConfigConstants, scaled(1, 8)),
