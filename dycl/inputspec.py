@@ -168,7 +168,10 @@ def parse_inputs(text: str) -> list[InputSpec]:
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as err:
-        raise InputSpecError(text, err.column if err.column > 0 else len(text) + 1, _describe(err, text)) from None
+        token = getattr(err, "token", None)
+        at_end = isinstance(token, Token) and token.type == "$END"
+        column = len(text.rstrip()) + 1 if at_end or err.column <= 0 else err.column
+        raise InputSpecError(text, column, _describe(err, text)) from None
     try:
         return _Build(text).transform(tree)
     except Exception as err:  # lark wraps errors raised inside the transformer

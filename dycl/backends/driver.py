@@ -26,7 +26,7 @@ from dycl.backends.subdnn import SubDNN
 from dycl.backends.worker import read_frame, write_frame
 
 # Below this many sub-DNNs to compile, a pool costs more (worker start-up) than it saves.
-MIN_JOBS_FOR_POOL = 4
+MIN_JOBS_FOR_POOL = 8
 
 
 def backend_module(backend: str):

@@ -79,11 +79,26 @@ class _Builder:
     def list_construct(self, op: t.ListConstructOp) -> None:
         self.values[op.result] = [self.values[v] for v in op.elements]
 
+    def list_construct_any(self, op: Operation) -> None:
+        self.values[op.results[0]] = [self.values[v] for v in op.operands]
+
     def identity(self, op: Operation) -> None:
         self.values[op.results[0]] = self.values[op.operands[0]]
 
+    def unpack(self, op: UnregisteredOp) -> None:
+        """`torch.prim.ListUnpack` of a list-valued op (`aten.split`) or of a ListConstruct."""
+        source = self.values[op.operands[0]]
+        for i, result in enumerate(op.results):
+            if isinstance(source, (list, tuple)):
+                self.values[result] = source[i]
+            else:
+                self.values[result] = self.graph.call_function(operator.getitem, (source, i))
+
     def torch_op(self, op: UnregisteredOp) -> None:
         name = op.op_name.data
+        if name in _PRIM_HANDLERS:
+            _PRIM_HANDLERS[name](self, op)
+            return
         try:
             call = TorchOpCall(name)
         except (AttributeError, RuntimeError, ValueError) as err:
@@ -128,6 +143,14 @@ _HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
     t.ValueTensorLiteralOp: _Builder.tensor_literal,
     t.TensorStaticInfoCastOp: _Builder.identity,
     ParamOp: _Builder.param,
+}
+
+
+# torch-mlir prim ops that are Python structure, not torch.ops calls.
+_PRIM_HANDLERS: dict[str, Callable[[_Builder, Any], None]] = {
+    "torch.prim.ListUnpack": _Builder.unpack,
+    "torch.prim.TupleUnpack": _Builder.unpack,
+    "torch.prim.TupleConstruct": _Builder.list_construct_any,
 }
 
 

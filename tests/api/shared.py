@@ -1,0 +1,79 @@
+"""Fixtures shared by the backend, codegen, runtime and API tests.
+
+One compile cache per test session (never ~/.cache), and the hand-written HCFG samples
+compiled once per backend.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+os.environ.setdefault("DYCL_CACHE_DIR", tempfile.mkdtemp(prefix="dycl-test-cache-"))
+
+BACKENDS = ("onnxruntime", "tvm")
+
+# Block torch (and the compiler stack) in a subprocess: the deployed runtime must not need it.
+NO_TORCH_PRELUDE = """
+import sys
+class _Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "torch_mlir", "xdsl", "onnx", "onnxscript"):
+            raise ImportError(f"{name} is blocked in this test")
+sys.meta_path.insert(0, _Blocker())
+"""
+
+
+@pytest.fixture(scope="session")
+def sample_weights():
+    from tests.foundation.samples import weights
+
+    return weights()
+
+
+@pytest.fixture(scope="session")
+def compiled_samples(sample_weights):
+    """{(sample, backend): CompiledModel} for the hand-written host IR samples."""
+    from dycl.api import compile_module
+    from dycl.ir import parse_module
+    from tests.foundation.samples import SAMPLES
+
+    cache = {}
+
+    def get(sample: str, backend: str = "onnxruntime"):
+        key = (sample, backend)
+        if key not in cache:
+            module = parse_module(SAMPLES[sample])
+            cache[key] = compile_module(module, sample_weights, backend, progress=False)
+        return cache[key]
+
+    return get
+
+
+def flat(value):
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            yield from flat(item)
+    else:
+        yield value
+
+
+def max_error(expected, actual) -> float:
+    """Max abs difference over tensor leaves; non-tensor leaves must be equal."""
+    import numpy as np
+    import torch
+
+    exp, act = list(flat(expected)), list(flat(actual))
+    assert len(exp) == len(act), f"structure differs: {expected!r} vs {actual!r}"
+    error = 0.0
+    for e, a in zip(exp, act):
+        if isinstance(e, torch.Tensor):
+            a = torch.as_tensor(np.asarray(a)) if not isinstance(a, torch.Tensor) else a
+            assert tuple(e.shape) == tuple(a.shape), (e.shape, a.shape)
+            if e.numel():
+                error = max(error, (e.double() - a.double()).abs().max().item())
+        else:
+            assert e == a, f"{e!r} != {a!r}"
+    return error
