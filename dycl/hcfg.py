@@ -27,7 +27,9 @@ from dycl.passes._common import (
     CONTROL_OPS,
     format_type,
     host_functions,
+    is_host_tensor_compute,
     is_subdnn,
+    locate,
     tensor_bytes,
 )
 
@@ -79,6 +81,8 @@ class HCFGSummary:
     host_ops: dict[str, int]
     control_op_count: int
     calls: list[CallSummary]
+    host_compute_ops: list[str] = field(default_factory=list)
+    """Tensor compute left in the host (it reads a run-time scalar): where it is."""
 
     @property
     def call_count(self) -> int:
@@ -94,6 +98,9 @@ class HCFGSummary:
         lines += [f"  @{name}: {n} ops" for name, n in self.ops_per_subdnn.items()]
         lines.append("host ops:")
         lines += [f"  {name}: {n}" for name, n in sorted(self.host_ops.items())]
+        if self.host_compute_ops:
+            lines.append("tensor compute left in the host (reads a run-time scalar):")
+            lines += [f"  {where}" for where in self.host_compute_ops]
         lines.append("calls (input bytes -> output bytes):")
         lines += [
             f"  {c.node} @{c.callee}: {c.input_bytes} -> {c.output_bytes}" for c in self.calls
@@ -230,6 +237,7 @@ class HCFG:
 
     def summary(self) -> HCFGSummary:
         host_ops: dict[str, int] = {}
+        host_compute: list[str] = []
         control = 0
         for op in self.function.walk():
             if op is self.function or isinstance(op, (*_TERMINATORS, func.CallOp)):
@@ -241,6 +249,8 @@ class HCFG:
                 continue
             name = t.op_name(op)
             host_ops[name] = host_ops.get(name, 0) + 1
+            if is_host_tensor_compute(op):
+                host_compute.append(locate(op))
         calls = [
             CallSummary(
                 node.id,
@@ -259,6 +269,7 @@ class HCFG:
             host_ops=host_ops,
             control_op_count=control,
             calls=calls,
+            host_compute_ops=host_compute,
         )
 
     def to_dot(self) -> str:

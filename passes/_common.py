@@ -143,6 +143,26 @@ def _is_unpacked_tensor_list(op: Operation) -> bool:
     )
 
 
+def is_host_tensor_compute(op: Operation) -> bool:
+    """A torch op computing a tensor that is not computation-free: it belongs in a sub-DNN.
+    After dycl-outline only ops reading a run-time scalar (a `!torch.int` from `.item()` or
+    a loop counter) can be left like this in the host."""
+    if op.regions or isinstance(
+        op, (*CONSTANT_OPS, t.ListConstructOp, t.BoolTensorOp, t.TensorStaticInfoCastOp)
+    ):
+        return False
+    name = t.op_name(op)
+    if not name.startswith("torch.") or host_op(name) is not None:
+        return False
+    if name in t.COMPUTATION_FREE_OPS or name in HOST_LIST_OPS:
+        return False
+    return any(is_tensor(r) for r in op.results)
+
+
+HOST_LIST_OPS = frozenset({"torch.aten.stack", "torch.aten.cat", "torch.prim.ListUnpack"})
+"""Tensor ops of a host list (data-dependent length): they stay in the host (conventions)."""
+
+
 def op_operand_values(op: Operation) -> Iterator[SSAValue]:
     """The op's operands, looking through tensor `ListConstruct`s to their elements."""
     for operand in op.operands:

@@ -21,6 +21,7 @@ from dycl.passes._common import (
     CONTROL_OPS,
     host_functions,
     is_static_tensor_type,
+    is_host_tensor_compute,
     is_tensor_compute,
     subdnn_functions,
 )
@@ -98,9 +99,7 @@ def function_names(module: builtin.ModuleOp) -> list[str]:
     return [f.sym_name.data for f in host_functions(module)]
 
 
-# Host ops that are neither control nor scalar/list work but are allowed in the host after
-# the pipeline: type information, and tensor ops that read a run-time scalar.
-def check_hcfg(module: builtin.ModuleOp) -> None:
+def check_hcfg(module: builtin.ModuleOp, allow_host_compute: bool = False) -> None:
     """The HCFG contract (conventions.md): static, straight-line sub-DNNs; a host with
     control, calls, scalar/list ops and computation-free ops only."""
     for fn in subdnn_functions(module):
@@ -117,5 +116,6 @@ def check_hcfg(module: builtin.ModuleOp) -> None:
         for op in host.walk():
             if isinstance(op, (*CONTROL_OPS, *CONSTANT_OPS, func.FuncOp)):
                 continue
-            if is_tensor_compute(op):
-                assert is_computation_free(op), f"compute op left in the host: {t.op_name(op)}"
+            assert not is_tensor_compute(op) or is_computation_free(op), t.op_name(op)
+            if not allow_host_compute:
+                assert not is_host_tensor_compute(op), f"compute op left in the host: {t.op_name(op)}"

@@ -77,3 +77,32 @@ def test_no_host_function_is_an_error():
 
     with pytest.raises(ValueError, match="no host function"):
         HCFG.from_module(ModuleOp([]))
+
+
+def test_summary_names_tensor_compute_left_in_the_host():
+    # `x * m.item()`: the scalar is known only at run time, so the multiply stays a host op
+    # (the interpreter still runs it exactly); the summary says where it is.
+    V = "!torch.vtensor<[1,4],f32>"
+    text = f"""
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}) -> {V}}}> ({{
+  ^bb0(%x: {V}):
+    %m = "torch.aten.max"(%x) : ({V}) -> !torch.vtensor<[],f32>
+    %f = "torch.aten.item"(%m) : (!torch.vtensor<[],f32>) -> !torch.float
+    %y = "torch.aten.mul.Scalar"(%x, %f) : ({V}, !torch.float) -> {V}
+    %z = "torch.aten.tanh"(%y) : ({V}) -> {V}
+    "func.return"(%z) : ({V}) -> ()
+  }}) : () -> ()
+}}) : () -> ()
+"""
+    after = support.apply("dycl-pipeline", text)
+    support.check_hcfg(after, allow_host_compute=True)
+    summary = HCFG.from_module(after).summary()
+    assert summary.subdnn_count == 2
+    assert summary.host_compute_ops == ["@forward: op 2 (torch.aten.mul.Scalar)"]
+    assert "tensor compute left in the host" in str(summary)
+    from dycl.ir import parse_module
+
+    before = parse_module(text)
+    support.assert_equivalent(before, after, "forward",
+                              support.random_args(next(support.host_functions(before))), {})
