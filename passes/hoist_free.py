@@ -44,7 +44,6 @@ from xdsl.rewriter import InsertPoint
 
 from dycl.dialects import torch as t
 from dycl.passes._common import (
-    CONSTANT_OPS,
     is_constant,
     is_subdnn,
     is_tensor,
@@ -375,4 +374,4 @@ class HoistFreePass(ModulePass):
         walker.rewrite_module(op)
 
 
-__all__ = ["HoistFreePass", "host_can_produce", "CONSTANT_OPS"]
+__all__ = ["HoistFreePass", "host_can_produce", "hoist_patterns"]

@@ -311,4 +311,4 @@ class OutlinePass(ModulePass):
         outline_module(op, self.min_ops, self.prefix)
 
 
-__all__: Sequence[str] = ["OutlinePass", "outline_module", "is_computation_free"]
+__all__: Sequence[str] = ["OutlinePass", "outline_module", "is_computation_free", "clone_into"]
