@@ -3,6 +3,7 @@
     dycl-compile pkg.module:factory --example 'randn(1,3,32,32)' -o out/
     dycl-compile pkg.module:Model --example 'x: f32[1,16] = randn, n: i64 = 5' -o out/ --backend tvm
     dycl-compile zoo:sdn_resnet -o out/            # a bundled zoo network, its own example inputs
+    dycl-compile zoo:skipnet_ff -o out/ --check    # ... checked against eager on every path, timed
 
 `factory` is a class or function that takes no arguments and returns an nn.Module.
 Run the result with `dycl-run out/ --random` (no torch needed).
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 
 
 def _load_model(target: str):
-    """`pkg.module:factory` -> (model, default example inputs or None)."""
+    """`pkg.module:factory` -> (model, default example inputs or None, path inputs or None)."""
     if target.startswith("zoo:"):
         from dycl.zoo import REGISTRY
 
@@ -26,7 +27,7 @@ def _load_model(target: str):
         if name not in REGISTRY:
             raise SystemExit(f"dycl-compile: error: no zoo network '{name}'; known: {', '.join(REGISTRY)}")
         entry = REGISTRY[name]
-        return entry.build(0), entry.example_inputs()
+        return entry.build(0), entry.example_inputs(), entry.path_inputs()
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
         raise SystemExit(f"dycl-compile: error: expected pkg.module:factory, got '{target}'")
@@ -42,7 +43,51 @@ def _load_model(target: str):
             raise SystemExit(f"dycl-compile: error: {module_name} has no attribute '{attribute}'")
         factory = getattr(factory, part)
     model = factory()
-    return model, None
+    return model, None, None
+
+
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def _median_ms(fn, input_sets, repeat: int) -> float:
+    import statistics
+
+    samples = []
+    for args in input_sets:
+        fn(*args)  # warm-up
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn(*args)
+            samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1e3
+
+
+def check_against_eager(model, compiled, input_sets, repeat: int = 20) -> dict:
+    """Max abs error against eager PyTorch over `input_sets`, and median latencies."""
+    import torch
+
+    error = 0.0
+    with torch.no_grad():
+        for args in input_sets:
+            expected, actual = list(_leaves(model(*args))), list(_leaves(compiled(*args)))
+            if len(expected) != len(actual):
+                raise AssertionError(f"output structure differs: {len(expected)} vs {len(actual)} leaves")
+            for e, a in zip(expected, actual):
+                if isinstance(e, torch.Tensor):
+                    if tuple(e.shape) != tuple(a.shape):
+                        raise AssertionError(f"output shape {tuple(a.shape)} != eager {tuple(e.shape)}")
+                    if e.numel():
+                        error = max(error, (e.double() - a.double()).abs().max().item())
+                elif e != a:
+                    raise AssertionError(f"output {a!r} != eager {e!r}")
+        eager_ms = _median_ms(model, input_sets, repeat)
+    dycl_ms = _median_ms(compiled, input_sets, repeat)
+    return {"max_error": error, "eager_ms": eager_ms, "dycl_ms": dycl_ms, "speedup": eager_ms / dycl_ms}
 
 
 def _examples(specs: list[str], seed: int):
@@ -71,11 +116,15 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-cache", action="store_true", help="ignore the compile cache")
     parser.add_argument("--seed", type=int, default=0, help="seed of random example values")
     parser.add_argument("--emit-hcfg", metavar="FILE.dot", help="also write the HCFG as Graphviz")
+    parser.add_argument(
+        "--check", action="store_true",
+        help="compare with eager PyTorch (zoo: on inputs that take every path) and time both",
+    )
     args = parser.parse_args(argv)
 
     import dycl
 
-    model, default_examples = _load_model(args.model)
+    model, default_examples, path_inputs = _load_model(args.model)
     if args.example:
         examples = _examples(args.example, args.seed)
     elif default_examples is not None:
@@ -95,6 +144,20 @@ def run(argv: Sequence[str] | None = None) -> int:
         f"dycl-compile: {args.model} -> {path}/ ({report['subdnn_count']} sub-DNNs, backend {args.backend}, "
         f"{seconds:.1f} s, {report['cached_subdnns']} from cache)"
     )
+    if args.check:
+        import torch
+
+        torch.set_num_threads(compiled.threads)  # the same cores for both sides
+        input_sets = path_inputs or [examples]
+        result = check_against_eager(model, compiled, input_sets)
+        print(
+            f"check: {len(input_sets)} input sets, max abs error {result['max_error']:.2e}, "
+            f"eager {result['eager_ms']:.3f} ms, DyCL ({args.backend}) {result['dycl_ms']:.3f} ms, "
+            f"speed-up {result['speedup']:.2f}x, {report['subdnn_count']} sub-DNNs"
+        )
+        if result["max_error"] > 1e-4:
+            print("check: FAILED (max abs error above 1e-4)", file=sys.stderr)
+            return 1
     if args.emit_hcfg:
         hcfg = compiled.hcfg
         with open(args.emit_hcfg, "w") as stream:

@@ -93,7 +93,16 @@ class CompiledModel:
         module = types.ModuleType(f"dycl_host_{self.entry}")
         module.__file__ = str(self.directory / self.manifest["host"])
         exec(compile(self.source, module.__file__, "exec"), module.__dict__)
+        self._host_module, self._constants = module, constants
         return module.bind(subdnns, constants)
+
+    def rebind(self, subdnns: Mapping[str, Any]) -> "CompiledModel":
+        """A copy whose host calls these sub-DNN callables instead (profiling, tests)."""
+        clone = object.__new__(CompiledModel)
+        clone.__dict__.update(self.__dict__)
+        clone.subdnn_calls = dict(subdnns)
+        clone._forward = self._host_module.bind(clone.subdnn_calls, self._constants)
+        return clone
 
     # ------------------------------------------------------------- calling
 
