@@ -15,8 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# A decision whose value lies closer than this to its threshold is not used to cover a path:
-# compiled code (ONNX Runtime, TVM) differs from eager by ~1e-5 and must take the same branch.
+# A path input's decisions all lie at least this far from their thresholds, in the decision's
+# own units (a softmax confidence, a gate probability, a score gap): compiled code (ONNX
+# Runtime, TVM) differs from eager by ~1e-5 and must take the same branch.
 DECISION_MARGIN = 1e-2
 
 CANDIDATE_SEED = 20_240_611

@@ -75,16 +75,20 @@ class RouteResult:
         text = f"wrong on {self.wrong}/{self.total}"
         if self.wrong_shape:
             text += f" ({self.wrong_shape} wrong length)"
-        if self.wrong_shape == self.total:
-            return text
-        return text + f"; max err {self.max_abs_error:.1e} (rel. {self.max_rel_error:.1e})"
+        if self.wrong > self.wrong_shape:  # some same-shape outputs are wrong: say by how much
+            text += f"; max err {self.max_abs_error:.1e} (rel. {self.max_rel_error:.1e})"
+        return text
 
 
 def _short_error(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    first = lines[0] if lines else ""
-    first = first if len(first) <= 60 else first[:57] + "..."
-    return f"{type(error).__name__} ({first})" if first else type(error).__name__
+    """The exception's type and its most telling sentence (the one naming the data dependence)."""
+    lines = [sentence.strip() for line in str(error).splitlines()
+             for sentence in line.split(". ") if sentence.strip()]
+    telling = [line for line in lines if "data-dependent" in line.lower()]
+    line = (telling or lines or [""])[0]
+    if len(line) > 70:
+        line = line[:67].rsplit(" ", 1)[0] + " ..."
+    return f"{type(error).__name__}: {line}" if line else type(error).__name__
 
 
 @contextlib.contextmanager

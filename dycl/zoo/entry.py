@@ -48,7 +48,8 @@ class ZooEntry:
 
 # --- caching ------------------------------------------------------------------------------------
 # Calibration runs the network on dozens of inputs; a process builds each (network, seed) once
-# and hands out copies. clear_caches() forgets everything (the determinism test builds twice).
+# and hands out copies. ``build.cache_clear()`` forgets one network's builds, clear_caches()
+# everything.
 
 _CACHES: list[dict] = []
 
@@ -63,6 +64,7 @@ def memoized_build(build_fresh: Callable[[int], nn.Module]) -> Callable[..., nn.
             built[seed] = build_fresh(seed)
         return copy.deepcopy(built[seed])
 
+    build.cache_clear = built.clear  # type: ignore[attr-defined]
     return build
 
 

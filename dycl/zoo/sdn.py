@@ -191,8 +191,10 @@ def _select_path_inputs(model: EarlyExitNetwork) -> list[Inputs]:
         final = len(row) - 1
         key = ("exit", index) if fired else ("fallback", "final" if index == final else "internal")
         chosen.setdefault(key, i)
-    if len(chosen) < len(model.internal_classifiers) + 1:
-        raise CalibrationError(f"SDN candidates take only {sorted(chosen, key=str)}")
+    taken = {f"exit {index}" if kind == "exit" else "no exit fires" for kind, index in chosen}
+    missing = all_branches(model) - taken
+    if missing:
+        raise CalibrationError(f"SDN candidates miss {sorted(missing)}")
     return [(images[i:i + 1].clone(),) for i in sorted(chosen.values())]
 
 

@@ -200,7 +200,8 @@ def calibrate_rnn_gate(model: SkipNetRNN, images: torch.Tensor) -> None:
         with torch.no_grad():
             embedding = embed(x).flatten(1)
         direction = _steepest_direction(model.gate, embedding, state)
-        shift = _median_root(lambda t: model.gate(embedding + t * direction, state)[0][:, 0] - 0.5)
+        shift = _median_root(lambda t: _run_probability_along(model.gate, embedding, direction,
+                                                              state, t) - 0.5)
         with torch.no_grad():
             embed[1].bias += shift * direction
             p_run, state = model.gate(embed(x).flatten(1), state)
@@ -210,6 +211,15 @@ def calibrate_rnn_gate(model: SkipNetRNN, images: torch.Tensor) -> None:
         gain = 1.0 / torch.logit(probabilities).abs().median()
         model.gate.proj.weight *= gain
         model.gate.proj.bias *= gain
+
+
+def _run_probability_along(gate: RecurrentGate, embedding: torch.Tensor, direction: torch.Tensor,
+                           state, shifts: torch.Tensor) -> torch.Tensor:
+    """The gate's run probability (shifts × inputs) with the embedding moved by t · direction."""
+    count = len(shifts)
+    moved = (embedding[None] + shifts[:, None, None] * direction).flatten(0, 1)
+    repeated = tuple(s.repeat(count, 1) for s in state)
+    return gate(moved, repeated)[0].view(count, len(embedding))
 
 
 def _steepest_direction(gate: RecurrentGate, embedding: torch.Tensor, state) -> torch.Tensor:
@@ -222,21 +232,21 @@ def _steepest_direction(gate: RecurrentGate, embedding: torch.Tensor, state) -> 
 
 
 @torch.no_grad()
-def _median_root(offset_of, bound: float = 64.0, steps: int = 256) -> float:
-    """The t nearest 0 where the median of ``offset_of(t)`` changes sign (grid, then bisection)."""
-    grid = torch.linspace(-bound, bound, steps + 1).tolist()
-    signs = [bool(offset_of(t).median() > 0) for t in grid]
-    crossings = [i for i in range(steps) if signs[i] != signs[i + 1]]
-    if not crossings:
-        raise CalibrationError("the SkipNet gate cannot be centred on this block")
-    i = min(crossings, key=lambda i: abs(grid[i] + grid[i + 1]))
-    low, high, low_sign = grid[i], grid[i + 1], signs[i]
-    for _ in range(40):
-        middle = (low + high) / 2
-        if bool(offset_of(middle).median() > 0) == low_sign:
-            low = middle
-        else:
-            high = middle
+def _median_root(offset_of, bound: float = 64.0, points: int = 129) -> float:
+    """The t nearest 0 where the median over inputs of ``offset_of(t)`` changes sign.
+
+    ``offset_of`` takes a vector of t values and returns (len(t) × inputs); a coarse grid
+    brackets the crossing and a fine grid inside the bracket locates it.
+    """
+    low, high = -bound, bound
+    for _ in range(3):  # each round narrows the bracket by a factor of points - 1
+        grid = torch.linspace(low, high, points)
+        positive = offset_of(grid).median(dim=1).values > 0
+        crossings = (positive[1:] != positive[:-1]).nonzero().flatten()
+        if len(crossings) == 0:
+            raise CalibrationError("the SkipNet gate cannot be centred on this block")
+        i = int(crossings[torch.argmin((grid[crossings] + grid[crossings + 1]).abs())])
+        low, high = float(grid[i]), float(grid[i + 1])
     return (low + high) / 2
 
 
