@@ -85,8 +85,6 @@ class HostBuilder:
             return self.constant(type(example)(0) if isinstance(example, (bool, int, float)) else None)
         zeros = torch.zeros_like(example)
         array = zeros.numpy()
-        if array.dtype == np.bool_:
-            array = array.astype(np.uint8)
         attr = ir.DenseElementsAttr.get_splat(
             ir.RankedTensorType.get(list(array.shape), _element_type(array.dtype)),
             _scalar_attr(array.dtype),
@@ -97,6 +95,8 @@ class HostBuilder:
 
 
 def _element_type(dtype: np.dtype) -> ir.Type:
+    if dtype == np.bool_:
+        return ir.IntegerType.get_signless(1)
     if dtype == np.float32:
         return ir.F32Type.get()
     if dtype == np.float64:

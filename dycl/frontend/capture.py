@@ -62,10 +62,9 @@ class _WeightReferences(FxImporterHooks):
                 f"a {tuple(literal.shape)} tensor constant is created inside forward; "
                 "register it as a buffer so that it goes to the weight store"
             )
-        array = literal.detach().cpu().numpy()
-        if array.dtype == np.bool_:
-            array = array.astype(np.uint8)
-        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array))
+        array = np.ascontiguousarray(literal.detach().cpu().numpy())
+        # signless=False: si64 elements, as the vtensor type says (torch-mlir's convention).
+        attr = ir.DenseElementsAttr.get(array, signless=False)
         vtensor = gni._cc.tensor_to_vtensor_type(literal)
         return ir.Operation.create(
             "torch.vtensor.literal", results=[vtensor], attributes={"value": attr}
@@ -173,6 +172,7 @@ class RunCapturer:
             if program is None:
                 wrapper = _RunModule(self.model, self.model, run)
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
+            _drop_detaches(program)
             program = self._decompose_unknown_ops(program)
         self._count += 1
         name = f"run{self._count}"
@@ -206,6 +206,17 @@ class RunCapturer:
         if mlir_name not in self._missing_ops:
             self._missing_ops[mlir_name] = not self.context.is_registered_operation(mlir_name)
         return self._missing_ops[mlir_name]
+
+
+# `torch.tensor(...)` in forward exports as lift_fresh_copy + detach_, and the in-place
+# detach_ would import as an opaque `torch.operator`: at inference it is a copy.
+_DETACHES = {torch.ops.aten.detach_.default, torch.ops.aten.detach.default}
+
+
+def _drop_detaches(program) -> None:
+    for node in program.graph.nodes:
+        if node.op == "call_function" and node.target in _DETACHES:
+            node.target = torch.ops.aten.clone.default  # keeps the node (and its name) in place
 
 
 def flatten_outputs(outputs) -> tuple[list, object]:

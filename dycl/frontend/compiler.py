@@ -418,8 +418,8 @@ class FunctionCompiler:
         # name -> _Carried (IR-typed) or an EnvValue that has not changed in the loop so far
         state: dict[str, Any] = {name: env.get(name, V.UNDEF) for name in carried}
         for name, value in state.items():
-            if isinstance(value, V.Dyn):
-                state[name] = _Carried(value, value.type, value.example)
+            if isinstance(value, V.Dyn) or (isinstance(value, V.Tup) and any(isinstance(l, V.Dyn) for l in V.leaves(value))):
+                state[name] = self._carried(value, value, node, name)
 
         for _attempt in range(6):
             if use_for:
@@ -430,12 +430,15 @@ class FunctionCompiler:
             for name in carried:
                 entry, end = state[name], end_env.get(name, V.UNDEF)
                 if isinstance(entry, _Carried):
-                    joined = self._join_type(entry.type, self._loop_type(end, node, name), name)
-                    if joined != entry.type:
-                        state[name] = _Carried(entry.initial, joined, entry.example)
+                    end_types = self._loop_types(end, node, name)
+                    if len(end_types) != len(entry.types):
+                        raise self.error(node, f"`{name}` changes structure in a runtime loop")
+                    joined = [self._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
+                    if joined != entry.types:
+                        state[name] = _Carried(entry.initial, joined, entry.examples, entry.structure)
                         changed = True
                 elif not (end is V.UNDEF or _same(end, entry)):
-                    state[name] = _Carried(entry, self._loop_type(end, node, name), V.example_of(end))
+                    state[name] = self._carried(entry, end, node, name)
                     changed = True
             if not changed:
                 break
@@ -444,12 +447,28 @@ class FunctionCompiler:
             raise self.error(node, "loop-carried values do not settle on one type", "keep each carried tensor's rank and dtype fixed")
 
         env = dict(env)
-        results = list(op.results)
-        for k, (name, entry) in enumerate(_carried_items(state)):
+        results = iter(op.results)
+        for name, entry in _carried_items(state):
             end = end_env.get(name)
-            example = end.example if isinstance(end, V.Dyn) else entry.example
-            env[name] = V.Dyn(results[k], entry.type, example)
+            examples = [V.example_of(l) for l in V.leaves(end)] if end not in (None, V.UNDEF) else entry.examples
+            leaves = [V.Dyn(next(results), t, e) for t, e in zip(entry.types, examples)]
+            env[name] = _rebuild(entry.structure, leaves)
         return after, env
+
+    def _carried(self, initial, typed_like, node, name) -> "_Carried":
+        """`initial` before the loop, typed (and shaped) like `typed_like`."""
+        structure = typed_like if isinstance(typed_like, V.Tup) else None
+        return _Carried(
+            initial,
+            self._loop_types(typed_like, node, name),
+            [V.example_of(l) for l in V.leaves(typed_like)],
+            structure,
+        )
+
+    def _loop_types(self, value, node, name) -> list[str]:
+        if isinstance(value, V.Tup):
+            return [self._loop_type(leaf, node, name) for leaf in V.leaves(value)]
+        return [self._loop_type(value, node, name)]
 
     def _carried_names(self, flat_body, node, live_after: set[str]) -> list[str]:
         """Names the body writes that are live at the loop header (a fixed point)."""
@@ -469,31 +488,33 @@ class FunctionCompiler:
             return value.type
         if isinstance(value, V.Const) and isinstance(value.value, (bool, int, float)):
             return V.type_of_example(value.value)
-        if isinstance(value, V.Tup):
-            raise self.error(node, f"tuple `{name}` changes in a runtime loop", "carry its items in separate variables")
         raise self.error(node, f"`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
 
     def _initial_values(self, state) -> list[V.Dyn]:
         values = []
         for name, entry in _carried_items(state):
             if entry.initial is V.UNDEF:
-                leaf = self.builder.placeholder(entry.type, entry.example)
+                leaves = [self.builder.placeholder(t, e) for t, e in zip(entry.types, entry.examples)]
             else:
-                leaf = self._materialize(entry.initial, name)
-            values.append(self._cast(leaf, entry.type))
+                leaves = [self._materialize(l, name) for l in V.leaves(entry.initial)]
+                if len(leaves) != len(entry.types):
+                    raise self.error(None, f"`{name}` changes structure in a runtime loop")
+            values.extend(self._cast(l, t) for l, t in zip(leaves, entry.types))
         return values
 
     def _body_env(self, env, state, block_args):
         body_env = dict(env)
-        for (name, entry), arg in zip(_carried_items(state), block_args):
-            body_env[name] = V.Dyn(arg, entry.type, entry.example)
+        args = iter(block_args)
+        for name, entry in _carried_items(state):
+            leaves = [V.Dyn(next(args), t, e) for t, e in zip(entry.types, entry.examples)]
+            body_env[name] = _rebuild(entry.structure, leaves)
         return body_env
 
     def _yield(self, end_env, state, terminator="scf.yield"):
         operands = []
         for name, entry in _carried_items(state):
-            leaf = self._materialize(end_env[name], name)
-            operands.append(self._cast(leaf, entry.type).value)
+            leaves = [self._materialize(l, name) for l in V.leaves(end_env[name])]
+            operands.extend(self._cast(l, t).value for l, t in zip(leaves, entry.types))
         ir.Operation.create(terminator, operands=operands)
 
     def _build_for(self, trip: range, state, env, flat_body):
@@ -503,7 +524,7 @@ class FunctionCompiler:
             ir.Operation.create("arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, v)}).result
             for v in (trip.start, trip.stop, trip.step)
         ]
-        types = [self.builder.type(entry.type) for _, entry in _carried_items(state)]
+        types = [self.builder.type(t) for _, entry in _carried_items(state) for t in entry.types]
         op = ir.Operation.create("scf.for", results=types, operands=bounds + [v.value for v in inits], regions=1)
         block = op.regions[0].blocks.append(index, *types)
         with ir.InsertionPoint(block):
@@ -514,7 +535,7 @@ class FunctionCompiler:
 
     def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return):
         inits = self._initial_values(state)
-        types = [self.builder.type(entry.type) for _, entry in _carried_items(state)]
+        types = [self.builder.type(t) for _, entry in _carried_items(state) for t in entry.types]
         op = ir.Operation.create("scf.while", results=types, operands=[v.value for v in inits], regions=2)
         before = op.regions[0].blocks.append(*types)
         with ir.InsertionPoint(before):
@@ -1256,12 +1277,14 @@ def _to_env_value(structured, builder) -> V.EnvValue:
 
 
 class _Carried:
-    """A variable carried by a runtime loop: its value before the loop and its IR type."""
+    """A variable carried by a runtime loop: its value before the loop, the IR types and
+    examples of its leaves, and its tuple structure (None for a single value)."""
 
-    def __init__(self, initial, type_: str, example):
+    def __init__(self, initial, types: list[str], examples: list, structure):
         self.initial = initial
-        self.type = type_
-        self.example = example
+        self.types = types
+        self.examples = examples
+        self.structure = structure
 
 
 def _carried_items(state):
