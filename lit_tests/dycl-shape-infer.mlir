@@ -128,6 +128,25 @@
     "func.return"(%r) : (!torch.vtensor<[?,?],f32>) -> ()
   }) : () -> ()
 
+// A host list whose length the program fixes (ListConstruct + append.t chain): `stack`
+// reads a plain list of its elements and gets a static type; `len.t` folds.
+// CHECK-LABEL: sym_name = "static_list"
+// CHECK-SAME:    -> (!torch.vtensor<[3],f32>, !torch.int)
+// CHECK:         %[[L:.*]] = "torch.prim.ListConstruct"(%a, %b, %c) : (!torch.vtensor<[],f32>, !torch.vtensor<[],f32>, !torch.vtensor<[],f32>) -> !torch.list<vtensor>
+// CHECK-NEXT:    "torch.aten.stack"(%[[L]], %{{.*}}) : (!torch.list<vtensor>, !torch.int) -> !torch.vtensor<[3],f32>
+// CHECK:         "torch.constant.int"() <{value = 3 : i64}>
+// CHECK-NOT:     "torch.aten.len.t"
+  "func.func"() <{sym_name = "static_list", function_type = (!torch.vtensor<[],f32>, !torch.vtensor<[],f32>, !torch.vtensor<[],f32>) -> (!torch.vtensor<[?],f32>, !torch.int)}> ({
+  ^bb0(%a: !torch.vtensor<[],f32>, %b: !torch.vtensor<[],f32>, %c: !torch.vtensor<[],f32>):
+    %zero = "torch.constant.int"() <{value = 0 : i64}> : () -> !torch.int
+    %l0 = "torch.prim.ListConstruct"(%a) : (!torch.vtensor<[],f32>) -> !torch.list<vtensor>
+    %l1 = "torch.aten.append.t"(%l0, %b) : (!torch.list<vtensor>, !torch.vtensor<[],f32>) -> !torch.list<vtensor>
+    %l2 = "torch.aten.append.t"(%l1, %c) : (!torch.list<vtensor>, !torch.vtensor<[],f32>) -> !torch.list<vtensor>
+    %s = "torch.aten.stack"(%l2, %zero) : (!torch.list<vtensor>, !torch.int) -> !torch.vtensor<[?],f32>
+    %n = "torch.aten.len.t"(%l2) : (!torch.list<vtensor>) -> !torch.int
+    "func.return"(%s, %n) : (!torch.vtensor<[?],f32>, !torch.int) -> ()
+  }) : () -> ()
+
 // The size of a static dim is a constant.
 // CHECK-LABEL: sym_name = "static_size"
 // CHECK-NOT:     torch.aten.size.int

@@ -81,6 +81,9 @@ class _MetaShapes:
 
     @classmethod
     def result_types(cls, op: Operation) -> list[Attribute] | None:
+        if (rule := _LIST_SHAPE_RULES.get(t.op_name(op))) is not None:
+            if (types := rule(op)) is not None:
+                return types
         call = cls._call(t.op_name(op))
         if call is None:
             return None
@@ -118,6 +121,49 @@ class _MetaShapes:
                     return None
             types.append(t.ValueTensorType(dims, dtype))
         return types
+
+
+def _joined_list(op: Operation) -> tuple[list[t.ValueTensorType], int] | None:
+    """The element types of `op`'s constant-length tensor list and its constant dim."""
+    lst, dim = op.operands[0].owner, constant_value(op.operands[1])
+    if not isinstance(lst, t.ListConstructOp) or not isinstance(dim, int) or not lst.elements:
+        return None
+    types = [e.type for e in lst.elements]
+    if not all(isinstance(ty, t.ValueTensorType) and ty.shape is not None for ty in types):
+        return None
+    if len({len(ty.shape) for ty in types}) != 1 or len({ty.element_type for ty in types}) != 1:
+        return None
+    return types, dim
+
+
+def _stack_shape(op: Operation) -> list[Attribute] | None:
+    if (joined := _joined_list(op)) is None:
+        return None
+    types, dim = joined
+    shape = list(types[0].shape)
+    for ty in types[1:]:
+        shape = [a if a == b else None for a, b in zip(shape, ty.shape)]
+    dim = dim % (len(shape) + 1)
+    return [t.ValueTensorType([*shape[:dim], len(types), *shape[dim:]], types[0].element_type)]
+
+
+def _cat_shape(op: Operation) -> list[Attribute] | None:
+    if (joined := _joined_list(op)) is None or not joined[0][0].shape:
+        return None
+    types, dim = joined
+    dim = dim % len(types[0].shape)
+    shape = list(types[0].shape)
+    for ty in types[1:]:
+        shape = [a if a == b else None for a, b in zip(shape, ty.shape)]
+    sizes = [ty.shape[dim] for ty in types]
+    shape[dim] = None if None in sizes else sum(sizes)
+    return [t.ValueTensorType(shape, types[0].element_type)]
+
+
+# Shape rules for the list ops that shape inference meets most (joins of host lists): they
+# spare the first meta-tensor call of a process, which costs ~2 s (torch initialises its
+# meta kernels lazily). Everything else goes through meta tensors.
+_LIST_SHAPE_RULES = {"torch.aten.stack": _stack_shape, "torch.aten.cat": _cat_shape}
 
 
 def _is_torch_tensor(value: Any) -> bool:
@@ -195,7 +241,10 @@ class ShapeInference:
                 pass
             case _ if t.op_name(op) == "torch.aten.size.int":
                 self.fold_size(op)
+            case _ if t.op_name(op) == "torch.aten.len.t":
+                self.fold_list_length(op)
             case _:
+                self.resolve_static_lists(op)
                 self.infer_torch_op(op)
 
     # ---------------------------------------------------------------- plain ops
@@ -248,6 +297,27 @@ class ShapeInference:
         if (size := shape[dim]) is None:
             return
         Rewriter.replace_op(op, t.ConstantIntOp(size))
+
+    def fold_list_length(self, op: Operation) -> None:
+        if (elements := static_list_elements(op.operands[0])) is not None:
+            Rewriter.replace_op(op, t.ConstantIntOp(len(elements)))
+
+    def resolve_static_lists(self, op: Operation) -> None:
+        """`stack(append(append([a], b), c))` -> `stack([a, b, c])`: a host list whose
+        length and elements the program fixes becomes a plain list of tensors (which
+        dycl-outline then moves into the sub-DNN with its user)."""
+        if t.op_name(op) not in _LIST_TENSOR_OPS:
+            return
+        for index, operand in enumerate(op.operands):
+            if not isinstance(operand.type, t.ListType) or isinstance(operand.owner, t.ListConstructOp):
+                continue
+            elements = static_list_elements(operand)
+            if elements is None:
+                continue
+            lst = t.ListConstructOp(elements, operand.type)
+            Rewriter.insert_op(lst, InsertPoint.before(op))
+            op.operands[index] = lst.result
+            self.refined.add(lst.result)
 
     # ------------------------------------------------------------ control flow
 
@@ -325,6 +395,24 @@ class ShapeInference:
                 self.notes.append(ShapeNote(op, (
                     f"loop-carried value #{k} of {kind} changes shape per iteration: "
                     f"{format_type(a)} -> {format_type(b)}")))
+
+
+_LIST_TENSOR_OPS = frozenset({"torch.aten.stack", "torch.aten.cat"})
+
+
+def static_list_elements(value: SSAValue) -> list[SSAValue] | None:
+    """The elements of a list built by `prim.ListConstruct` and a chain of `aten.append.t`
+    (lists have value semantics, conventions.md); None when the chain passes a block
+    argument, a control-flow result or any other op."""
+    appended: list[SSAValue] = []
+    while True:
+        owner = value.owner
+        if isinstance(owner, t.ListConstructOp):
+            return [*owner.elements, *reversed(appended)]
+        if not isinstance(owner, Operation) or t.op_name(owner) != "torch.aten.append.t":
+            return None
+        appended.append(owner.operands[1])
+        value = owner.operands[0]
 
 
 def _terminator(block: Block) -> Operation:

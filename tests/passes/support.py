@@ -44,7 +44,7 @@ def random_weights(module: builtin.ModuleOp, seed: int = 0) -> dict[str, torch.T
     for op in module.walk():
         if isinstance(op, ParamOp) and op.weight_name not in weights:
             type_ = op.result.type
-            weights[op.weight_name] = torch.randn(*type_.shape, generator=gen).to(
+            weights[op.weight_name] = torch.randn(tuple(type_.shape), generator=gen).to(
                 torch_dtype(type_.element_type)
             ) * 0.7
     return weights
@@ -60,7 +60,7 @@ def random_args(fn: func.FuncOp, n: int = 12, seed: int = 1) -> list[list]:
             if isinstance(type_, t.ValueTensorType):
                 dtype = torch_dtype(type_.element_type)
                 if dtype.is_floating_point:
-                    x = torch.randn(*type_.shape, generator=gen) * SCALES[k % len(SCALES)]
+                    x = torch.randn(tuple(type_.shape), generator=gen) * SCALES[k % len(SCALES)]
                     args.append(x.to(dtype))
                 else:
                     args.append(torch.randint(0, 5, type_.shape, generator=gen).to(dtype))
