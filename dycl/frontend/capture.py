@@ -20,6 +20,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter, FxImporterHooks, InputInfo
 
+from dycl.frontend.export_cache import ExportCache, rename, renaming
 from dycl.frontend.hop import HopImporter
 
 # Name of the submodule under which a run wrapper holds the user's model; export names
@@ -44,9 +45,11 @@ class _WeightReferences(FxImporterHooks):
 
     def __init__(self):
         self.names: set[str] = set()
+        # While a cached export is imported again: its module paths -> this run's paths.
+        self.renames: dict[str, str] = {}
 
     def resolve_input(self, gni, value, info: InputInfo):
-        name = info.input_spec.target.removeprefix(_MODEL_ATTR + ".")
+        name = rename(info.input_spec.target.removeprefix(_MODEL_ATTR + "."), self.renames)
         self.names.add(name)
         return ir.Operation.create(
             "dycl.param",
@@ -136,6 +139,8 @@ class RunCapturer:
         self._weight_ids = {
             id(t) for t in [*self.model.parameters(), *self.model.buffers()]
         }
+        self.cache = ExportCache(self.model)
+        self.cache.bind_root(self.model)
 
     @property
     def module(self) -> ir.Module:
@@ -147,6 +152,7 @@ class RunCapturer:
         examples: Sequence,
         dynamic_dims: Sequence[Sequence[int]],
         called_modules: Sequence[torch.nn.Module] | None = None,
+        cache_key: tuple | None = None,
     ) -> CapturedRun:
         """Export `run(model, *examples)` (tensors and ints) and import it as a private func.
 
@@ -160,6 +166,14 @@ class RunCapturer:
             else:
                 specs.append(Dim.DYNAMIC)
         shapes = {"dynamic_shapes": (tuple(specs),)} if specs else {}
+        key = paths = None
+        if cache_key is not None and called_modules is not None:
+            key = self.cache.key(*cache_key, list(called_modules))
+            paths = self.cache.outermost(list(called_modules))
+        cached = self.cache.get(key) if key is not None else None
+        if cached is not None:
+            program, old_paths = cached
+            return self._import(program, renaming(old_paths, paths))
         skeleton = _skeleton(self.model, called_modules) if called_modules is not None else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -170,13 +184,23 @@ class RunCapturer:
                 if _lifts_model_weights(program, self._weight_ids):
                     program = None
             if program is None:
+                key = None  # weights reached outside the called modules: do not rename them
                 wrapper = _RunModule(self.model, self.model, run)
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
             _drop_detaches(program)
             program = self._decompose_unknown_ops(program)
+        if key is not None:
+            self.cache.put(key, program, paths)
+        return self._import(program, {})
+
+    def _import(self, program, renames: dict[str, str]) -> CapturedRun:
         self._count += 1
         name = f"run{self._count}"
-        func = self.importer.import_program(program, func_name=name, func_visibility="private")
+        self.hooks.renames = renames
+        try:
+            func = self.importer.import_program(program, func_name=name, func_visibility="private")
+        finally:
+            self.hooks.renames = {}
         result_types = [str(t) for t in func.type.results]
         return CapturedRun(name, result_types)
 

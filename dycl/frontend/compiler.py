@@ -591,7 +591,7 @@ class FunctionCompiler:
         test = if_stmt.test
         if self._needs_host(test, env, written) or not (names_read(test) & written):
             return if_stmt
-        name = f"__condition{fresh_id()}"
+        name = "__dycl_condition"  # one fixed name: identical runs share an export
         assign = ast.Assign(targets=[ast.Name(name, ast.Store())], value=test)
         ast.copy_location(assign, test)
         run.append(assign)
@@ -680,7 +680,15 @@ class FunctionCompiler:
         if tensor_positions:
             dynamic = [self._dynamic_dims(leaf.type) for leaf in flat_inputs]
             try:
-                captured = self.capturer.capture(run, [l.example for l in flat_inputs], dynamic, called)
+                cache_key = (
+                    ast.dump(ast.Module(body=list(stmts), type_ignores=[])) if not isinstance(stmts[0], ast.expr) else ast.dump(stmts[0]),
+                    tuple(
+                        (name, tuple(l.type for l in V.leaves(value) if isinstance(l, V.Dyn)),
+                         self.capturer.cache.signature(_substitute(value, iter(()))) if not _has_dyn(value) else None)
+                        for name, value in input_specs
+                    ),
+                )
+                captured = self.capturer.capture(run, [l.example for l in flat_inputs], dynamic, called, cache_key)
             except FrontendError:
                 raise
             except Exception as error:
@@ -1200,6 +1208,10 @@ class _SwitchScope(ast.stmt):
         super().__init__()
         self.source = source
         self.lineno = 0
+
+
+def _has_dyn(value) -> bool:
+    return any(isinstance(l, V.Dyn) for l in V.leaves(value))
 
 
 def _is_packing(value: ast.expr) -> bool:

@@ -360,6 +360,18 @@ class WhileLoopHop(nn.Module):
         return h
 
 
+class GrowingTokens(nn.Module):
+    """A loop-carried tensor that grows every iteration: its type widens to [1,?]."""
+
+    def forward(self, tokens):
+        for _ in range(4):
+            following = tokens.sum(1, keepdim=True) % 5
+            tokens = torch.cat([tokens, following], 1)
+            if following.item() == 3:
+                break
+        return tokens
+
+
 class IntInputLoop(nn.Module):
     """A scalar model input used in a condition and in tensor math."""
 
@@ -395,5 +407,6 @@ CASES = {
     "config_constants": (ConfigConstants, scaled(1, 8)),
     "torch_cond": (TorchCond, scaled(1, 8)),
     "while_loop_hop": (WhileLoopHop, scaled(1, 8)),
+    "growing_tokens": (GrowingTokens, [(torch.tensor([[1, 2]]),), (torch.tensor([[1, 1]]),), (torch.tensor([[0, 0]]),)]),
     "int_input": (IntInputLoop, [(torch.ones(1, 8), 1), (torch.ones(1, 8), 5)]),
 }
