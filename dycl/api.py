@@ -55,7 +55,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     start = time.perf_counter()
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
-    program = import_module(model, tuple(example_inputs), method=method)
+    program = import_module(model, tuple(_as_torch(v) for v in example_inputs), method=method)
     frontend_seconds = time.perf_counter() - start
     compiled = compile_module(
         program.module,
@@ -216,6 +216,14 @@ def _hcfg(module):
         return HCFG.from_module(module)
     except Exception:  # the summary is a convenience; the artifact does not depend on it
         return module
+
+
+def _as_torch(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        import torch
+
+        return torch.from_numpy(value)
+    return value
 
 
 def _as_numpy(value: Any) -> np.ndarray:

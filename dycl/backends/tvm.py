@@ -56,8 +56,12 @@ def _to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
 def _tune(mod, target, options: Mapping[str, Any], tuning_dir: Path):
     """MetaSchedule rounds until the budget is spent; returns the module with the best
     schedules of the database applied (untuned functions keep the default schedule)."""
+    import logging
+
     from tvm import relax
 
+    # MetaSchedule logs every round to stdout at DEBUG; its records stay in tuning_dir/logs.
+    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
     budget = float(options.get("tune_seconds") or 0.0)
     trials = int(options.get("tune_trials_per_round", 32))
     tuning_dir.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ class EarlyExit(nn.Module):
 class SkipGate(nn.Module):
     """Residual blocks, each run or skipped by a gate on the current features."""
 
-    def __init__(self, depth: int = 3, width: int = 8):
+    def __init__(self, depth: int = 2, width: int = 8):
         super().__init__()
         self.blocks = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
         self.gates = nn.ModuleList(nn.Linear(width, 1) for _ in range(depth))
@@ -66,6 +66,11 @@ class GreedyDecoder(nn.Module):
 def seeded(cls, seed: int = 0, **kwargs) -> nn.Module:
     torch.manual_seed(seed)
     return cls(**kwargs).eval()
+
+
+def skip_gate() -> nn.Module:
+    """A factory for dycl-compile: the same weights as the tests' SkipGate."""
+    return seeded(SkipGate)
 
 
 def early_exit_inputs():

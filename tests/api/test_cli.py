@@ -22,7 +22,7 @@ def run_without_torch(args, cwd=None):
 
 def test_compile_then_run_an_artifact(tmp_path, capsys):
     out = tmp_path / "out"
-    code = compile_main(["tests.api.models:SkipGate", "--example", "x: f32[1,8] = randn", "-o", str(out)])
+    code = compile_main(["tests.api.models:skip_gate", "--example", "x: f32[1,8] = randn", "-o", str(out)])
     assert code == 0
     assert "sub-DNNs" in capsys.readouterr().out
     assert (out / "manifest.json").is_file() and (out / "host.py").is_file()

@@ -64,6 +64,7 @@ def test_cache_key_depends_on_weights_and_options(sample_weights):
     assert cache_key(content, "tvm", {}) != cache_key(content, "onnxruntime", {})
 
 
+@pytest.mark.slow  # two worker start-ups (torch import + first export warm-up each)
 def test_worker_pool_compiles_the_same_files(sample_weights, tmp_path):
     subdnns = hcfg_subdnns()
     serial = compile_subdnns(subdnns, sample_weights, "tvm", jobs=1, cache_dir=tmp_path / "a", progress=False)
@@ -79,3 +80,28 @@ def test_worker_pool_reports_backend_errors(tmp_path):
     bad = [one_op_subdnn("torch.aten.special_i0e"), one_op_subdnn("torch.aten.relu")]
     with pytest.raises(BackendError, match="special_i0e"):
         compile_subdnns(bad, {}, "tvm", jobs=2, cache_dir=tmp_path, progress=False)
+
+
+T23 = "!torch.vtensor<[2,3],f32>"
+PASSTHROUGH = f'''"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({T23}, {T23}) -> ({T23}, {T23}, {T23}, {T23})}}> ({{
+  ^bb0(%x: {T23}, %unused: {T23}):
+    %a, %b, %c, %d = "func.call"(%x, %unused) <{{callee = @subdnn_0}}> : ({T23}, {T23}) -> ({T23}, {T23}, {T23}, {T23})
+    "func.return"(%a, %b, %c, %d) : ({T23}, {T23}, {T23}, {T23}) -> ()
+  }}) : () -> ()
+  "func.func"() <{{sym_name = "subdnn_0", function_type = ({T23}, {T23}) -> ({T23}, {T23}, {T23}, {T23}), sym_visibility = "private"}}> ({{
+  ^bb0(%x: {T23}, %unused: {T23}):
+    %y = "torch.aten.relu"(%x) : ({T23}) -> {T23}
+    "func.return"(%x, %y, %y, %x) : ({T23}, {T23}, {T23}, {T23}) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+}}) : () -> ()'''
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "tvm"])
+def test_unused_arguments_and_repeated_or_passed_through_results(backend):
+    from dycl.api import compile_module
+
+    compiled = compile_module(parse_module(PASSTHROUGH), {}, backend, run_pipeline=False, progress=False)
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    for actual, expected in zip(compiled(x, x), (x, np.maximum(x, 0), np.maximum(x, 0), x)):
+        np.testing.assert_array_equal(actual, expected)

@@ -118,7 +118,7 @@ def test_torch_in_torch_out_numpy_in_numpy_out(compiled_samples):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_calls_from_several_threads(compiled_samples, backend):
-    model = compiled_samples("gated_loop", backend)
+    model = compiled_samples("early_exit", backend)
     xs = [x.numpy() for x in inputs(16)]
     serial = [model(x) for x in xs]
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -5,7 +5,7 @@ from tests.foundation.samples import inputs
 
 
 def test_host_overhead_counts_subdnn_calls(compiled_samples):
-    model = compiled_samples("gated_loop")
+    model = compiled_samples("gated_loop", "tvm")
     x = inputs(1)[0].numpy()
     numbers = host_overhead(model, [x], repeat=5)
     # gated_loop: 4 iterations, each a gate sub-DNN and one branch sub-DNN
