@@ -13,7 +13,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
-import torch.utils._pytree as pytree
 from torch.export import Dim
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
@@ -242,6 +241,3 @@ def _drop_detaches(program) -> None:
         if node.op == "call_function" and node.target in _DETACHES:
             node.target = torch.ops.aten.clone.default  # keeps the node (and its name) in place
 
-
-def flatten_outputs(outputs) -> tuple[list, object]:
-    return pytree.tree_flatten(outputs)

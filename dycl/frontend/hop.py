@@ -14,7 +14,6 @@ Branch funcs may return static shapes where the cond's result is dynamic (`u0`):
 
 from __future__ import annotations
 
-import torch
 from torch_mlir import ir
 from torch_mlir.extras.fx_importer import GraphNodeImporter
 
@@ -108,5 +107,3 @@ class HopImporter(GraphNodeImporter):
                 ir.Operation.create("scf.yield", operands=values)
         self._bind_results(node, while_op.results)
 
-
-__all__ = ["HopImporter", "tensor_to_i1", "cast_to", "call", "torch"]

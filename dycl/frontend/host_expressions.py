@@ -1,0 +1,263 @@
+"""Host-level expressions: the handlers `FunctionCompiler.expression` dispatches to by AST
+node type when an expression needs values that must stay outside captured runs (Python
+scalars from tensor data, lists of data-dependent length, conditions).
+
+Each handler takes the compiler (`self`), the expression and the environment. Tensor math
+over operands computed this way is one captured run (`_apply`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+
+import torch
+
+from dycl.frontend import expressions as X
+from dycl.frontend import values as V
+from dycl.frontend.rewrite import fresh_id
+
+
+def _is_tensor(value: V.EnvValue) -> bool:
+    return isinstance(value, V.Dyn) and V.is_tensor_type(value.type) or (
+        isinstance(value, V.Tup) and any(_is_tensor(i) for i in value.items)
+    )
+
+
+def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
+    if isinstance(expr.func, ast.Attribute) and expr.func.attr in X.SCALAR_METHODS and not expr.args:
+        tensor = self._materialize(self.expression(expr.func.value, env), "tensor")
+        example = tensor.example.item()
+        return self.builder.host_op("torch.aten.item", [tensor], V.type_of_example(example), example)
+    func = self._try_constant(expr.func, env, quiet=True)
+    args = [self.expression(a, env) for a in expr.args]
+    if func in X.SCALAR_BUILTINS and len(args) == 1 and not expr.keywords:
+        (arg,) = args
+        arg = self._materialize(arg, "argument")
+        example = func(arg.example)
+        source_kind = "Tensor" if V.is_tensor_type(arg.type) else X.scalar_kind(arg.type)
+        if V.type_of_example(example) == arg.type:
+            return arg
+        return self.builder.host_op(f"torch.aten.{X.SCALAR_BUILTINS[func]}.{source_kind}", [arg], V.type_of_example(example), example)
+    if func is torch.equal:
+        a, b = (self._materialize(a, "argument") for a in args)
+        return self.builder.host_op("torch.aten.equal", [a, b], V.BOOL, torch.equal(a.example, b.example))
+    if func is torch.is_nonzero:
+        (a,) = (self._materialize(a, "argument") for a in args)
+        return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, bool(a.example))
+    if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
+        return self.builder.host_op("torch.aten.len.t", [args[0]], V.INT, len(args[0].example))
+    if func in X.LIST_FUNCTIONS and args and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
+        return _stack_or_cat(self, expr, func, args, env)
+    # Anything else: tensor math over the already-computed operands.
+    return _apply(self, expr, env)
+
+
+def _stack_or_cat(self, expr, func, args, env):
+    dim = args[1] if len(args) > 1 else V.Const(0)
+    for keyword in expr.keywords:
+        if keyword.arg == "dim":
+            dim = self.expression(keyword.value, env)
+    if not isinstance(dim, V.Const):
+        raise self.error(expr, "runtime `dim` of stack/cat", "use a constant dim")
+    items = args[0].example
+    example = func(items, dim.value) if items else None
+    if example is None:
+        raise self.error(expr, f"`{ast.unparse(expr)}` of a list that is empty on the example path", "append at least once before the condition, or check DyCL's example inputs")
+    name = X.LIST_FUNCTIONS[func]
+    type_ = X.stacked_type(example, dim.value)
+    return self.builder.host_op(f"torch.aten.{name}", [args[0], self.builder.constant(int(dim.value))], type_, example)
+
+
+def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
+    operands = [self.expression(e, env) for e in [expr.left, *expr.comparators]]
+    if any(_is_tensor(o) for o in operands):
+        return _apply(self, expr, env, operands)
+    result = None
+    for (op, left, right) in zip(expr.ops, operands, operands[1:]):
+        name = X.COMPARE_OPS.get(type(op))
+        if name is None:
+            raise self.error(expr, f"`{type(op).__name__}` comparison of runtime values")
+        pair = _scalar_pair(self, left, right, expr)
+        example = X.PY_COMPARE[type(op)](pair[0].example, pair[1].example)
+        kind = X.scalar_kind(pair[0].type)
+        value = self.builder.host_op(f"torch.aten.{name}.{kind}", list(pair), V.BOOL, example)
+        result = value if result is None else self.builder.host_op(
+            "torch.aten.__and__.bool", [result, value], V.BOOL, result.example and value.example
+        )
+    return result
+
+
+def _scalar_pair(self, left, right, node):
+    """Both operands as IR scalars of one kind (ints and bools promote to float if mixed)."""
+    left, right = self._materialize(left, "operand"), self._materialize(right, "operand")
+    for side in (left, right):
+        if side.type not in (V.INT, V.FLOAT, V.BOOL):
+            raise self.error(node, f"arithmetic on a runtime {side.type}")
+    if left.type == right.type:
+        return left, right
+    return tuple(
+        side if side.type == V.FLOAT else self.builder.host_op(
+            f"torch.aten.Float.{'Scalar' if side.type == V.INT else 'bool'}", [side], V.FLOAT, float(side.example)
+        )
+        for side in (left, right)
+    )
+
+
+def _host_binop(self, expr: ast.BinOp, env) -> V.EnvValue:
+    left, right = self.expression(expr.left, env), self.expression(expr.right, env)
+    if _is_tensor(left) or _is_tensor(right):
+        return _apply(self, expr, env, [left, right])
+    spec = X.BINARY_OPS.get(type(expr.op))
+    if spec is None:
+        raise self.error(expr, f"`{type(expr.op).__name__}` on runtime Python scalars")
+    name, always_float = spec
+    a, b = _scalar_pair(self, left, right, expr)
+    if a.type == V.BOOL:
+        a, b = (self.builder.host_op("torch.aten.Int.bool", [s], V.INT, int(s.example)) for s in (a, b))
+    if always_float and a.type == V.INT:
+        a, b = (self.builder.host_op("torch.aten.Float.Scalar", [s], V.FLOAT, float(s.example)) for s in (a, b))
+    py = {ast.Add: lambda x, y: x + y, ast.Sub: lambda x, y: x - y, ast.Mult: lambda x, y: x * y,
+          ast.FloorDiv: lambda x, y: x // y, ast.Mod: lambda x, y: x % y, ast.Div: lambda x, y: x / y}[type(expr.op)]
+    example = py(a.example, b.example)
+    return self.builder.host_op(f"torch.aten.{name}.{X.scalar_kind(a.type)}", [a, b], V.type_of_example(example), example)
+
+
+def _host_unary(self, expr: ast.UnaryOp, env) -> V.EnvValue:
+    operand = self.expression(expr.operand, env)
+    if isinstance(expr.op, ast.Not):
+        as_bool = _to_bool(self, operand, expr)
+        if isinstance(as_bool, V.Const):
+            return V.Const(not as_bool.value)
+        return self.builder.host_op("torch.aten.__not__", [as_bool], V.BOOL, not as_bool.example)
+    if _is_tensor(operand):
+        return _apply(self, expr, env, [operand])
+    if isinstance(expr.op, ast.USub):
+        value = self._materialize(operand, "operand")
+        return self.builder.host_op(f"torch.aten.neg.{X.scalar_kind(value.type)}", [value], value.type, -value.example)
+    raise self.error(expr, f"`{type(expr.op).__name__}` on a runtime Python scalar")
+
+
+def _to_bool(self, value: V.EnvValue, node) -> V.EnvValue:
+    if isinstance(value, V.Const):
+        return V.Const(bool(value.value))
+    if isinstance(value, V.Tup):
+        return V.Const(bool(value.items))
+    if value.type == V.BOOL:
+        return value
+    if V.is_tensor_type(value.type):
+        return self.builder.host_op("torch.aten.Bool.Tensor", [value], V.BOOL, bool(value.example))
+    if value.type in (V.INT, V.FLOAT):
+        return self.builder.host_op(f"torch.aten.Bool.{X.scalar_kind(value.type)}", [value], V.BOOL, bool(value.example))
+    raise self.error(node, "truth value of a runtime list", "test `len(lst) > 0`")
+
+
+def _host_boolop(self, expr: ast.BoolOp, env) -> V.EnvValue:
+    # Both sides are evaluated: operands of conditions are side-effect free here.
+    name = "__and__" if isinstance(expr.op, ast.And) else "__or__"
+    result = None
+    for operand in expr.values:
+        value = _to_bool(self, self.expression(operand, env), expr)
+        if isinstance(value, V.Const):
+            if value.value == isinstance(expr.op, ast.Or):
+                return V.Const(value.value)  # short-circuits whatever the others are
+            continue
+        if result is None:
+            result = value
+        else:
+            example = (result.example and value.example) if name == "__and__" else (result.example or value.example)
+            result = self.builder.host_op(f"torch.aten.{name}.bool", [result, value], V.BOOL, example)
+    return result if result is not None else V.Const(isinstance(expr.op, ast.And))
+
+
+def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
+    holder = self.expression(expr.value, env)
+    if isinstance(holder, V.Dyn) and holder.type == V.TENSOR_LIST:
+        index = self._materialize(self.expression(expr.slice, env), "index")
+        if index.type != V.INT:
+            raise self.error(expr, "slicing a runtime list", "index it with an int")
+        example = holder.example[index.example]
+        return self.builder.host_op("torch.aten.__getitem__.t", [holder, index], V.type_of_example(example), example)
+    if isinstance(holder, V.Tup):
+        index = self.expression(expr.slice, env)
+        if isinstance(index, V.Const):
+            return holder.items[index.value]
+    return _apply(self, expr, env)
+
+
+def host_tuple(self, expr, env) -> V.EnvValue:
+    kind = "list" if isinstance(expr, ast.List) else "tuple"
+    return V.Tup(tuple(self.expression(e, env) for e in expr.elts), kind)
+
+
+def _host_ifexp(self, expr: ast.IfExp, env) -> V.EnvValue:
+    test = self.condition(expr.test, env)
+    if isinstance(test, V.Const):
+        return self.expression(expr.body if test.value else expr.orelse, env)
+    raise self.error(expr, "conditional expression on a runtime value", "write it as an `if` statement")
+
+
+HOST_EXPRESSIONS = {
+    ast.Call: _host_call,
+    ast.Compare: _host_compare,
+    ast.BinOp: _host_binop,
+    ast.UnaryOp: _host_unary,
+    ast.BoolOp: _host_boolop,
+    ast.Subscript: _host_subscript,
+    ast.Tuple: host_tuple,
+    ast.List: host_tuple,
+    ast.IfExp: _host_ifexp,
+}
+
+
+def _apply(self, expr: ast.expr, env, operands=None) -> V.EnvValue:
+    """Tensor math over sub-expressions that needed host handling: each direct child
+    expression is computed first (host ops or runs) and becomes an input of one run."""
+    children = list(_operand_slots(expr))
+    local = {}
+    replacements = {}
+    for k, child in enumerate(children):
+        if not self._needs_host(child, env, set()):
+            continue
+        value = operands[k] if operands is not None and k < len(operands) else self.expression(child, env)
+        name = f"__operand{fresh_id()}"
+        local[name] = value
+        replacements[id(child)] = name
+    memo: dict = {}
+    copied = copy.deepcopy(expr, memo)
+    by_copy = {id(memo[key]): name for key, name in replacements.items()}
+    rewritten = _ReplaceChildren(by_copy).visit(copied)
+    scoped = {**env, **local}
+    return self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
+
+
+def _operand_slots(expr: ast.expr):
+    """Sub-expressions that can be computed first and passed in: direct operands, the
+    receiver of a method call (`t.argmax()` -> `t`), keyword values."""
+    for child in ast.iter_child_nodes(expr):
+        while isinstance(child, (ast.Attribute, ast.keyword, ast.Starred)):
+            child = child.value
+        if isinstance(child, ast.expr):
+            yield child
+
+
+class _ReplaceChildren(ast.NodeTransformer):
+    def __init__(self, replacements: dict[int, str]):
+        self.replacements = replacements
+
+    def visit(self, node):
+        name = self.replacements.get(id(node))
+        if name is not None:
+            return ast.copy_location(ast.Name(name, ast.Load()), node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node):
+        for field, old in ast.iter_fields(node):
+            if isinstance(old, list):
+                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v for v in old])
+            elif isinstance(old, ast.AST):
+                setattr(node, field, self.visit(old))
+        return node
+
+
