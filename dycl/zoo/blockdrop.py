@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from dycl.zoo.calibration import (BATCHNORM_SEED, DECISION_MARGIN, calibrate_batchnorm,
-                                  candidate_images, example_image, greedy_cover, seeded)
+                                  candidate_images, example_image, greedy_cover, seeded,
+                                  split_between)
 from dycl.zoo.entry import Inputs, ZooEntry, memoized_build, memoized_inputs
 from dycl.zoo.layers import cifar_resnet_blocks, conv_bn_relu, init_weights
 
@@ -91,7 +92,8 @@ def calibrate_policy(model: BlockDrop, images: torch.Tensor) -> None:
     """Centre each policy logit on its median over ``images`` (each block runs for half of
     them), then scale the logits so a typical one is ±1 (decisions far from 0.5)."""
     logits = model.policy_net(images)
-    model.policy_net.logits.bias -= logits.median(dim=0).values
+    for t in range(logits.shape[1]):
+        model.policy_net.logits.bias[t] -= split_between(logits[:, t], 0.5)
     centred = model.policy_net(images)
     gain = 1.0 / centred.abs().median()
     model.policy_net.logits.weight *= gain

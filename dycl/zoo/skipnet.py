@@ -23,7 +23,7 @@ from torch import nn
 
 from dycl.zoo.calibration import (BATCHNORM_SEED, DECISION_MARGIN, CalibrationError,
                                   calibrate_batchnorm, candidate_images, example_image,
-                                  greedy_cover, seeded)
+                                  greedy_cover, seeded, split_between)
 from dycl.zoo.entry import Inputs, ZooEntry, memoized_build, memoized_inputs
 from dycl.zoo.layers import cifar_resnet_blocks, conv_bn_relu, init_weights
 
@@ -181,7 +181,7 @@ def calibrate_ff_gates(model: SkipNetFF, images: torch.Tensor) -> None:
     x = model.first_block(model.stem(images))
     for block, gate in zip(model.gated_blocks, model.gates):
         logits = gate.linear(gate.avg_pool(gate.conv2(gate.conv1(gate.max_pool(x))))).flatten(1)
-        gate.linear.bias[0] -= (logits[:, 0] - logits[:, 1]).median()
+        gate.linear.bias[0] -= split_between(logits[:, 0] - logits[:, 1], 0.5)
         skip = (gate(x)[:, 0] > 0.5)[:, None, None, None]
         x = torch.where(skip, block.shortcut(x), block(x))
 
@@ -241,7 +241,7 @@ def _median_root(offset_of, bound: float = 64.0, points: int = 129) -> float:
     low, high = -bound, bound
     for _ in range(3):  # each round narrows the bracket by a factor of points - 1
         grid = torch.linspace(low, high, points)
-        positive = offset_of(grid).median(dim=1).values > 0
+        positive = offset_of(grid).quantile(0.5, dim=1) > 0  # midway between the middle two
         crossings = (positive[1:] != positive[:-1]).nonzero().flatten()
         if len(crossings) == 0:
             raise CalibrationError("the SkipNet gate cannot be centred on this block")
