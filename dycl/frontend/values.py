@@ -49,6 +49,9 @@ class _Undef:
 
 UNDEF = _Undef()
 
+# "No value": what `FunctionCompiler._try_constant` answers for a runtime expression.
+MISSING = object()
+
 EnvValue = Union[Const, Dyn, Tup, _Undef]
 
 INT, FLOAT, BOOL, NONE = "!torch.int", "!torch.float", "!torch.bool", "!torch.none"
@@ -125,3 +128,35 @@ def example_of(value: EnvValue) -> Any:
         items = [example_of(item) for item in value.items]
         return items if value.kind == "list" else tuple(items)
     raise ValueError("an undefined variable has no example value")
+
+
+def same_value(a, b) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Const) and isinstance(b, Const):
+        return type(a.value) is type(b.value) and (a.value is b.value or _safe_eq(a.value, b.value))
+    if isinstance(a, Tup) and isinstance(b, Tup):
+        return len(a.items) == len(b.items) and all(same_value(x, y) for x, y in zip(a.items, b.items))
+    return False
+
+
+def _safe_eq(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def rebuild(structure, leaves):
+    if structure is None:
+        return leaves[0]
+    it = iter(leaves)
+
+    def visit(value):
+        if isinstance(value, Tup):
+            return Tup(tuple(visit(i) for i in value.items), value.kind)
+        return next(it)
+
+    return visit(structure)
+
+

@@ -1,0 +1,302 @@
+"""Loops: unrolled when they iterate over import-time values (or use their index),
+`scf.for` for `range(N)` with an unused index, `scf.for`/`scf.while` otherwise.
+
+Carried variables reach a fixed point: the body is compiled with the types they have on
+entry, and again with joined types when the end of the body disagrees (a tensor that grows
+becomes `[1,?]`); constants that change in the body become carried IR values.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from torch_mlir import ir
+
+from dycl.frontend import nodes
+from dycl.frontend import values as V
+from dycl.frontend.liveness import live_before, names_read, written_in
+from dycl.frontend.rewrite import fresh_id, lower, unroll
+
+MAX_UNROLL = 512
+
+
+class LoopCompiler:
+    """Mixin of FunctionCompiler: compile_block dispatches `nodes.Loop` here."""
+
+    def compile_loop(self, stmts, i, env, live_out):
+        loop: nodes.Loop = stmts[i]
+        node = loop.node
+        rest = stmts[i + 1 :]
+        if isinstance(node, ast.For):
+            return self._compile_for(loop, rest, env, live_out)
+        return self._compile_while(loop, rest, env, live_out)
+
+    def _compile_for(self, loop: nodes.Loop, rest, env, live_out):
+        node: ast.For = loop.node
+        iterable = self._try_constant(node.iter, env)
+        if iterable is V.MISSING:
+            raise self.error(
+                node,
+                "`for` over a value computed at runtime",
+                "loop over `range(N)` with a constant N, a ModuleList, or zip/enumerate of them",
+            )
+        target_names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        body_reads = set().union(*(names_read(s) for s in node.body))
+        if isinstance(iterable, range) and not (target_names & body_reads):
+            return self._compile_runtime_loop(loop, rest, env, live_out, trip=iterable)
+        items = list(iterable)
+        if len(items) > MAX_UNROLL:
+            raise self.error(node, f"loop of {len(items)} iterations whose index is used", f"keep loops that use their index under {MAX_UNROLL} iterations")
+        unrolled = unroll(self.scope.source, loop, items, lambda item: self._bind_target(node.target, item))
+        return unrolled + rest, env
+
+    def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
+        if isinstance(target, ast.Name):
+            return [nodes.BindConst(target.id, item, target.lineno)]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            items = list(item)
+            if len(items) != len(target.elts):
+                raise self.error(target, "loop target does not match the items")
+            return [s for t, v in zip(target.elts, items) for s in self._bind_target(t, v)]
+        raise self.error(target, "loop target that is not a name or tuple of names")
+
+    def _compile_while(self, loop: nodes.Loop, rest, env, live_out):
+        node: ast.While = loop.node
+        if not self._is_bounded(node, env):
+            raise self.error(
+                node,
+                "`while` loop without a bound",
+                "add a counter compared to a constant (`while step < MAX and ...:` with `step += 1` "
+                "in the body), or write `for _ in range(MAX): ... if not cond: break`",
+            )
+        return self._compile_runtime_loop(loop, rest, env, live_out, trip=None)
+
+    def _is_bounded(self, node: ast.While, env) -> bool:
+        conjuncts = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
+        counters = written_in(node.body)
+        for test in conjuncts:
+            if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+                continue
+            left, op, right = test.left, test.ops[0], test.comparators[0]
+            if isinstance(op, (ast.Gt, ast.GtE)):
+                left, right = right, left
+            elif not isinstance(op, (ast.Lt, ast.LtE)):
+                continue
+            if isinstance(left, ast.Name) and left.id in counters and isinstance(self._try_constant(right, env), int):
+                return True
+        return False
+
+    def _compile_runtime_loop(self, loop: nodes.Loop, rest, env, live_out, trip: range | None):
+        """scf.for (a range whose index is unused, no break/return) or scf.while."""
+        node = loop.node
+        source = self.scope.source
+        uid = fresh_id()
+        body_end = fresh_id()
+        brk, ret_flag, ret_var, counter = f"__brk{uid}", f"__returned{uid}", f"__retval{uid}", f"__count{uid}"
+        has_break = any(isinstance(n, ast.Break) for n in _own_statements(node.body))
+        flat_body = lower(
+            source,
+            node.body,
+            nodes.ReturnFromLoop(ret_var, ret_flag, body_end),
+            on_break=lambda line: [nodes.BindConst(brk, True, line), nodes.Jump(body_end, line)],
+            on_continue=lambda line: [nodes.Jump(body_end, line)],
+        ) + [nodes.Label(body_end)]
+        use_for = trip is not None and not has_break and not loop.has_return
+        extra: dict[str, V.EnvValue] = {}
+        if has_break:
+            extra[brk] = V.Const(False)
+        if loop.has_return:
+            extra[ret_flag] = V.Const(False)
+            extra[ret_var] = V.UNDEF
+        if trip is not None and not use_for:
+            extra[counter] = V.Const(trip.start)
+            increment = ast.parse(f"{counter} = {counter} + {trip.step}").body[0]
+            increment.lineno = node.lineno
+            flat_body = [increment] + flat_body
+
+        post: list[ast.stmt] = []
+        if loop.has_return:
+            test = ast.Name(ret_flag, ast.Load())
+            post_if = ast.If(test=test, body=loop.returns.statements(ast.Name(ret_var, ast.Load()), node.lineno), orelse=[])
+            post_if.lineno = node.lineno
+            post.append(post_if)
+        after = post + rest
+        carried = self._carried_names(flat_body, node, live_before(after, live_out) | set(extra))
+        env = {**env, **extra}
+        # name -> _Carried (IR-typed) or an EnvValue that has not changed in the loop so far
+        state: dict[str, Any] = {name: env.get(name, V.UNDEF) for name in carried}
+        for name, value in state.items():
+            if isinstance(value, V.Dyn) or (isinstance(value, V.Tup) and any(isinstance(l, V.Dyn) for l in V.leaves(value))):
+                state[name] = self._carried(value, value, node, name)
+
+        for _attempt in range(6):
+            if use_for:
+                op, end_env = self._build_for(trip, state, env, flat_body)
+            else:
+                op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return)
+            changed = False
+            for name in carried:
+                entry, end = state[name], end_env.get(name, V.UNDEF)
+                if isinstance(entry, _Carried):
+                    end_types = self._loop_types(end, node, name)
+                    if len(end_types) != len(entry.types):
+                        raise self.error(node, f"`{name}` changes structure in a runtime loop")
+                    joined = [self._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
+                    if joined != entry.types:
+                        state[name] = _Carried(entry.initial, joined, entry.examples, entry.structure)
+                        changed = True
+                elif not (end is V.UNDEF or V.same_value(end, entry)):
+                    state[name] = self._carried(entry, end, node, name)
+                    changed = True
+            if not changed:
+                break
+            op.erase()
+        else:
+            raise self.error(node, "loop-carried values do not settle on one type", "keep each carried tensor's rank and dtype fixed")
+
+        env = dict(env)
+        results = iter(op.results)
+        for name, entry in _carried_items(state):
+            end = end_env.get(name)
+            examples = [V.example_of(l) for l in V.leaves(end)] if end not in (None, V.UNDEF) else entry.examples
+            leaves = [V.Dyn(next(results), t, e) for t, e in zip(entry.types, examples)]
+            env[name] = V.rebuild(entry.structure, leaves)
+        return after, env
+
+    def _carried(self, initial, typed_like, node, name) -> "_Carried":
+        """`initial` before the loop, typed (and shaped) like `typed_like`."""
+        structure = typed_like if isinstance(typed_like, V.Tup) else None
+        return _Carried(
+            initial,
+            self._loop_types(typed_like, node, name),
+            [V.example_of(l) for l in V.leaves(typed_like)],
+            structure,
+        )
+
+    def _loop_types(self, value, node, name) -> list[str]:
+        if isinstance(value, V.Tup):
+            return [self._loop_type(leaf, node, name) for leaf in V.leaves(value)]
+        return [self._loop_type(value, node, name)]
+
+    def _carried_names(self, flat_body, node, live_after: set[str]) -> list[str]:
+        """Names the body writes that are live at the loop header (a fixed point)."""
+        written = written_in(flat_body)
+        live = set(live_after)
+        if isinstance(node, ast.While):
+            live |= names_read(node.test)
+        while True:
+            grown = live | live_before(flat_body, live)
+            if grown == live:
+                break
+            live = grown
+        return sorted(written & live)
+
+    def _loop_type(self, value, node, name) -> str:
+        if isinstance(value, V.Dyn):
+            return value.type
+        if isinstance(value, V.Const) and isinstance(value.value, (bool, int, float)):
+            return V.type_of_example(value.value)
+        raise self.error(node, f"`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
+
+    def _initial_values(self, state) -> list[V.Dyn]:
+        values = []
+        for name, entry in _carried_items(state):
+            if entry.initial is V.UNDEF:
+                leaves = [self.builder.placeholder(t, e) for t, e in zip(entry.types, entry.examples)]
+            else:
+                leaves = [self._materialize(l, name) for l in V.leaves(entry.initial)]
+                if len(leaves) != len(entry.types):
+                    raise self.error(None, f"`{name}` changes structure in a runtime loop")
+            values.extend(self._cast(l, t) for l, t in zip(leaves, entry.types))
+        return values
+
+    def _body_env(self, env, state, block_args):
+        body_env = dict(env)
+        args = iter(block_args)
+        for name, entry in _carried_items(state):
+            leaves = [V.Dyn(next(args), t, e) for t, e in zip(entry.types, entry.examples)]
+            body_env[name] = V.rebuild(entry.structure, leaves)
+        return body_env
+
+    def _yield(self, end_env, state, terminator="scf.yield"):
+        operands = []
+        for name, entry in _carried_items(state):
+            leaves = [self._materialize(l, name) for l in V.leaves(end_env[name])]
+            operands.extend(self._cast(l, t).value for l, t in zip(leaves, entry.types))
+        ir.Operation.create(terminator, operands=operands)
+
+    def _build_for(self, trip: range, state, env, flat_body):
+        inits = self._initial_values(state)
+        index = ir.IndexType.get(self.builder.context)
+        bounds = [
+            ir.Operation.create("arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, v)}).result
+            for v in (trip.start, trip.stop, trip.step)
+        ]
+        types = [self.builder.type(t) for _, entry in _carried_items(state) for t in entry.types]
+        op = ir.Operation.create("scf.for", results=types, operands=bounds + [v.value for v in inits], regions=1)
+        block = op.regions[0].blocks.append(index, *types)
+        with ir.InsertionPoint(block):
+            body_env = self._body_env(env, state, list(block.arguments)[1:])
+            end_env = self.compile_block(flat_body, body_env, set(state))
+            self._yield(end_env, state)
+        return op, end_env
+
+    def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return):
+        inits = self._initial_values(state)
+        types = [self.builder.type(t) for _, entry in _carried_items(state) for t in entry.types]
+        op = ir.Operation.create("scf.while", results=types, operands=[v.value for v in inits], regions=2)
+        before = op.regions[0].blocks.append(*types)
+        with ir.InsertionPoint(before):
+            before_env = self._body_env(env, state, list(before.arguments))
+            tests = []
+            if trip is not None:
+                tests.append(ast.parse(f"{counter} < {trip.stop}" if trip.step > 0 else f"{counter} > {trip.stop}", mode="eval").body)
+            else:
+                tests.append(node.test)
+            if has_break:
+                tests.append(ast.parse(f"not {brk}", mode="eval").body)
+            if has_return:
+                tests.append(ast.parse(f"not {ret_flag}", mode="eval").body)
+            test = tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
+            for sub in ast.walk(test):
+                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, node)
+            condition = self.condition(test, before_env)
+            if isinstance(condition, V.Const):
+                condition = self.builder.constant(bool(condition.value))
+            flag = self.builder.to_i1(condition)
+            ir.Operation.create("scf.condition", operands=[flag, *before.arguments])
+        after = op.regions[1].blocks.append(*types)
+        with ir.InsertionPoint(after):
+            body_env = self._body_env(env, state, list(after.arguments))
+            end_env = self.compile_block(flat_body, body_env, set(state))
+            self._yield(end_env, state)
+        return op, end_env
+
+
+class _Carried:
+    """A variable carried by a runtime loop: its value before the loop, the IR types and
+    examples of its leaves, and its tuple structure (None for a single value)."""
+
+    def __init__(self, initial, types: list[str], examples: list, structure):
+        self.initial = initial
+        self.types = types
+        self.examples = examples
+        self.structure = structure
+
+
+def _carried_items(state):
+    return [(name, entry) for name, entry in state.items() if isinstance(entry, _Carried)]
+
+
+def _own_statements(stmts):
+    """Statements of this loop body, not of nested loops or functions."""
+    stack = list(stmts)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if isinstance(stmt, ast.If):
+            stack.extend(stmt.body + stmt.orelse)
+
+

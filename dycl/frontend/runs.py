@@ -1,0 +1,250 @@
+"""Runs: maximal straight-line statement runs (and tensor sub-expressions), executed on
+example values, captured with torch.export and called from the host function.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import warnings
+
+import torch
+import torch.utils._pytree as pytree
+
+from dycl.frontend import values as V
+from dycl.frontend.errors import FrontendError
+from dycl.frontend.hop import call
+from dycl.frontend.liveness import live_before, names_read, written_in
+
+
+class RunCompiler:
+    """Mixin of FunctionCompiler: what becomes a run, and how a run is captured and called."""
+
+    def _is_run_statement(self, stmt: ast.stmt, env, written_in_run: set[str]) -> bool:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            return False  # docstring
+        if isinstance(stmt, (ast.FunctionDef, ast.Lambda)):
+            return True
+        if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+            return False
+        if isinstance(stmt, ast.Expr) and self._list_method(stmt.value, env) is not None:
+            return False
+        if self._needs_host(stmt, env, written_in_run):
+            return False
+        value = stmt.value
+        if value is None or _is_packing(value):
+            return False
+        reads = names_read(stmt) - written_in_run
+        if not isinstance(stmt, ast.AugAssign) and all(self._is_constant_name(n, env) for n in reads):
+            return self._try_constant(value, env) is V.MISSING
+        return True
+
+    def _condition_into_run(self, run: list, if_stmt: ast.If, env, written: set[str]) -> ast.If:
+        """Compute a following `if`'s tensor condition in the same run (one export, not two)."""
+        test = if_stmt.test
+        if self._needs_host(test, env, written) or not (names_read(test) & written):
+            return if_stmt
+        name = "__dycl_condition"  # one fixed name: identical runs share an export
+        assign = ast.Assign(targets=[ast.Name(name, ast.Store())], value=test)
+        ast.copy_location(assign, test)
+        run.append(assign)
+        merged = ast.If(test=ast.Name(name, ast.Load()), body=if_stmt.body, orelse=if_stmt.orelse)
+        return ast.copy_location(merged, if_stmt)
+
+    def compile_run(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
+        inputs = sorted(n for n in live_before(stmts, set()) if n in env)
+        outputs = sorted(written_in(stmts) & live_after)
+        returned = ast.Tuple([ast.Name(n, ast.Load()) for n in outputs], ast.Load())
+        result = self._run_function(stmts, inputs, returned)
+        values = self._call_run(result, stmts, {n: env[n] for n in inputs})
+        for name, value in zip(outputs, values.items if isinstance(values, V.Tup) else ()):
+            env[name] = value
+
+    def tensor_expression(self, expr: ast.expr, env: dict) -> V.EnvValue:
+        inputs = sorted(n for n in names_read(expr) if n in env)
+        function = self._run_function([], inputs, expr, line=expr.lineno)
+        return self._call_run(function, [expr], {n: env[n] for n in inputs})
+
+    def _run_function(self, stmts, inputs, returned: ast.expr, line: int | None = None):
+        line = line if line is not None else stmts[0].lineno
+        args = ast.arguments(
+            posonlyargs=[], args=[ast.arg("__dycl_model")] + [ast.arg(n) for n in inputs],
+            kwonlyargs=[], kw_defaults=[], defaults=[],
+        )
+        ret = ast.Return(returned)
+        fdef = ast.FunctionDef(name="__dycl_run", args=args, body=list(stmts) + [ret], decorator_list=[], type_params=[])
+        module = ast.Module(body=[fdef], type_ignores=[])
+        fix_locations(module, line)
+        namespace = dict(self.scope.namespace)
+        exec(compile(module, self.scope.source.file, "exec"), namespace)
+        return namespace["__dycl_run"]
+
+    def _call_run(self, function, stmts, inputs: dict[str, V.EnvValue]) -> V.EnvValue:
+        """Run eagerly for examples, capture, call; the returned structure holds Dyn leaves."""
+        lines = sorted({s.lineno for s in stmts})
+        names = list(inputs)
+        for name in names:
+            inputs[name] = self._scalars_as_tensors(inputs[name])
+        flat_inputs = [l for name in names for l in V.leaves(inputs[name]) if isinstance(l, V.Dyn)]
+        input_specs = [(name, inputs[name]) for name in names]
+        for leaf in flat_inputs:
+            if not (V.is_tensor_type(leaf.type) or leaf.type == V.INT):
+                raise self.error(
+                    stmts[0],
+                    f"tensor math on a runtime Python {leaf.type.removeprefix('!torch.')}",
+                    "keep data-dependent values as tensors (e.g. `t` instead of `t.item()`) or use them only in conditions",
+                )
+
+        def rebuild(flat):
+            it = iter(flat)
+            return {name: _substitute(value, it) for name, value in input_specs}
+
+        examples = {name: V.example_of(value) if value is not V.UNDEF else None for name, value in input_specs}
+        called: list[torch.nn.Module] | None = []
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    with _record_calls(called):
+                        eager = function(self.model, **examples)
+                except Exception:
+                    # torch.cond/while_loop compile their branches with dynamo, which a
+                    # global module hook breaks: run plainly and export the whole model.
+                    called = None
+                    eager = function(self.model, **examples)
+        except FrontendError:
+            raise
+        except Exception as error:
+            raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
+        out_leaves, out_spec = pytree.tree_flatten(eager)
+        tensor_positions = [k for k, leaf in enumerate(out_leaves) if isinstance(leaf, torch.Tensor)]
+
+        def run(model, *flat):
+            result = function(model, **rebuild(flat))
+            leaves = pytree.tree_leaves(result)
+            return tuple(leaves[k] for k in tensor_positions)
+
+        results: list = []
+        if tensor_positions:
+            dynamic = [self._dynamic_dims(leaf.type) for leaf in flat_inputs]
+            try:
+                cache_key = (
+                    ast.dump(ast.Module(body=list(stmts), type_ignores=[])) if not isinstance(stmts[0], ast.expr) else ast.dump(stmts[0]),
+                    tuple(
+                        (name, tuple(l.type for l in V.leaves(value) if isinstance(l, V.Dyn)),
+                         self.capturer.cache.signature(_substitute(value, iter(()))) if not _has_dyn(value) else None)
+                        for name, value in input_specs
+                    ),
+                )
+                captured = self.capturer.capture(run, [l.example for l in flat_inputs], dynamic, called, cache_key)
+            except FrontendError:
+                raise
+            except Exception as error:
+                raise self._capture_error(stmts, lines, error) from None
+            values = call(captured.func_name, [l.value for l in flat_inputs], [self.builder.type(t) for t in captured.result_types])
+            results = [V.Dyn(v, t, out_leaves[k]) for v, t, k in zip(values, captured.result_types, tensor_positions)]
+        symbolic = any(leaf.type == V.INT or self._dynamic_dims(leaf.type) for leaf in flat_inputs)
+        scalars = [type(l).__name__ for l in out_leaves if isinstance(l, (bool, int, float))]
+        if symbolic and scalars:
+            raise self.error(
+                stmts[0],
+                f"lines {lines} compute Python {', '.join(scalars)} values from runtime values inside tensor code",
+                "compute such scalars in their own statement (e.g. `n = x.shape[1]` on its own line)",
+            )
+        it = iter(results)
+        structured = [next(it) if isinstance(leaf, torch.Tensor) else V.Const(leaf) for leaf in out_leaves]
+        return _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder)
+
+    def _scalars_as_tensors(self, value: V.EnvValue) -> V.EnvValue:
+        """A runtime float enters tensor math as a 0-d f64 tensor (same promotion as a
+        Python float: 0-d tensors never widen the other operand's dtype)."""
+        if isinstance(value, V.Tup):
+            return V.Tup(tuple(self._scalars_as_tensors(i) for i in value.items), value.kind)
+        if isinstance(value, V.Dyn) and value.type == V.FLOAT:
+            example = torch.tensor(value.example, dtype=torch.float64)
+            return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
+        return value
+
+    @staticmethod
+    def _dynamic_dims(type_text: str) -> list[int]:
+        parsed = V.parse_vtensor(type_text)
+        return [k for k, d in enumerate(parsed[0]) if d is None] if parsed else []
+
+    def _capture_error(self, stmts, lines, error) -> FrontendError:
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        hint = "write data-dependent control flow in forward (or a helper on self) so that DyCL can see it"
+        if "data-dependent" in text or "guard" in text.lower():
+            hint = ("a Python `if`/`while` on a tensor inside a function DyCL does not inline "
+                    "(call it from forward as `x = self.helper(x)` / `x = self.block(x)`), or "
+                    "use torch.cond")
+        return self.error(stmts[0], f"cannot capture lines {lines} with torch.export ({type(error).__name__}: {text})", hint)
+
+
+@contextlib.contextmanager
+def _record_calls(called: list):
+    """Collect the modules a run calls (its wrapper then lifts only their weights)."""
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(
+        lambda module, args: called.append(module)
+    )
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+# ----- small helpers -------------------------------------------------------------------
+
+
+def _has_dyn(value) -> bool:
+    return any(isinstance(l, V.Dyn) for l in V.leaves(value))
+
+
+def _is_packing(value: ast.expr) -> bool:
+    """Names and tuples of names: data movement, kept at host level (no run needed)."""
+    if isinstance(value, ast.Name):
+        return True
+    return isinstance(value, (ast.Tuple, ast.List)) and all(
+        isinstance(e, (ast.Name, ast.Constant)) for e in value.elts
+    )
+
+
+def _substitute(value, it):
+    if isinstance(value, V.Tup):
+        items = [_substitute(i, it) for i in value.items]
+        return items if value.kind == "list" else tuple(items)
+    if isinstance(value, V.Dyn):
+        return next(it)
+    if isinstance(value, V.Const):
+        return value.value
+    return None
+
+
+def _to_env_value(structured, builder) -> V.EnvValue:
+    if isinstance(structured, (V.Dyn, V.Const)):
+        return structured
+    if isinstance(structured, tuple):
+        return V.Tup(tuple(_to_env_value(s, builder) for s in structured))
+    if isinstance(structured, list):
+        return V.Tup(tuple(_to_env_value(s, builder) for s in structured), "list")
+    if isinstance(structured, dict):
+        if all(isinstance(v, V.Const) for v in structured.values()):
+            return V.Const({k: v.value for k, v in structured.items()})
+        raise FrontendError("a dict of tensors", "use tuples")
+    return V.Const(structured)
+
+
+def fix_locations(tree: ast.AST, line: int) -> None:
+    """Give synthetic nodes a location compile() accepts (copies keep their own)."""
+    for node in ast.walk(tree):
+        if "lineno" not in node._attributes:
+            continue
+        if getattr(node, "lineno", None) is None:
+            node.lineno = line
+        if getattr(node, "col_offset", None) is None:
+            node.col_offset = 0
+        if getattr(node, "end_lineno", None) is None or node.end_lineno < node.lineno:
+            node.end_lineno = node.lineno
+        if getattr(node, "end_col_offset", None) is None:
+            node.end_col_offset = 0
+
+
