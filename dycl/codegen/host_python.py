@@ -520,7 +520,9 @@ def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
                 helper = gen.funcs[name]
                 hints = [a.name_hint for a in helper.body.block.args]
                 helper_bodies.append(gen.function_source(helper, name, hints))
-    lines = [_HEADER.format(entry=entry, subdnns=", ".join(gen.called_subdnns) or "none")]
+    called = gen.called_subdnns
+    listed = ", ".join(called) if len(called) <= 6 else f"{len(called)} of them: {called[0]} ... {called[-1]}"
+    lines = [_HEADER.format(entry=entry, subdnns=listed or "none")]
     for name in gen.called_subdnns:
         lines.append(f'    {name} = subdnns["{name}"]')
     for key, var in gen.constant_vars.items():
