@@ -85,7 +85,7 @@ def _short_error(error: BaseException) -> str:
     lines = [sentence.strip() for line in str(error).splitlines()
              for sentence in line.split(". ") if sentence.strip()]
     telling = [line for line in lines if "data-dependent" in line.lower()]
-    line = (telling or lines or [""])[0]
+    line = (telling or lines or [""])[0].split(" (unhinted")[0]
     if len(line) > 70:
         line = line[:67].rsplit(" ", 1)[0] + " ..."
     return f"{type(error).__name__}: {line}" if line else type(error).__name__

@@ -21,7 +21,7 @@ class ZooEntry:
     path_inputs()            -> input tuples that together take every path of ``build(0)``
     path_of(model, inputs)   -> the path one input takes (exit index, skip pattern, length)
     branches_of(path)        -> the branch outcomes that path exercises
-    all_branches(model)      -> every branch outcome the network has
+    all_branches(model)      -> the branch outcomes ``path_inputs()`` must exercise together
     """
 
     name: str

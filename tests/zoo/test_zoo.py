@@ -116,3 +116,10 @@ def test_build_returns_independent_copies():
     model = entry.build(0)
     model.threshold = 2.0  # a user changes their copy
     assert entry.build(0).threshold == pytest.approx(0.8)
+
+
+def test_latency_tool_times_every_path():
+    from dycl.zoo.latency import eager_latency_ms
+
+    median, fastest, slowest = eager_latency_ms("blockdrop", runs=6, warmup=1)
+    assert 0 < fastest <= median <= slowest  # 5 calls per path: odd counts keep this exact
