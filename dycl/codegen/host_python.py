@@ -370,6 +370,16 @@ def _tuple(gen: HostCodegen, op: Operation, indent: int) -> None:
     gen.assign(indent, op, f"({', '.join(values)}{',' if len(values) == 1 else ''})")
 
 
+def _scalar_to_tensor(gen: HostCodegen, op: Operation, indent: int) -> None:
+    """A host scalar becoming a 0-d tensor (a sub-DNN argument): dtype from the result type."""
+    from dycl.dialects.dtypes import dtype_name
+
+    result_type = op.results[0].type
+    dtype = dtype_name(result_type.element_type) if isinstance(result_type, t.ValueTensorType) else None
+    value = gen.expr(op.operands[0])
+    gen.assign(indent, op, f"np.array({value}, dtype=np.{dtype})" if dtype else f"np.array({value})")
+
+
 _CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
 
 
@@ -434,6 +444,10 @@ _NAMED_EMITTERS: dict[str, Callable[[HostCodegen, Operation, int], None]] = {
     "torch.prim.ListUnpack": _unpack,
     "torch.prim.TupleUnpack": _unpack,
     "torch.prim.TupleConstruct": _tuple,
+    "torch.prim.NumToTensor.Scalar": _scalar_to_tensor,
+    "torch.aten.tensor.int": _scalar_to_tensor,
+    "torch.aten.tensor.float": _scalar_to_tensor,
+    "torch.aten.tensor.bool": _scalar_to_tensor,
     # computation-free tensor ops (hoisted by dycl-hoist-free) on numpy
     "torch.aten.view": _template("{0}.reshape({1})"),
     "torch.aten.reshape": _template("{0}.reshape({1})"),

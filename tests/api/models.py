@@ -93,3 +93,17 @@ def decoder_inputs():
         if i in chosen:
             picked.append((h, torch.tensor([i % 12])))
     return picked
+
+
+class ScalarInputs(nn.Module):
+    """Python int and float inputs: a host condition on the int, the float fed to a sub-DNN."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, n: int, scale: float):
+        y = self.fc(x)
+        if n > 2:
+            y = torch.relu(y) * scale
+        return y, n + 1

@@ -92,3 +92,19 @@ def test_hcfg_and_generated_source_are_exposed(compiled_networks):
 def test_unknown_backend_option_fails_before_compiling():
     with pytest.raises(TypeError, match="unknown onnxruntime backend option"):
         dycl.compile(seeded(SkipGate), (torch.randn(1, 8),), tune_seconds=5, progress=False)
+
+
+def test_python_scalar_inputs_and_outputs():
+    from dycl.runtime import InputError
+    from tests.api.models import ScalarInputs
+
+    model = seeded(ScalarInputs)
+    compiled = dycl.compile(model, (torch.randn(1, 4), 3, 0.5), progress=False)
+    assert [i["kind"] for i in compiled.manifest["inputs"]] == ["tensor", "int", "float"]
+    with torch.no_grad():
+        for n, scale in ((1, 2.0), (5, 2.0), (3, -1.5)):
+            x = torch.randn(1, 4)
+            expected, actual = model(x, n, scale), compiled(x, n, scale)
+            assert max_error(expected, actual) <= 1e-6 and actual[1] == n + 1
+    with pytest.raises(InputError, match="input 'n': expected a Python int, got float"):
+        compiled(torch.randn(1, 4), 2.5, 1.0)
