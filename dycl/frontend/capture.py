@@ -192,6 +192,23 @@ class RunCapturer:
             self.cache.put(key, program, paths)
         return self._import(program, {})
 
+    def splice(self, func_name: str, operands: Sequence[ir.Value]) -> list[ir.Value]:
+        """Move a run's body to the current insertion point (its arguments become
+        `operands`), erase its func and return what it returned. Calls it makes (branches of
+        an imported torch.cond) stay calls until `stitch.py` inlines them."""
+        func = self.importer.symbol_table[func_name]
+        block = func.regions[0].blocks[0]
+        for argument, operand in zip(block.arguments, operands):
+            argument.replace_all_uses_with(operand)
+        *body, ret = list(block.operations)
+        results = list(ret.operands)
+        here = ir.InsertionPoint.current
+        for op in body:
+            op.detach_from_parent()
+            here.insert(op)
+        self.importer.symbol_table.erase(func)
+        return results
+
     def _import(self, program, renames: dict[str, str]) -> CapturedRun:
         self._count += 1
         name = f"run{self._count}"

@@ -13,7 +13,6 @@ import torch.utils._pytree as pytree
 
 from dycl.frontend import values as V
 from dycl.frontend.errors import FrontendError
-from dycl.frontend.hop import call
 from dycl.frontend.liveness import live_before, names_read, written_in
 
 
@@ -141,7 +140,7 @@ class RunCompiler:
                 raise
             except Exception as error:
                 raise self._capture_error(stmts, lines, error) from None
-            values = call(captured.func_name, [l.value for l in flat_inputs], [self.builder.type(t) for t in captured.result_types])
+            values = self.capturer.splice(captured.func_name, [l.value for l in flat_inputs])
             results = [V.Dyn(v, t, out_leaves[k]) for v, t, k in zip(values, captured.result_types, tensor_positions)]
         symbolic = any(leaf.type == V.INT or self._dynamic_dims(leaf.type) for leaf in flat_inputs)
         scalars = [type(l).__name__ for l in out_leaves if isinstance(l, (bool, int, float))]
