@@ -1,8 +1,9 @@
-"""Turn the importer's module (forward + one private func per captured run) into the host IR.
+"""Make `forward` the module's only function: inline the calls that remain after capture.
 
-Every `func.call` of a private func is inlined (the bodies of runs, and of the branch/body
-funcs of imported `torch.cond`/`while_loop`), so that `forward` is one function whose
-control flow is scf and whose math is torch ops; `dycl-outline` re-splits it later.
+Runs are spliced into `forward` as they are captured; what remains are calls of the
+branch/body funcs FxImporter writes for imported `torch.cond`/`while_loop`. Inlining them
+leaves one function whose control flow is scf and whose math is torch ops (`dycl-outline`
+re-splits it later).
 """
 
 from __future__ import annotations
