@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dycl.zoo.layers import BasicBlock, cifar_resnet_blocks, conv3x3, conv_bn_relu
+from dycl.zoo.layers import cifar_resnet_blocks, conv3x3, conv_bn_relu
 
 NUM_CLASSES = 10
 
@@ -20,8 +20,21 @@ NUM_CLASSES = 10
 @dataclass
 class Backbone:
     layers: list[nn.Module]         # the first one includes the stem
-    shapes: list[tuple[int, int]]   # (channels, height = width) after each layer
     head: nn.Module                 # the final classifier, after the last layer
+
+    @property
+    def shapes(self) -> list[tuple[int, int]]:
+        """(channels, height = width) after each layer, from a dry run on a 32×32 input.
+
+        The layers are fresh; eval mode keeps the dry run from touching BatchNorm statistics.
+        """
+        shapes = []
+        x = torch.zeros(1, 3, 32, 32)
+        with torch.no_grad():
+            for layer in self.layers:
+                x = layer.eval()(x)
+                shapes.append((x.shape[1], x.shape[2]))
+        return shapes
 
 
 class DepthwiseSeparable(nn.Module):
@@ -45,16 +58,14 @@ def mobilenet() -> Backbone:
     """MobileNet for 32×32 inputs: 13 depthwise-separable blocks, 32 -> 1024 channels."""
     config = [64, (128, 2), 128, (256, 2), 256, (512, 2), 512, 512, 512, 512, 512, (1024, 2), 1024]
     layers: list[nn.Module] = []
-    shapes = []
-    channels, size = 32, 32
+    channels = 32
     for item in config:
         width, stride = item if isinstance(item, tuple) else (item, 1)
         layers.append(DepthwiseSeparable(channels, width, stride))
-        channels, size = width, size // stride
-        shapes.append((channels, size))
+        channels = width
     layers[0] = nn.Sequential(conv_bn_relu(3, 32), layers[0])
-    head = nn.Sequential(nn.AvgPool2d(size), nn.Flatten(), nn.Linear(channels, NUM_CLASSES))
-    return Backbone(layers, shapes, head)
+    head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(channels, NUM_CLASSES))
+    return Backbone(layers, head)
 
 
 def vgg16_bn() -> Backbone:
@@ -62,25 +73,22 @@ def vgg16_bn() -> Backbone:
     widths = [64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 512, 512, 512]
     pooled_after = {1, 3, 6, 9, 12}
     layers: list[nn.Module] = []
-    shapes = []
-    channels, size = 3, 32
+    channels = 3
     for index, width in enumerate(widths):
         layer = [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU()]
         if index in pooled_after:
             layer.append(nn.MaxPool2d(2))
-            size //= 2
         layers.append(nn.Sequential(*layer))
         channels = width
-        shapes.append((channels, size))
-    head = nn.Sequential(nn.Flatten(), nn.Linear(512 * size * size, 512), nn.ReLU(),
+    head = nn.Sequential(nn.Flatten(), nn.Linear(512, 512), nn.ReLU(),
                          nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, NUM_CLASSES))
-    return Backbone(layers, shapes, head)
+    return Backbone(layers, head)
 
 
 def resnet56() -> Backbone:
     """ResNet-56 for CIFAR: 3 stages of 9 basic blocks, 16/32/64 channels."""
     blocks = cifar_resnet_blocks([9, 9, 9], [16, 32, 64], in_channels=16)
-    return _resnet_backbone(blocks, conv_bn_relu(3, 16), final_norm=None)
+    return _resnet_backbone(blocks, conv_bn_relu(3, 16), final_norm=None, channels=64)
 
 
 class WideBasic(nn.Module):
@@ -112,18 +120,13 @@ def wide_resnet32_4() -> Backbone:
             blocks.append(WideBasic(channels, width, stride))
             channels = width
     final_norm = nn.Sequential(nn.BatchNorm2d(channels), nn.ReLU())
-    return _resnet_backbone(blocks, conv3x3(3, 16), final_norm)
+    return _resnet_backbone(blocks, conv3x3(3, 16), final_norm, channels)
 
 
-def _resnet_backbone(blocks: list[nn.Module], stem: nn.Module,
-                     final_norm: nn.Module | None) -> Backbone:
-    shapes = []
-    channels, size = 16, 32
-    for block in blocks:
-        conv = block.branch[0] if isinstance(block, BasicBlock) else block.conv1
-        channels, size = conv.out_channels, size // conv.stride[0]
-        shapes.append((channels, size))
+def _resnet_backbone(blocks: list[nn.Module], stem: nn.Module, final_norm: nn.Module | None,
+                     channels: int) -> Backbone:
+    """The stem joins the first block; the head pools the final 8×8 map of ``channels``."""
     layers = [nn.Sequential(stem, blocks[0]), *blocks[1:]]
     head_layers = [] if final_norm is None else [final_norm]
-    head_layers += [nn.AvgPool2d(size), nn.Flatten(), nn.Linear(channels, NUM_CLASSES)]
-    return Backbone(layers, shapes, nn.Sequential(*head_layers))
+    head_layers += [nn.AvgPool2d(8), nn.Flatten(), nn.Linear(channels, NUM_CLASSES)]
+    return Backbone(layers, nn.Sequential(*head_layers))
