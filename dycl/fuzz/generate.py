@@ -1,0 +1,223 @@
+"""Random dynamic programs: stacks of conv/linear/activation/norm layers under random
+control flow (early exits, if/elif/else gates on statistics, bounded loops with break,
+counters, appended outputs, nested conditions, helper methods).
+
+`generate(seed)` is deterministic in the seed. Only constructs the frontend documents are
+used (DESIGN.md, "The frontend"); every layer keeps the shape of `x` within a stage, so any
+statement may follow any other.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from dycl.fuzz.program import Break, Cond, For, If, Line, Program, Stmt, While
+
+VECTOR_ACTIVATIONS = [
+    "torch.relu({x})", "torch.tanh({x})", "torch.sigmoid({x})", "F.gelu({x})", "F.silu({x})",
+    "F.leaky_relu({x}, 0.1)", "F.elu({x})", "torch.clamp({x}, -2.0, 2.0)", "F.hardtanh({x})",
+]
+VECTOR_STATISTICS = [
+    "x.mean()", "x.sum()", "x.max()", "x.min()", "x.abs().mean()", "x.norm()", "x[0, {k}]",
+    "F.softmax(x, -1).max()", "(x > 0).float().mean()", "x.std()",
+]
+IMAGE_STATISTICS = [
+    "x.mean()", "x.amax()", "x[0, {k}].mean()", "x.abs().mean()", "x.norm()",
+    "(x > 0).float().mean()", "x.mean((2, 3))[0, {k}]",
+]
+SUMMARY = {"image": "x.mean((2, 3))", "vector": "x"}
+
+
+@dataclass
+class _Scope:
+    stage: str  # "image" | "vector"
+    in_loop: bool = False
+    in_helper: bool = False
+    depth: int = 0
+
+
+class Generator:
+    def __init__(self, seed: int, max_conditions: int = 5):
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.width = self.rng.choice([4, 6, 8])
+        self.modules: dict[str, str] = {}
+        self.helpers: dict[str, list[Stmt]] = {}
+        self.conditions = 0
+        self.max_conditions = max_conditions
+        self.counters = 0
+        self.outputs = ["y"] + [o for o in ("count", "outs") if self.rng.random() < 0.5]
+        self.as_list = self.rng.random() < 0.2
+
+    # ----- names -------------------------------------------------------------------------
+
+    def module(self, ctor: str) -> str:
+        name = f"m{len(self.modules)}"
+        self.modules[name] = ctor
+        return f"self.{name}"
+
+    def cond(self, scope: _Scope) -> Cond:
+        stats = IMAGE_STATISTICS if scope.stage == "image" else VECTOR_STATISTICS
+        stat = self.rng.choice(stats).replace("{k}", str(self.rng.randrange(self.width)))
+        index = self.conditions
+        self.conditions += 1
+        return Cond(
+            stat=stat,
+            index=index,
+            op=self.rng.choice([">", "<"]),
+            form=self.rng.choices(["tensor", "item", "bool"], [5, 2, 1])[0],
+            via_attr=self.rng.random() < 0.25,
+        )
+
+    # ----- statements --------------------------------------------------------------------
+
+    def layer(self, scope: _Scope) -> Line:
+        r, w = self.rng, self.width
+        act = r.choice(VECTOR_ACTIVATIONS)
+        if scope.stage == "image":
+            kind = r.choices(["conv", "conv_act", "bn", "pool", "act", "residual"], [2, 3, 1, 1, 1, 2])[0]
+            if kind == "conv":
+                return Line(f"x = {self.module(f'nn.Conv2d({w}, {w}, 3, padding=1)')}(x)")
+            if kind == "conv_act":
+                conv = self.module(f"nn.Conv2d({w}, {w}, 3, padding=1)")
+                return Line("x = " + act.format(x=f"{conv}(x)"))
+            if kind == "bn":
+                return Line(f"x = {self.module(f'nn.BatchNorm2d({w})')}(x)")
+            if kind == "pool":
+                pool = r.choice(["F.max_pool2d(x, 3, stride=1, padding=1)", "F.avg_pool2d(x, 3, stride=1, padding=1)"])
+                return Line(f"x = {pool}")
+            if kind == "act":
+                return Line("x = " + act.format(x="x"))
+            conv = self.module(f"nn.Conv2d({w}, {w}, 3, padding=1)")
+            return Line("x = x + " + act.format(x=f"{conv}(x)"))
+        kind = r.choices(["linear", "linear_act", "norm", "act", "residual", "affine"], [2, 3, 1, 1, 2, 1])[0]
+        if kind == "linear":
+            return Line(f"x = {self.module(f'nn.Linear({w}, {w})')}(x)")
+        if kind == "linear_act":
+            return Line("x = " + act.format(x=f"{self.module(f'nn.Linear({w}, {w})')}(x)"))
+        if kind == "norm":
+            return Line(f"x = {self.module(f'nn.LayerNorm({w})')}(x)")
+        if kind == "act":
+            return Line("x = " + act.format(x="x"))
+        if kind == "residual":
+            return Line("x = x + " + act.format(x=f"{self.module(f'nn.Linear({w}, {w})')}(x)"))
+        return Line(f"x = x * {r.choice([0.5, 1.5, -1.0, 2.0])} + {r.choice([0.1, -0.25, 1.0])}")
+
+    def early_return(self, scope: _Scope) -> Line:
+        if scope.in_helper:
+            return Line("return x")
+        width = self.rng.choice([self.width, 3, 5])
+        head = self.module(f"nn.Linear({self.width}, {width})")
+        return Line(self.return_lines(f"{head}({SUMMARY[scope.stage]})", scope.stage))
+
+    def return_lines(self, y: str, stage: str) -> str:
+        lines = []
+        if "outs" in self.outputs:
+            lines.append(f"outs.append({SUMMARY[stage]})")
+        items = {"y": y, "count": "count", "outs": "torch.stack(outs)"}
+        values = [items[o] for o in self.outputs]
+        if len(values) == 1:
+            lines.append(f"return {values[0]}")
+        elif self.as_list:
+            lines.append(f"return [{', '.join(values)}]")
+        else:
+            lines.append(f"return {', '.join(values)}")
+        return "\n".join(lines)
+
+    def side_effect(self, scope: _Scope) -> Line | None:
+        choices = []
+        if not scope.in_helper and "count" in self.outputs:
+            choices.append(f"count += {self.rng.choice([1, 2, 3])}")
+        if not scope.in_helper and "outs" in self.outputs:
+            choices.append(f"outs.append({SUMMARY[scope.stage]})")
+        return Line(self.rng.choice(choices)) if choices else None
+
+    def statement(self, scope: _Scope) -> Stmt:
+        r = self.rng
+        control = self.conditions < self.max_conditions and scope.depth < 3
+        kinds = {"layer": 6.0, "side": 1.5}
+        if control:
+            kinds.update({"if": 3.0, "loop": 1.0 if scope.depth < 2 else 0.0, "return": 0.7})
+            if scope.in_loop:
+                kinds["break"] = 1.5
+            if not scope.in_helper and scope.depth == 0 and len(self.helpers) < 2:
+                kinds["helper"] = 0.8
+        kind = r.choices(list(kinds), list(kinds.values()))[0]
+        if kind == "side":
+            return self.side_effect(scope) or self.layer(scope)
+        if kind == "layer":
+            return self.layer(scope)
+        if kind == "break":
+            return Break(self.cond(scope))
+        if kind == "return":
+            # an early exit only under a condition (else the rest would be dead code)
+            return If([(self.cond(scope), [self.layer(scope), self.early_return(scope)])])
+        if kind == "helper":
+            return self.helper_call(scope)
+        if kind == "if":
+            return self.if_statement(scope)
+        return self.loop(scope)
+
+    def block(self, scope: _Scope, low: int = 1, high: int = 3) -> list[Stmt]:
+        return [self.statement(scope) for _ in range(self.rng.randint(low, high))]
+
+    def inner(self, scope: _Scope, **changes) -> _Scope:
+        values = dict(scope.__dict__, depth=scope.depth + 1)
+        values.update(changes)
+        return _Scope(**values)
+
+    def if_statement(self, scope: _Scope) -> If:
+        inner = self.inner(scope)
+        branches = [(self.cond(scope), self.block(inner))]
+        for _ in range(self.rng.choice([0, 0, 1, 2])):
+            if self.conditions < self.max_conditions + 1:
+                branches.append((self.cond(scope), self.block(inner)))
+        orelse = self.block(inner) if self.rng.random() < 0.6 else None
+        return If(branches, orelse)
+
+    def loop(self, scope: _Scope) -> Stmt:
+        trips = self.rng.randint(1, 4)
+        inner = self.inner(scope, in_loop=True)
+        body = self.block(inner, 1, 2)
+        if self.rng.random() < 0.5:
+            body.append(Break(self.cond(scope)))
+        if self.rng.random() < 0.35:
+            self.counters += 1
+            return While(trips, self.cond(scope), body, f"steps{self.counters}")
+        return For(trips, body)
+
+    def helper_call(self, scope: _Scope) -> Line:
+        name = f"helper{len(self.helpers)}"
+        self.helpers[name] = []  # reserve the name (helpers do not call helpers)
+        self.helpers[name] = self.block(_Scope(scope.stage, in_helper=True, depth=1), 1, 3)
+        return Line(f"x = self.{name}(x)")
+
+    # ----- the program -------------------------------------------------------------------
+
+    def program(self) -> Program:
+        r = self.rng
+        image = r.random() < 0.4
+        body: list[Stmt] = []
+        if image:
+            side = r.choice([4, 6])
+            shape: tuple[int, ...] = (1, self.width, side, side)
+            body += self.block(_Scope("image"), 1, 3)
+            body.append(Line(r.choice(["x = x.mean((2, 3))", "x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)"])))
+        else:
+            shape = (1, self.width)
+        body += self.block(_Scope("vector"), 2, 5)
+        if self.conditions == 0:  # every program branches at least once
+            body.insert(r.randrange(len(body) + 1), self.if_statement(_Scope("vector")))
+        prologue = []
+        if "count" in self.outputs:
+            prologue.append("count = 0")
+        if "outs" in self.outputs:
+            prologue.append("outs = []")
+        head = self.module(f"nn.Linear({self.width}, {r.choice([2, 3, self.width])})")
+        epilogue = self.return_lines(f"{head}(x)", "vector").split("\n")
+        return Program(self.seed, shape, self.modules, self.helpers, prologue, body, epilogue)
+
+
+def generate(seed: int, max_conditions: int = 5) -> Program:
+    return Generator(seed, max_conditions).program()

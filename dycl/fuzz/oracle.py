@@ -1,0 +1,340 @@
+"""Differential testing of one generated program against eager PyTorch.
+
+    build      the program's source -> a module file -> an nn.Module with seeded weights
+    calibrate  place every threshold in a gap of the values its statistic takes on random
+               inputs, so that inputs go both ways and no input sits near a threshold
+    select     keep inputs far from every threshold that together take every branch arm
+               (arms measured on eager runs with a line tracer)
+    check      frontend -> dycl-pipeline -> the reference interpreter on the HCFG, then the
+               backends (ONNX Runtime / TVM) -> the compiled model; both must match eager
+
+`check_program` never raises: it returns an `Outcome` whose `status` names the first stage
+that failed ("ok", "frontend-error", "pipeline-error", "hcfg-mismatch", "compile-error",
+"runtime-error", "mismatch", or "generator-error" when eager itself fails).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+import re
+import random
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from dycl.fuzz.program import Program, all_conditions, render
+
+CANDIDATES = 16
+MAX_INPUTS = 8
+MIN_MARGIN = 1e-3  # relative distance every evaluated statistic keeps from its threshold
+RTOL, ATOL = 1e-3, 1e-4
+
+_counter = itertools.count()
+_SOURCE_DIR = Path(tempfile.mkdtemp(prefix="dycl-fuzz-src-"))
+
+
+@dataclass
+class Outcome:
+    seed: int
+    status: str = "ok"
+    detail: str = ""
+    backend: str = ""
+    arms_total: int = 0
+    arms_covered: int = 0
+    inputs: int = 0
+    subdnns: int = 0
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "ok"
+
+    def signature(self) -> str:
+        """What the shrinker must preserve: the stage and the message, without paths and numbers."""
+        message = re.sub(r"\S+\.py:\d+:?|\[[^]]*\]|\d+(\.\d+)?(e-?\d+)?", "#", self.detail)
+        return f"{self.status}:{message[:100]}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ----- building ------------------------------------------------------------------------
+
+
+def load_class(source: str, class_name: str, directory: Path | None = None):
+    """Import `source` from a fresh file (the frontend reads methods through `inspect`)."""
+    name = f"dycl_fuzz_program_{next(_counter)}"
+    path = (directory or _SOURCE_DIR) / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, class_name), path
+
+
+def build(program: Program, probe: bool = False) -> tuple[torch.nn.Module, Any]:
+    """The model with weights that depend only on the seed; and the rendering."""
+    rendered = render(program, probe=probe)
+    cls, path = load_class(rendered.source, program.class_name)
+    torch.manual_seed(program.seed)
+    model = cls()
+    generator = torch.Generator().manual_seed(program.seed)
+    for sub in model.modules():
+        if isinstance(sub, torch.nn.BatchNorm2d):
+            sub.running_mean.uniform_(-0.5, 0.5, generator=generator)
+            sub.running_var.uniform_(0.5, 2.0, generator=generator)
+    model.eval()
+    return model, rendered, path
+
+
+def candidate_inputs(program: Program, count: int = CANDIDATES) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(program.seed)
+    rng = random.Random(program.seed)
+    inputs = []
+    for _ in range(count):
+        scale = rng.choice([0.1, 0.5, 1.0, 2.0, 5.0])
+        shift = rng.choice([-1.0, -0.3, 0.0, 0.0, 0.3, 1.0])
+        inputs.append(torch.randn(*program.input_shape, generator=generator) * scale + shift)
+    return inputs
+
+
+# ----- eager runs with probes ----------------------------------------------------------
+
+
+@dataclass
+class Trace:
+    evaluations: list[tuple[int, float]]  # (threshold slot, statistic value), in order
+    lines: set[int]
+
+
+def traced_run(model, path: Path, x: torch.Tensor, thresholds: list[float], lines_too: bool = True) -> Trace:
+    """Run the probe-mode model, recording each statistic (and the lines executed: slow)."""
+    evaluations: list[tuple[int, float]] = []
+    lines: set[int] = set()
+    filename = str(path)
+
+    def probe(k, value):
+        evaluations.append((k, float(value)))
+        return value
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != filename:
+            return None
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return tracer
+
+    object.__setattr__(model, "_probe", probe)
+    object.__setattr__(model, "_t", list(thresholds))
+    previous = sys.gettrace()
+    if lines_too:
+        sys.settrace(tracer)
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        sys.settrace(previous)
+    return Trace(evaluations, lines)
+
+
+def gap_threshold(values: list[float], rng: random.Random) -> float:
+    """A threshold in a wide gap between the middle values (both sides get inputs)."""
+    distinct = sorted({v for v in values if math.isfinite(v)})
+    if not distinct:
+        return 0.0
+    if len(distinct) == 1:
+        return distinct[0] + 0.5 * (abs(distinct[0]) + 1.0)
+    low = max(0, int(len(distinct) * 0.2) - 1)
+    high = min(len(distinct) - 1, int(math.ceil(len(distinct) * 0.8)))
+    gaps = [(distinct[i + 1] - distinct[i], i) for i in range(low, max(high, low + 1))]
+    widest = max(gaps)[0]
+    _, i = rng.choice([g for g in gaps if g[0] >= 0.5 * widest])
+    a, b = distinct[i], distinct[i + 1]
+    middle = (a + b) / 2
+    rounded = float(f"{middle:.4g}")
+    return rounded if a < rounded < b else middle
+
+
+def calibrate(program: Program, model, path: Path, inputs: list[torch.Tensor], rounds: int = 2) -> None:
+    """Set `program.thresholds`, one slot at a time in program order, a few rounds."""
+    slots = sorted({c.index for c in all_conditions(program)})
+    size = (max(slots) + 1) if slots else 0
+    program.thresholds = [0.0] * size
+    rng = random.Random(program.seed ^ 0x5EED)
+    for _ in range(rounds):
+        for k in slots:
+            values = [
+                v for x in inputs for j, v in traced_run(model, path, x, program.thresholds, False).evaluations
+                if j == k
+            ]
+            if values:
+                program.thresholds[k] = gap_threshold(values, rng)
+
+
+def margin(trace: Trace, thresholds: list[float]) -> float:
+    return min(
+        (abs(v - thresholds[k]) / (1.0 + abs(thresholds[k])) for k, v in trace.evaluations),
+        default=math.inf,
+    )
+
+
+def select_inputs(traces: list[Trace], arms: list[int], thresholds, limit: int = MAX_INPUTS) -> list[int]:
+    """Indices of inputs that keep a margin and cover the arms greedily (at least 3)."""
+    safe = [i for i, t in enumerate(traces) if margin(t, thresholds) >= MIN_MARGIN]
+    chosen: list[int] = []
+    uncovered = set(arms)
+    while uncovered and len(chosen) < limit:
+        best = max(safe, key=lambda i: len(uncovered & traces[i].lines), default=None)
+        if best is None or not uncovered & traces[best].lines:
+            break
+        chosen.append(best)
+        uncovered -= traces[best].lines
+    for i in safe:
+        if len(chosen) >= 3:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    return chosen
+
+
+# ----- comparing -----------------------------------------------------------------------
+
+
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        yield ("seq", len(value), type(value).__name__)
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def compare(expected, actual) -> str | None:
+    """None when `actual` matches eager `expected`; else what differs."""
+    exp, act = list(_leaves(expected)), list(_leaves(actual))
+    if len(exp) != len(act):
+        return f"structure differs: {len(exp)} vs {len(act)} leaves"
+    for k, (e, a) in enumerate(zip(exp, act)):
+        if isinstance(e, tuple):
+            if e != a:
+                return f"structure differs at leaf {k}: {e} vs {a}"
+        elif isinstance(e, torch.Tensor):
+            a = np.asarray(a.detach() if isinstance(a, torch.Tensor) else a)
+            e = e.detach().numpy()
+            if e.shape != a.shape:
+                return f"leaf {k}: shape {list(e.shape)} vs {list(a.shape)}"
+            if e.dtype != a.dtype:
+                return f"leaf {k}: dtype {e.dtype} vs {a.dtype}"
+            if not np.allclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True):
+                worst = float(np.nanmax(np.abs(a.astype(np.float64) - e.astype(np.float64))))
+                return f"leaf {k}: values differ (max abs error {worst:.3g})"
+        elif e != a or type(e) is not type(a) and not (isinstance(e, (int, float)) and isinstance(a, (int, float))):
+            return f"leaf {k}: {e!r} vs {a!r}"
+    return None
+
+
+# ----- the check -----------------------------------------------------------------------
+
+
+def _error(err: BaseException) -> str:
+    last = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
+    where = f" [{Path(last[0].filename).name}:{last[0].lineno}]" if last else ""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}{where}"[:400]
+
+
+def prepare(program: Program):
+    """Calibrated program, final model, chosen inputs, eager outputs, arm coverage."""
+    probe_model, rendered, probe_path = build(program, probe=True)
+    inputs = candidate_inputs(program)
+    calibrate(program, probe_model, probe_path, inputs)
+    traces = [traced_run(probe_model, probe_path, x, program.thresholds) for x in inputs]
+    chosen = select_inputs(traces, rendered.arms, program.thresholds)
+    covered = set().union(*(traces[i].lines for i in chosen)) & set(rendered.arms) if chosen else set()
+    model, _, _ = build(program)
+    selected = [inputs[i] for i in chosen]
+    with torch.no_grad():
+        expected = [model(x) for x in selected]
+    return model, selected, expected, len(rendered.arms), len(covered)
+
+
+def check_program(program: Program, backend: str | None = "onnxruntime") -> Outcome:
+    """Run one program through every stage; `backend=None` stops after the interpreter."""
+    from dycl.frontend import FrontendError, import_module
+    from dycl.interpreter import find_function, output_tree, run_function, unflatten
+
+    outcome = Outcome(program.seed, backend=backend or "interpreter")
+    start = time.perf_counter()
+
+    def stage(name):
+        outcome.stage_seconds[name] = round(time.perf_counter() - start - sum(outcome.stage_seconds.values()), 3)
+
+    try:
+        model, inputs, expected, outcome.arms_total, outcome.arms_covered = prepare(program)
+        outcome.inputs = len(inputs)
+        if not inputs:
+            raise RuntimeError("no input keeps a margin from every threshold")
+    except Exception as err:  # the generator wrote something eager PyTorch rejects
+        return _finish(outcome, "generator-error", _error(err), start)
+    stage("prepare")
+    try:
+        imported = import_module(model, (inputs[0],))
+    except FrontendError as err:
+        return _finish(outcome, "frontend-error", _error(err), start)
+    except Exception as err:
+        return _finish(outcome, "frontend-crash", _error(err), start)
+    stage("frontend")
+    try:
+        from dycl.ir import make_context
+        from dycl.passes.pipeline import PipelinePass
+
+        PipelinePass().apply(make_context(), imported.module)
+        tree = output_tree(find_function(imported.module, imported.function_name))
+        for x, e in zip(inputs, expected):
+            got = unflatten(tree, run_function(imported.module, [x], imported.weights, imported.function_name))
+            problem = compare(e, got)
+            if problem:
+                return _finish(outcome, "hcfg-mismatch", problem, start)
+    except Exception as err:
+        return _finish(outcome, "pipeline-error", _error(err), start)
+    stage("pipeline")
+    if backend is None:
+        return _finish(outcome, "ok", "", start)
+    try:
+        from dycl.api import compile_module
+
+        compiled = compile_module(
+            imported.module, imported.weights, backend, entry=imported.function_name, progress=False,
+            run_pipeline=False, threads=1,
+        )
+        outcome.subdnns = len(compiled.subdnn_names)
+    except Exception as err:
+        return _finish(outcome, "compile-error", _error(err), start)
+    stage("compile")
+    for x, e in zip(inputs, expected):
+        try:
+            got = compiled(x)
+        except Exception as err:
+            return _finish(outcome, "runtime-error", _error(err), start)
+        problem = compare(e, got)
+        if problem:
+            return _finish(outcome, "mismatch", problem, start)
+    stage("run")
+    return _finish(outcome, "ok", "", start)
+
+
+def _finish(outcome: Outcome, status: str, detail: str, start: float) -> Outcome:
+    outcome.status, outcome.detail = status, detail
+    outcome.seconds = round(time.perf_counter() - start, 3)
+    return outcome

@@ -1,0 +1,210 @@
+"""A random dynamic program as data, and its rendering to Python source.
+
+A `Program` is an `nn.Module` class described by its submodules (name -> constructor
+source), helper methods and a forward body. Statements are small dataclasses so that the
+shrinker can delete and unwrap them; `render` turns a program into the source of a real
+module file (the frontend reads forward's source through `inspect`, so the class must live
+in a file) and records the line of every branch arm, for coverage.
+
+Conditions compare a statistic of `x` with threshold slot `k` (`Cond.index`). Thresholds
+are placed after generation by `dycl.fuzz.oracle.calibrate`; in *probe* mode a statistic is
+rendered as `self._probe(k, <stat>)` so that calibration can see the values it takes.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Union
+
+HEADER = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+"""
+
+
+@dataclass
+class Cond:
+    stat: str  # a statistic of the current tensor, e.g. "x.mean()"
+    index: int  # threshold slot
+    op: str = ">"  # ">" | "<"
+    form: str = "tensor"  # "tensor" (0-d tensor compare) | "item" (.item()) | "bool" (bool(...))
+    via_attr: bool = False  # threshold read from `self.t<k>` instead of a literal
+
+
+@dataclass
+class Line:
+    """One or more plain source lines (layer applications, counters, appends, returns)."""
+
+    text: str
+
+
+@dataclass
+class If:
+    branches: list[tuple[Cond, list["Stmt"]]]  # if / elif ...
+    orelse: list["Stmt"] | None = None
+
+
+@dataclass
+class Break:
+    cond: Cond
+
+
+@dataclass
+class For:
+    trips: int
+    body: list["Stmt"]
+
+
+@dataclass
+class While:
+    """`while steps<k> < trips and <cond>: body; steps<k> += 1` (bounded by a counter)."""
+
+    trips: int
+    cond: Cond
+    body: list["Stmt"]
+    counter: str
+
+
+Stmt = Union[Line, If, Break, For, While]
+
+
+@dataclass
+class Program:
+    seed: int
+    input_shape: tuple[int, ...]
+    modules: dict[str, str]  # attribute name -> constructor source
+    helpers: dict[str, list[Stmt]]  # method name -> body (takes and returns x)
+    prologue: list[str]  # forward's first lines (counter / list initialisation)
+    body: list[Stmt]
+    epilogue: list[str]  # the final return (and what it needs)
+    thresholds: list[float] = field(default_factory=list)
+
+    @property
+    def class_name(self) -> str:
+        return f"Fuzz{self.seed}"
+
+    def copy(self) -> "Program":
+        return copy.deepcopy(self)
+
+
+@dataclass
+class Rendered:
+    source: str
+    arms: list[int]  # 1-based line of the first statement of every branch arm / break / loop body
+
+
+def conditions(stmts: list[Stmt]):
+    """Every Cond in a statement list (depth first)."""
+    for stmt in stmts:
+        if isinstance(stmt, If):
+            for cond, body in stmt.branches:
+                yield cond
+                yield from conditions(body)
+            if stmt.orelse:
+                yield from conditions(stmt.orelse)
+        elif isinstance(stmt, Break):
+            yield stmt.cond
+        elif isinstance(stmt, For):
+            yield from conditions(stmt.body)
+        elif isinstance(stmt, While):
+            yield stmt.cond
+            yield from conditions(stmt.body)
+
+
+def all_conditions(program: Program):
+    for body in program.helpers.values():
+        yield from conditions(body)
+    yield from conditions(program.body)
+
+
+class _Writer:
+    def __init__(self, program: Program, probe: bool):
+        self.program, self.probe = program, probe
+        self.lines: list[str] = []
+        self.arms: list[int] = []
+
+    def emit(self, indent: int, text: str) -> None:
+        for line in text.split("\n"):
+            self.lines.append("    " * indent + line)
+
+    def arm(self) -> None:
+        self.arms.append(len(self.lines) + 1)  # the next line written
+
+    def cond(self, cond: Cond) -> str:
+        stat = f"self._probe({cond.index}, {cond.stat})" if self.probe else cond.stat
+        if self.probe:  # calibration changes thresholds without re-rendering
+            threshold = f"self._t[{cond.index}]"
+        elif cond.via_attr:
+            threshold = f"self.t{cond.index}"
+        else:
+            threshold = repr(self.program.thresholds[cond.index]) if self.program.thresholds else "0.0"
+        if cond.form == "item":
+            return f"{stat}.item() {cond.op} {threshold}"
+        if cond.form == "bool":
+            return f"bool({stat} {cond.op} {threshold})"
+        return f"{stat} {cond.op} {threshold}"
+
+    def body(self, indent: int, stmts: list[Stmt]) -> None:
+        if not stmts:  # (the frontend rejects `pass`: tests/fuzz/regressions)
+            self.emit(indent, "x = x")
+        for stmt in stmts:
+            self.stmt(indent, stmt)
+
+    def stmt(self, indent: int, stmt: Stmt) -> None:
+        if isinstance(stmt, Line):
+            self.emit(indent, stmt.text)
+        elif isinstance(stmt, If):
+            for k, (cond, body) in enumerate(stmt.branches):
+                self.emit(indent, f"{'if' if k == 0 else 'elif'} {self.cond(cond)}:")
+                self.arm()
+                self.body(indent + 1, body)
+            if stmt.orelse is not None:
+                self.emit(indent, "else:")
+                self.arm()
+                self.body(indent + 1, stmt.orelse)
+        elif isinstance(stmt, Break):
+            self.emit(indent, f"if {self.cond(stmt.cond)}:")
+            self.arm()
+            self.emit(indent + 1, "break")
+        elif isinstance(stmt, For):
+            self.emit(indent, f"for _ in range({stmt.trips}):")
+            self.body(indent + 1, stmt.body)
+        elif isinstance(stmt, While):
+            self.emit(indent, f"{stmt.counter} = 0")
+            self.emit(indent, f"while {stmt.counter} < {stmt.trips} and {self.cond(stmt.cond)}:")
+            self.arm()
+            self.body(indent + 1, stmt.body)
+            self.emit(indent + 1, f"{stmt.counter} += 1")
+        else:
+            raise TypeError(f"not a statement: {stmt!r}")
+
+
+def render(program: Program, probe: bool = False) -> Rendered:
+    w = _Writer(program, probe)
+    w.emit(0, HEADER.rstrip("\n"))
+    w.emit(0, "")
+    w.emit(0, f"class {program.class_name}(nn.Module):")
+    w.emit(1, "def __init__(self):")
+    w.emit(2, "super().__init__()")
+    for name, ctor in program.modules.items():
+        w.emit(2, f"self.{name} = {ctor}")
+    slots = sorted({c.index for c in all_conditions(program) if c.via_attr})
+    for k in slots:
+        value = program.thresholds[k] if program.thresholds else 0.0
+        w.emit(2, f"self.t{k} = {value!r}")
+    for name, body in program.helpers.items():
+        w.emit(0, "")
+        w.emit(1, f"def {name}(self, x):")
+        w.body(2, body)
+        w.emit(2, "return x")
+    w.emit(0, "")
+    w.emit(1, "def forward(self, x):")
+    for line in program.prologue:
+        w.emit(2, line)
+    w.body(2, program.body)
+    for line in program.epilogue:
+        w.emit(2, line)
+    return Rendered("\n".join(w.lines) + "\n", w.arms)
