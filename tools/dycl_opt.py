@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dycl.dialects.dycl import Dycl
@@ -71,12 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         tool = DyclOptMain(description="DyCL modular optimizer driver", args=args)
     except SystemExit as exit_:  # argparse: --help, or a bad flag (already reported)
         return 0 if exit_.code in (0, None) else 1
-    except Exception as err:  # a bad pass pipeline or pass option
+    except (Exception, ArgSpecParseError) as err:  # a bad pass pipeline or pass option
+        # (xDSL's ArgSpecParseError derives from BaseException, not Exception)
         print(format_error(err, "<pass pipeline>"), file=sys.stderr)
         return 1
     try:
         tool.run()
-    except Exception as err:  # every failure becomes a located diagnostic
+    except (Exception, ArgSpecParseError) as err:  # every failure becomes a located diagnostic
         print(format_error(err, input_name), file=sys.stderr)
         return 1
     return 0
