@@ -31,9 +31,14 @@ def make_context() -> Context:
 def format_parse_error(err: ParseError) -> str:
     """`file:line:col: error: message`, then the source line with carets under the span."""
     loc = err.span.get_location()
+    # xDSL says only " in block definition" when a block holds something that is no operation
+    message = _VAGUE_PARSE_ERRORS.get(err.msg, err.msg)
     # print_with_context gives: location, source line(s), carets, message.
     lines = err.span.print_with_context(err.msg).rstrip("\n").split("\n")
-    return f"{loc}: error: {err.msg}\n" + "\n".join(lines[1:-1])
+    return f"{loc}: error: {message}\n" + "\n".join(lines[1:-1])
+
+
+_VAGUE_PARSE_ERRORS = {" in block definition": "expected an operation, '}' or a block label (^name) here"}
 
 
 def parse_module(
