@@ -6,7 +6,6 @@ The ONNX file embeds the weights as initializers. The file is checked by opening
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 import warnings
@@ -64,9 +63,7 @@ def _to_onnx(subdnn: SubDNN, program, options: Mapping[str, Any]) -> bytes:
                 reason += " (produced by decomposing an op of this sub-DNN)"
             raise BackendError(NAME, subdnn.name, reason, op) from err
         raise BackendError(NAME, subdnn.name, f"ONNX export failed: {_summary(text)}", op) from err
-    buffer = io.BytesIO()
-    buffer.write(onnx_program.model_proto.SerializeToString())
-    return buffer.getvalue()
+    return onnx_program.model_proto.SerializeToString()
 
 
 _NO_TRANSLATION = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
