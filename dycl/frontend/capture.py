@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 from torch.export import Dim
+from torch.export.graph_signature import ConstantArgument, OutputKind
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -119,6 +120,7 @@ def _lifts_model_weights(program, weight_ids: set[int]) -> bool:
 class CapturedRun:
     func_name: str
     result_types: list[str]
+    constant: list[bool]  # per result: export found it constant (a Python scalar output)
 
 
 @dataclass
@@ -218,7 +220,12 @@ class RunCapturer:
         finally:
             self.hooks.renames = {}
         result_types = [str(t) for t in func.type.results]
-        return CapturedRun(name, result_types)
+        constant = [
+            isinstance(spec.arg, ConstantArgument)
+            for spec in program.graph_signature.output_specs
+            if spec.kind == OutputKind.USER_OUTPUT
+        ]
+        return CapturedRun(name, result_types, constant)
 
     def _decompose_unknown_ops(self, program):
         """Decompose only the ops torch-mlir has no named op for (keeps linear/conv2d)."""

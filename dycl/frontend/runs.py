@@ -116,15 +116,21 @@ class RunCompiler:
         except Exception as error:
             raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
         out_leaves, out_spec = pytree.tree_flatten(eager)
-        tensor_positions = [k for k, leaf in enumerate(out_leaves) if isinstance(leaf, torch.Tensor)]
+        # Python scalars a run computes from its inputs are exported too: export tells
+        # whether they are constants (shapes, configuration) or runtime values (`.tolist()`,
+        # dims that are unknown in the host IR) -- never a silent specialisation.
+        exported = [
+            k for k, leaf in enumerate(out_leaves)
+            if isinstance(leaf, torch.Tensor) or (flat_inputs and isinstance(leaf, (bool, int, float)))
+        ]
 
         def run(model, *flat):
             result = function(model, **rebuild(flat))
             leaves = pytree.tree_leaves(result)
-            return tuple(leaves[k] for k in tensor_positions)
+            return tuple(leaves[k] for k in exported)
 
-        results: list = []
-        if tensor_positions:
+        produced: dict[int, V.EnvValue] = {}
+        if exported:
             dynamic = [self._dynamic_dims(leaf.type) for leaf in flat_inputs]
             try:
                 cache_key = (
@@ -141,17 +147,11 @@ class RunCompiler:
             except Exception as error:
                 raise self._capture_error(stmts, lines, error) from None
             values = self.capturer.splice(captured.func_name, [l.value for l in flat_inputs])
-            results = [V.Dyn(v, t, out_leaves[k]) for v, t, k in zip(values, captured.result_types, tensor_positions)]
-        symbolic = any(leaf.type == V.INT or self._dynamic_dims(leaf.type) for leaf in flat_inputs)
-        scalars = [type(l).__name__ for l in out_leaves if isinstance(l, (bool, int, float))]
-        if symbolic and scalars:
-            raise self.error(
-                stmts[0],
-                f"lines {lines} compute Python {', '.join(scalars)} values from runtime values inside tensor code",
-                "compute such scalars in their own statement (e.g. `n = x.shape[1]` on its own line)",
-            )
-        it = iter(results)
-        structured = [next(it) if isinstance(leaf, torch.Tensor) else V.Const(leaf) for leaf in out_leaves]
+            for k, value, type_, constant in zip(exported, values, captured.result_types, captured.constant):
+                leaf = out_leaves[k]
+                is_scalar = not isinstance(leaf, torch.Tensor)
+                produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf)
+        structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
         return _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder)
 
     def _scalars_as_tensors(self, value: V.EnvValue) -> V.EnvValue:

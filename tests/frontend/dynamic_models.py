@@ -372,6 +372,16 @@ class GrowingTokens(nn.Module):
         return tokens
 
 
+class ScalarFromTensorData(nn.Module):
+    """A Python int computed from tensor data inside tensor code stays a runtime value."""
+
+    def forward(self, x):
+        k = x.argmax().tolist()
+        width = x.shape[1]
+        y = x * 2
+        return y, k, width
+
+
 class IntInputLoop(nn.Module):
     """A scalar model input used in a condition and in tensor math."""
 
@@ -408,5 +418,6 @@ CASES = {
     "torch_cond": (TorchCond, scaled(1, 8)),
     "while_loop_hop": (WhileLoopHop, scaled(1, 8)),
     "growing_tokens": (GrowingTokens, [(torch.tensor([[1, 2]]),), (torch.tensor([[1, 1]]),), (torch.tensor([[0, 0]]),)]),
+    "scalar_from_tensor_data": (ScalarFromTensorData, scaled(1, 8)),
     "int_input": (IntInputLoop, [(torch.ones(1, 8), 1), (torch.ones(1, 8), 5)]),
 }
