@@ -25,7 +25,7 @@ NAME = "tvm"
 DEFAULT_OPTIONS: dict[str, Any] = {
     "target": "llvm",
     "tune_seconds": 0.0,  # MetaSchedule budget per sub-DNN; 0 = untuned
-    "tune_trials_per_round": 32,
+    "tune_trials_per_round": 8,  # small rounds: the budget is checked between rounds
 }
 
 
@@ -63,7 +63,7 @@ def _tune(mod, target, options: Mapping[str, Any], tuning_dir: Path):
     # MetaSchedule logs every round to stdout at DEBUG; its records stay in tuning_dir/logs.
     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
     budget = float(options.get("tune_seconds") or 0.0)
-    trials = int(options.get("tune_trials_per_round", 32))
+    trials = int(options.get("tune_trials_per_round", 8))
     tuning_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     while time.monotonic() - start < budget:
