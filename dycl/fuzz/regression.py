@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from dycl.fuzz.program import Program, render
@@ -33,6 +34,7 @@ def test_seed_{seed}_matches_eager():
 def write_regression(program: Program, status: str, detail: str, backend: str | None, directory: Path) -> Path:
     """The test is written xfail(strict): mark it fixed by deleting the marker with the fix."""
     directory.mkdir(parents=True, exist_ok=True)
+    detail = re.sub(r"/\S+?\.py", "<program>.py", detail)  # temp file names change every run
     source = render(program).source
     text = TEMPLATE.format(
         seed=program.seed,
