@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, ml_program, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from dycl.dialects.dycl import Dycl
 from dycl.dialects.torch import Torch, TorchC
+
+
+# xDSL 0.74's string-literal regex nests `+` inside `*`: an unterminated string followed by
+# a long line backtracks exponentially (dycl-opt hung; found by dycl.fuzz). Same language,
+# one character per step: linear.
+MLIRLexer._unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
 
 
 class IRParseError(ValueError):
