@@ -75,7 +75,7 @@ class _MetaShapes:
 
             try:
                 cls._calls[name] = TorchOpCall(name)
-            except (AttributeError, RuntimeError):
+            except (AttributeError, RuntimeError, ValueError):  # ValueError: no torch.<ns>.<op> name
                 cls._calls[name] = None
         return cls._calls[name]
 
