@@ -126,7 +126,8 @@ DIAGNOSTIC = re.compile(r"^\S.*?(:\d+:\d+)?: error: \S", re.MULTILINE)
 # catch-all is an internal error.
 DIAGNOSTIC_TYPES = {"ParseError", "IRParseError", "VerifyException", "DiagnosticException", "PassFailedException",
                     "ArgSpecParseError", "FileNotFoundError", "IsADirectoryError", "PermissionError",
-                    "PassPipelineParseError", "InterpretationError", "UnicodeDecodeError", "HCFGError"}
+                    "PassPipelineParseError", "InterpretationError", "UnicodeDecodeError", "HCFGError",
+                    "MultipleSpansParseError"}
 
 
 def run_case(text: str, pipeline: str, timeout: float = 10.0, directory: Path | None = None) -> CaseResult:

@@ -64,3 +64,17 @@ def test_an_unterminated_string_before_a_long_line_does_not_hang():
     result = run_case(text, "dycl-const-prop", timeout=60.0)
     assert result.status == "diagnostic", result.stderr
     assert "string literal" in result.stderr
+
+
+def test_shape_infer_on_an_op_name_without_a_namespace_is_a_diagnostic():
+    """Regression: "torch.<name>" with no "<ns>.<op>" made dycl-shape-infer raise ValueError
+    ("not enough values to unpack") from TorchOpCall; such an op now has no shape rule."""
+    text = (
+        '"func.func"() <{sym_name = "f", function_type = (!torch.vtensor<[1,?],f32>) -> !torch.vtensor<[1,?],f32>}> ({\n'
+        "^bb0(%x: !torch.vtensor<[1,?],f32>):\n"
+        '  %y = "torch.oddname"(%x) : (!torch.vtensor<[1,?],f32>) -> !torch.vtensor<[1,?],f32>\n'
+        '  "func.return"(%y) : (!torch.vtensor<[1,?],f32>) -> ()\n'
+        "}) : () -> ()\n"
+    )
+    result = run_case(text, "dycl-shape-infer", timeout=60.0)
+    assert result.status == "ok", result.stderr
