@@ -15,6 +15,10 @@ _EXPORTS = {
     "load": ("dycl.runtime", "load"),
     "FrontendError": ("dycl.frontend.errors", "FrontendError"),
     "import_module": ("dycl.frontend", "import_module"),
+    "CompiledModel": ("dycl.runtime", "CompiledModel"),
+    "ArtifactError": ("dycl.runtime", "ArtifactError"),
+    "InputError": ("dycl.runtime", "InputError"),
+    "BackendError": ("dycl.backends.errors", "BackendError"),
 }
 
 __all__ = sorted(_EXPORTS)

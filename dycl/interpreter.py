@@ -92,7 +92,7 @@ def _run_named_op(name: str, inputs: PythonValues, n_results: int) -> PythonValu
     return tuple(result)
 
 
-def _literal_value(attr) -> torch.Tensor:
+def literal_value(attr) -> torch.Tensor:
     if not isinstance(attr, DenseIntOrFPElementsAttr):
         raise InterpretationError(
             "torch.vtensor.literal: only inline dense<...> values are supported "
@@ -141,7 +141,7 @@ class TorchFunctions(InterpreterFunctions):
 
     @impl(t.ValueTensorLiteralOp)
     def run_literal(self, interp, op: t.ValueTensorLiteralOp, args):
-        return (_literal_value(op.value),)
+        return (literal_value(op.value),)
 
     @impl(t.ListConstructOp)
     def run_list(self, interp, op, args):

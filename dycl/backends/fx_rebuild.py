@@ -24,7 +24,7 @@ from dycl.backends.errors import BackendError
 from dycl.backends.subdnn import SubDNN, only_func
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import ParamOp
-from dycl.interpreter import TorchOpCall, _literal_value
+from dycl.interpreter import TorchOpCall, literal_value
 from dycl.ir import parse_module
 
 # torch-mlir writes enum arguments as their integer codes (c10 ScalarType, MemoryFormat).
@@ -73,7 +73,7 @@ class _Builder:
     def tensor_literal(self, op: t.ValueTensorLiteralOp) -> None:
         attr = f"literal_{len(self.buffer_names)}"
         self.buffer_names[attr] = attr
-        self.root.register_buffer(attr, _literal_value(op.value))
+        self.root.register_buffer(attr, literal_value(op.value))
         self.values[op.result] = self.graph.get_attr(attr)
 
     def list_construct(self, op: t.ListConstructOp) -> None:

@@ -32,7 +32,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from dycl.backends.subdnn import is_subdnn
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import ParamOp
-from dycl.interpreter import _literal_value
+from dycl.interpreter import literal_value
 
 
 class CodegenError(ValueError):
@@ -340,7 +340,7 @@ def _param(gen: HostCodegen, op: ParamOp, indent: int) -> None:
 
 def _tensor_literal(gen: HostCodegen, op: t.ValueTensorLiteralOp, indent: int) -> None:
     key = f"literal_{len(gen.constants)}"
-    gen.alias(op, gen.constant(key, _literal_value(op.value).numpy()))
+    gen.alias(op, gen.constant(key, literal_value(op.value).numpy()))
 
 
 def _identity(gen: HostCodegen, op: Operation, indent: int) -> None:
