@@ -1,0 +1,5 @@
+import sys
+
+from dycl.bench.cli import main
+
+sys.exit(main())

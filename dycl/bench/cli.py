@@ -1,0 +1,151 @@
+"""dycl-bench: DyCL against PyTorch eager, torch.compile and the oracle static path on the zoo.
+
+    dycl-bench                       # every zoo network, every system (~30 min on an idle 2-core machine)
+    dycl-bench --only sdn_resnet,blockdrop --threads 2
+    dycl-bench --quick               # two networks, eager / DyCL+ORT (+ablation) / oracle ORT, < 1 min
+
+Writes <out>/<stem>.json (machine, versions, every number), <stem>.md (tables) and
+<stem>.png (speed-up over eager per network and system). Speed is measured here and only
+here: tests run `--quick` and assert nothing about it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+QUICK_NETWORKS = ("blockdrop", "skipnet_ff")
+QUICK_SYSTEMS = ("eager", "dycl-ort", "dycl-ort-nohoist", "oracle-ort")
+
+
+def _set_threads(threads: int) -> None:
+    # Before TVM (and ideally torch) is imported: TVM reads TVM_NUM_THREADS at start-up.
+    os.environ["TVM_NUM_THREADS"] = str(threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+
+
+def _default_cache():
+    from dycl.backends.cache import cache_root
+
+    return cache_root(None)
+
+
+def parser() -> argparse.ArgumentParser:
+    from dycl.bench.systems import ALL_SYSTEMS
+
+    p = argparse.ArgumentParser(prog="dycl-bench", description=__doc__.splitlines()[0])
+    p.add_argument("--only", help="comma-separated zoo networks (default: all nine)")
+    p.add_argument("--systems", help=f"comma-separated systems (default: all but dycl-tvm-tuned; known: {', '.join(ALL_SYSTEMS)})")
+    p.add_argument("--threads", type=int, default=2, help="threads for every system (torch, ORT intra-op, TVM)")
+    p.add_argument("--quick", action="store_true", help=f"smoke run: {', '.join(QUICK_NETWORKS)}; {', '.join(QUICK_SYSTEMS)}")
+    p.add_argument("--budget", type=float, help="seconds of timed rounds per network (default 45; quick 6)")
+    p.add_argument("--min-rounds", type=int, help="rounds for the slowest system (default 3)")
+    p.add_argument("--max-rounds", type=int, help="rounds for fast systems (default 40; quick 5)")
+    p.add_argument("--tuned", action="store_true", help="also DyCL+TVM tuned, where the compile cache holds a MetaSchedule database")
+    p.add_argument("--cache-dir", help="compile cache for DyCL sub-DNNs and oracle graphs, kept between runs "
+                   "(default: a fresh one per network, so compile cost is cold; --quick: the user's DyCL cache)")
+    p.add_argument("--cold-costs", metavar="RUN.json",
+                   help="an earlier dycl-bench JSON whose cold compile costs to report where this run hit the cache")
+    p.add_argument("--out", default="benchmarks/results", help="output directory (default benchmarks/results)")
+    p.add_argument("--stem", help="output file name stem (default bench-<date>, quick-<date>)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.threads < 1:
+        print("dycl-bench: error: --threads must be at least 1", file=sys.stderr)
+        return 2
+    _set_threads(args.threads)
+
+    from dycl.bench import report
+    from dycl.bench.run import Settings, bench
+    from dycl.bench.systems import ALL_SYSTEMS
+    from dycl.zoo import REGISTRY
+
+    if args.only:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+    else:
+        names = list(QUICK_NETWORKS if args.quick else REGISTRY)
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        print(f"dycl-bench: error: unknown network(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}", file=sys.stderr)
+        return 2
+    if args.systems:
+        systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
+    else:
+        systems = QUICK_SYSTEMS if args.quick else tuple(s for s in ALL_SYSTEMS if s != "dycl-tvm-tuned")
+    if args.tuned and "dycl-tvm-tuned" not in systems:
+        systems += ("dycl-tvm-tuned",)
+    bad = [s for s in systems if s not in ALL_SYSTEMS]
+    if bad:
+        print(f"dycl-bench: error: unknown system(s) {', '.join(bad)}; known: {', '.join(ALL_SYSTEMS)}", file=sys.stderr)
+        return 2
+    if "eager" not in systems:
+        systems = ("eager", *systems)  # every ratio and error is against eager
+
+    settings = Settings(
+        threads=args.threads,
+        systems=systems,
+        budget_seconds=args.budget if args.budget is not None else (6.0 if args.quick else 45.0),
+        min_rounds=args.min_rounds or 3,
+        max_rounds=args.max_rounds or (5 if args.quick else 40),
+        cache_dir=args.cache_dir or (str(_default_cache()) if args.quick else None),
+        profile_repeat=5 if args.quick else 20,
+        log=not args.quiet,
+    )
+    stem = args.stem or f"{'quick' if args.quick else 'bench'}-{time.strftime('%Y%m%d-%H%M')}"
+    result = {
+        "machine": report.machine(),
+        "config": {
+            "threads": settings.threads,
+            "batch": 1,
+            "systems": list(settings.systems),
+            "networks": names,
+            "quick": args.quick,
+            "budget_seconds_per_network": settings.budget_seconds,
+            "min_rounds": settings.min_rounds,
+            "max_rounds": settings.max_rounds,
+            "timing": "per round, each system runs each path input once (systems in rotated order); "
+                      "a round's value is the mean per-inference time over the path inputs; "
+                      "median and IQR over rounds. DyCL and oracles take numpy, eager/torch.compile torch tensors.",
+            "load_average_start": [round(x, 2) for x in os.getloadavg()],
+        },
+        "networks": [],
+    }
+    start = time.perf_counter()
+
+    def save(records):
+        result["networks"] = records
+        result["summary"] = report.summary(records)
+        result["config"]["wall_seconds"] = time.perf_counter() - start
+        result["config"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+        return report.write(result, args.out, stem)
+
+    cold = None
+    if args.cold_costs:
+        import json
+
+        with open(args.cold_costs) as stream:
+            cold = json.load(stream)
+        result["config"]["cold_costs_from"] = {"file": args.cold_costs, "machine": cold.get("machine"),
+                                               "config": cold.get("config")}
+
+    def save_with_cold(records):
+        if cold is not None:
+            report.merge_cold_costs(records, cold)
+        return save(records)
+
+    records = bench(names, settings, on_record=save_with_cold)
+    paths = save_with_cold(records)
+    print(report.markdown(result))
+    print(f"dycl-bench: wrote {paths['json']}, {paths['md']}, {paths['png']} ({time.perf_counter() - start:.0f} s)")
+    return 0 if all("ratios" in r for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

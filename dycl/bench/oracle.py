@@ -1,0 +1,183 @@
+"""The oracle static path: for one input, the single static graph of exactly the path it
+takes, compiled whole by the same backend, run with no host program.
+
+Tracing freezes the path an input takes, which is the bug DyCL exists to avoid and
+exactly what the oracle wants: `make_fx` in real mode runs the model on the input and
+records every aten op it executes; `.item()` and `bool(tensor)` return the real value
+(`_error_on_data_dependent_ops=False`), so branches, early exits and loop trip counts
+are burnt in. The graph is exported with `torch.export` and compiled like a DyCL
+sub-DNN (ONNX through the dynamo exporter, TVM through the Relax torch frontend), then
+loaded with DyCL's own sub-DNN runners (`dycl.runtime.runners`), so the per-call
+machinery is the same and the only difference is the host program and the split.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+
+@dataclass
+class OracleGraph:
+    """One input's static path, compiled."""
+
+    run: Any  # runner(*numpy arrays) -> list of numpy arrays
+    trace_seconds: float
+    compile_seconds: float
+    size_bytes: int
+    ops: int
+
+
+def trace_path(model: torch.nn.Module, inputs: tuple) -> torch.export.ExportedProgram:
+    """The static graph of the path `inputs` take through `model` (weights inlined as constants)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with torch.no_grad():
+        graph = make_fx(model, tracing_mode="real", _error_on_data_dependent_ops=False)(*inputs)
+        graph.graph.eliminate_dead_code()
+        graph.recompile()
+        return torch.export.export(graph, tuple(inputs), strict=False)
+
+
+def _onnx_bytes(program: torch.export.ExportedProgram, n_inputs: int, n_outputs: int) -> bytes:
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        exported = torch.onnx.export(
+            program,
+            (),
+            dynamo=True,
+            verbose=False,
+            input_names=[f"in{i}" for i in range(n_inputs)],
+            output_names=[f"out{i}" for i in range(n_outputs)],
+        )
+    return exported.model_proto.SerializeToString()
+
+
+def compile_oracle(
+    model: torch.nn.Module, inputs: tuple, backend: str, threads: int, directory: Path
+) -> OracleGraph:
+    """Trace `inputs`' path and compile it whole with `backend` ("onnxruntime" or "tvm").
+
+    A compiled graph already in `directory` (a previous run's, same key) is loaded instead."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / ("oracle.onnx" if backend == "onnxruntime" else "oracle.so")
+    trace_seconds = compile_seconds = 0.0
+    ops = -1
+    if not path.exists():
+        start = time.perf_counter()
+        program = trace_path(model, inputs)
+        trace_seconds = time.perf_counter() - start
+        n_outputs = len(program.graph_signature.user_outputs)
+        ops = sum(1 for n in program.graph.nodes if n.op == "call_function")
+        start = time.perf_counter()
+        partial = directory / (path.name + ".partial")
+        if backend == "onnxruntime":
+            partial.write_bytes(_onnx_bytes(program, len(inputs), n_outputs))
+        elif backend == "tvm":
+            import tvm
+            from tvm.relax.frontend.torch import from_exported_program
+
+            from dycl.backends.tvm import _target
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mod = from_exported_program(program, keep_params_as_input=False)
+            partial = partial.with_suffix(".so")  # export_library picks the linker from the suffix
+            tvm.compile(mod, target=_target({"target": "llvm"})).export_library(str(partial))
+        else:
+            raise ValueError(f"unknown backend {backend!r}")
+        partial.rename(path)
+        compile_seconds = time.perf_counter() - start
+        (directory / "cost.json").write_text(json.dumps({"trace_seconds": trace_seconds, "compile_seconds": compile_seconds, "ops": ops}))
+    else:
+        try:
+            cost = json.loads((directory / "cost.json").read_text())
+            trace_seconds, compile_seconds, ops = cost["trace_seconds"], cost["compile_seconds"], cost["ops"]
+        except (OSError, KeyError, ValueError):
+            pass
+    return OracleGraph(_load(path, backend, len(inputs), threads), trace_seconds, compile_seconds, path.stat().st_size, ops)
+
+
+def _load(path: Path, backend: str, n_inputs: int, threads: int):
+    from dycl.runtime.runners import ort_runner, tvm_runner
+
+    if backend == "tvm":
+        return tvm_runner(path, {}, n_inputs, threads)
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    # ort_runner skips an input the exporter dropped because the graph never reads it
+    meta = {"input_names": [f"in{i}" for i in range(n_inputs)], "output_names": [o.name for o in session.get_outputs()]}
+    del session
+    return ort_runner(path, meta, n_inputs, threads)
+
+
+def cache_key(network: str, inputs: tuple, backend: str) -> str:
+    """What decides an oracle graph: the network's source (dycl/zoo), its name, the input
+    bytes, the backend and the tool versions."""
+    from importlib.metadata import version
+
+    digest = hashlib.sha256()
+    zoo = Path(__file__).resolve().parent.parent / "zoo"
+    for source in sorted(zoo.glob("*.py")):
+        digest.update(source.read_bytes())
+    digest.update(f"{network}|{backend}|torch={torch.__version__}|ort={version('onnxruntime')}|tvm={version('apache-tvm')}".encode())
+    for t in inputs:
+        digest.update(np.ascontiguousarray(t.detach().numpy()).tobytes())
+    return digest.hexdigest()[:24]
+
+
+def oracle_calls(
+    network: str,
+    model: torch.nn.Module,
+    path_inputs: list[tuple],
+    paths: list,
+    backend: str,
+    threads: int,
+    cache_dir: Path | None = None,
+) -> tuple[list, dict]:
+    """One zero-argument call per path input (numpy in, list of numpy out), and the cost.
+
+    Inputs that take the same path share one compiled graph. With `cache_dir`, compiled
+    graphs are kept there and reused by later runs (cost then reports the first compile)."""
+    cache_dir = Path(cache_dir or tempfile.mkdtemp(prefix="dycl-oracle-"))
+    graphs: dict[Any, OracleGraph] = {}
+    calls = []
+    cached = 0
+    for inputs, path in zip(path_inputs, paths):
+        key = repr(path)
+        if key not in graphs:
+            directory = cache_dir / "oracle" / network / f"{backend}-{cache_key(network, inputs, backend)}"
+            cached += (directory / ("oracle.onnx" if backend == "onnxruntime" else "oracle.so")).exists()
+            graphs[key] = compile_oracle(model, inputs, backend, threads, directory)
+        arrays = tuple(np.ascontiguousarray(t.detach().numpy()) for t in inputs)
+        calls.append(_bind(graphs[key].run, arrays))
+    cost = {
+        "graphs": len(graphs),
+        "cached_graphs": cached,
+        "trace_seconds": sum(g.trace_seconds for g in graphs.values()),
+        "compile_seconds": sum(g.compile_seconds for g in graphs.values()),
+        "size_bytes": sum(g.size_bytes for g in graphs.values()),
+        "ops_per_graph": [g.ops for g in graphs.values()],
+    }
+    return calls, cost
+
+
+def _bind(run, arrays):
+    def call():
+        return run(*arrays)
+
+    return call

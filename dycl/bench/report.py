@@ -1,0 +1,312 @@
+"""dycl-bench output: the JSON record, the markdown tables and the speed-up chart."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from dycl.bench.systems import LABELS
+from dycl.bench.timing import geomean
+
+PACKAGES = ("torch", "torch-mlir", "xdsl", "onnx", "onnxscript", "onnxruntime", "apache-tvm", "numpy", "matplotlib")
+
+TARGETS = {
+    "dycl_ort_geomean_speedup_vs_eager": (">=", 3.0, "DyCL+ORT geomean speed-up over eager"),
+    "dycl_ort_min_speedup_vs_eager": (">=", 1.5, "DyCL+ORT speed-up over eager on every network (min)"),
+    "dycl_ort_geomean_speedup_vs_torch_compile": (">=", 2.0, "DyCL+ORT geomean speed-up over torch.compile"),
+    "dynamism_overhead_ort_geomean": ("<=", 1.05, "dynamism overhead DyCL+ORT / oracle ORT, geomean"),
+    "dycl_ort_max_compile_seconds": ("<=", 30.0, "DyCL+ORT compile seconds per network (max)"),
+}
+
+
+def machine() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip() or None
+    except Exception:
+        commit = None
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": versions,
+        "dycl_commit": commit,
+        "load_average": os.getloadavg(),
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _get(record: dict, system: str, *keys, default=math.nan):
+    value = record.get("systems", {}).get(system)
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            return default
+        value = value[key]
+    return value
+
+
+def merge_cold_costs(records: Sequence[dict], earlier: dict) -> None:
+    """Where this run compiled from a warm cache, report the earlier run's cold backend
+    compile (frontend and passes always run, so they stay this run's)."""
+    before = {r["network"]: r for r in earlier.get("networks", [])}
+    for record in records:
+        old = before.get(record["network"], {}).get("systems", {})
+        for system, entry in record.get("systems", {}).items():
+            cost, old_cost = entry.get("cost", {}), old.get(system, {}).get("cost")
+            if not old_cost or "cold_cost" in entry:
+                continue
+            warm = cost.get("cached_subdnns", 0) or cost.get("cached_graphs", 0)
+            if not warm:
+                continue
+            entry["warm_cost"] = dict(cost)
+            merged = dict(cost)
+            for key in ("backend_seconds", "trace_seconds", "compile_seconds", "cached_subdnns", "cached_graphs"):
+                if key in old_cost:
+                    merged[key] = old_cost[key]
+            if "backend_seconds" in merged:
+                merged["total_seconds"] = merged.get("frontend_seconds", 0) + merged.get("passes_seconds", 0) + merged["backend_seconds"]
+            elif "compile_seconds" in merged:
+                merged["total_seconds"] = merged.get("trace_seconds", 0) + merged["compile_seconds"]
+            merged["backend_seconds_from"] = "earlier cold run"
+            entry["cost"] = merged
+
+
+def summary(records: Sequence[dict]) -> dict:
+    ok = [r for r in records if "ratios" in r]
+    ratio = lambda key: [r["ratios"].get(key, math.nan) for r in ok]  # noqa: E731
+    compile_ort = [_get(r, "dycl-ort", "cost", "total_seconds") for r in ok]
+    finite = lambda xs: [x for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]  # noqa: E731
+    values = {
+        "dycl_ort_geomean_speedup_vs_eager": geomean(ratio("dycl-ort/speedup_vs_eager")),
+        "dycl_ort_min_speedup_vs_eager": min(finite(ratio("dycl-ort/speedup_vs_eager")), default=math.nan),
+        "dycl_ort_geomean_speedup_vs_torch_compile": geomean(ratio("dycl-ort/speedup_vs_torch_compile")),
+        "dynamism_overhead_ort_geomean": geomean(ratio("dynamism_overhead_ort")),
+        "dycl_ort_max_compile_seconds": max(finite(compile_ort), default=math.nan),
+    }
+    extra = {
+        "torch_compile_geomean_speedup_vs_eager": geomean(ratio("torch.compile/speedup_vs_eager")),
+        "dycl_tvm_geomean_speedup_vs_eager": geomean(ratio("dycl-tvm/speedup_vs_eager")),
+        "oracle_ort_geomean_speedup_vs_eager": geomean(ratio("oracle-ort/speedup_vs_eager")),
+        "dynamism_overhead_tvm_geomean": geomean(ratio("dynamism_overhead_tvm")),
+        "hoist_free_geomean_speedup": geomean(ratio("hoist_free_speedup")),
+        "dycl_ort_geomean_compile_seconds": geomean(compile_ort),
+    }
+    targets = {}
+    for key, (op, bound, text) in TARGETS.items():
+        value = values[key]
+        met = None if not math.isfinite(value) else (value >= bound if op == ">=" else value <= bound)
+        targets[key] = {"value": value, "target": f"{op} {bound}", "met": met, "what": text}
+    return {"targets": targets, **extra}
+
+
+# ------------------------------------------------------------------------------ markdown
+
+
+def _ms(x: float) -> str:
+    if not isinstance(x, (int, float)) or not math.isfinite(x):
+        return "–"
+    return f"{x:.1f}" if x >= 100 else f"{x:.2f}" if x >= 1 else f"{x:.3f}"
+
+
+def _x(x: float, digits: int = 2) -> str:
+    return "–" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.{digits}f}×"
+
+
+def _iqr(record: dict, system: str) -> str:
+    q1, q3 = _get(record, system, "time", "q1_ms"), _get(record, system, "time", "q3_ms")
+    return "" if not math.isfinite(q1) else f" ({_ms(q1)}–{_ms(q3)})"
+
+
+def _err(x) -> str:
+    return "–" if not isinstance(x, (int, float)) or (isinstance(x, float) and math.isnan(x)) else ("inf" if math.isinf(x) else f"{x:.1e}")
+
+
+def markdown(result: dict) -> str:
+    records = [r for r in result["networks"]]
+    m, cfg = result["machine"], result["config"]
+    lines = [
+        f"Machine: {m['cpu']}, {m['cores']} cores; {cfg['threads']} threads everywhere, batch 1; "
+        f"torch {m['versions'].get('torch')}, onnxruntime {m['versions'].get('onnxruntime')}, "
+        f"apache-tvm {m['versions'].get('apache-tvm')}; {m['date_utc']}; load average at start {cfg.get('load_average_start')}.",
+        "Latency: median (IQR) over interleaved rounds of the mean per-inference time over the network's path inputs, ms.",
+        "",
+        "### Speed (ms per inference; speed-up over eager)",
+        "",
+        "| network | paths | eager | torch.compile (breaks) | DyCL+ORT | DyCL+TVM | oracle ORT | oracle TVM "
+        "| ORT vs eager | ORT vs torch.compile | dynamism overhead ORT | dynamism overhead TVM |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        if "ratios" not in r:
+            lines.append(f"| `{r['network']}` | failed: {r.get('error', '')[:120]} |")
+            continue
+        ratios = r["ratios"]
+        breaks = _get(r, "torch.compile", "info", "graph_breaks", default=None)
+        lines.append(
+            f"| `{r['network']}` | {r['path_inputs']} | {_ms(_get(r, 'eager', 'time', 'median_ms'))}{_iqr(r, 'eager')} "
+            f"| {_ms(_get(r, 'torch.compile', 'time', 'median_ms'))}{'' if breaks is None else f' ({breaks})'} "
+            f"| {_ms(_get(r, 'dycl-ort', 'time', 'median_ms'))}{_iqr(r, 'dycl-ort')} "
+            f"| {_ms(_get(r, 'dycl-tvm', 'time', 'median_ms'))} "
+            f"| {_ms(_get(r, 'oracle-ort', 'time', 'median_ms'))}{_iqr(r, 'oracle-ort')} "
+            f"| {_ms(_get(r, 'oracle-tvm', 'time', 'median_ms'))} "
+            f"| {_x(ratios.get('dycl-ort/speedup_vs_eager'))} | {_x(ratios.get('dycl-ort/speedup_vs_torch_compile'))} "
+            f"| {_x(ratios.get('dynamism_overhead_ort'), 3)} | {_x(ratios.get('dynamism_overhead_tvm'), 3)} |"
+        )
+    s = result["summary"]
+    lines += [
+        f"| **geomean** | | | {_x(s['torch_compile_geomean_speedup_vs_eager'])} vs eager | "
+        f"{_x(s['targets']['dycl_ort_geomean_speedup_vs_eager']['value'])} vs eager | {_x(s['dycl_tvm_geomean_speedup_vs_eager'])} vs eager "
+        f"| {_x(s['oracle_ort_geomean_speedup_vs_eager'])} vs eager | | "
+        f"{_x(s['targets']['dycl_ort_geomean_speedup_vs_eager']['value'])} | {_x(s['targets']['dycl_ort_geomean_speedup_vs_torch_compile']['value'])} "
+        f"| {_x(s['targets']['dynamism_overhead_ort_geomean']['value'], 3)} | {_x(s['dynamism_overhead_tvm_geomean'], 3)} |",
+        "",
+        "### Graph optimisation ablation (dycl-hoist-free) and host cost, DyCL+ORT",
+        "",
+        "| network | sub-DNNs with / without | ms with / without | hoist-free speed-up | sub-DNN calls per inference "
+        "| host µs per inference | host µs per call |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        if "ratios" not in r:
+            continue
+        lines.append(
+            f"| `{r['network']}` | {_get(r, 'dycl-ort', 'cost', 'subdnn_count', default='–')} / "
+            f"{_get(r, 'dycl-ort-nohoist', 'cost', 'subdnn_count', default='–')} "
+            f"| {_ms(_get(r, 'dycl-ort', 'time', 'median_ms'))} / {_ms(_get(r, 'dycl-ort-nohoist', 'time', 'median_ms'))} "
+            f"| {_x(r['ratios'].get('hoist_free_speedup'), 3)} "
+            f"| {_get(r, 'dycl-ort', 'host', 'subdnn_calls_per_inference'):.1f} "
+            f"| {_get(r, 'dycl-ort', 'host', 'host_us_per_inference'):.0f} "
+            f"| {_get(r, 'dycl-ort', 'host', 'host_us_per_subdnn_call'):.1f} |"
+        )
+    lines += [
+        "",
+        "### Compile cost (seconds; cold compile cache) and artifact size",
+        "",
+        "| network | frontend | passes | backend ORT | total ORT | backend TVM | total TVM | sub-DNNs | artifact ORT MB | artifact TVM MB "
+        "| torch.compile warm-up | oracle ORT (graphs) | oracle TVM |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    f1 = lambda x: "–" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.1f}"  # noqa: E731
+    mb = lambda x: "–" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x / 1e6:.1f}"  # noqa: E731
+    for r in records:
+        if "ratios" not in r:
+            continue
+        lines.append(
+            f"| `{r['network']}` | {f1(r.get('frontend_seconds', math.nan))} | {f1(_get(r, 'dycl-ort', 'cost', 'passes_seconds'))} "
+            f"| {f1(_get(r, 'dycl-ort', 'cost', 'backend_seconds'))} | {f1(_get(r, 'dycl-ort', 'cost', 'total_seconds'))} "
+            f"| {f1(_get(r, 'dycl-tvm', 'cost', 'backend_seconds'))} | {f1(_get(r, 'dycl-tvm', 'cost', 'total_seconds'))} "
+            f"| {_get(r, 'dycl-ort', 'cost', 'subdnn_count', default='–')} "
+            f"| {mb(_get(r, 'dycl-ort', 'cost', 'artifact_bytes'))} | {mb(_get(r, 'dycl-tvm', 'cost', 'artifact_bytes'))} "
+            f"| {f1(_get(r, 'torch.compile', 'cost', 'total_seconds'))} "
+            f"| {f1(_get(r, 'oracle-ort', 'cost', 'total_seconds'))} ({_get(r, 'oracle-ort', 'cost', 'graphs', default='–')}) "
+            f"| {f1(_get(r, 'oracle-tvm', 'cost', 'total_seconds'))} |"
+        )
+    systems = [s for s in LABELS if any(s in r.get("systems", {}) for r in records)]
+    lines += [
+        "",
+        "### Max abs error vs eager over all path inputs",
+        "",
+        "| network | " + " | ".join(LABELS[s] for s in systems) + " |",
+        "|---|" + "---|" * len(systems),
+    ]
+    for r in records:
+        lines.append(f"| `{r['network']}` | " + " | ".join(_err(_get(r, s, "errors", "max_abs_error")) for s in systems) + " |")
+    failures = [(r["network"], s, why) for r in records for s, why in r.get("failures", {}).items()]
+    if failures:
+        lines += ["", "Systems that did not run:", ""]
+        lines += [f"- `{n}` {s}: {why}" for n, s, why in failures]
+    lines += ["", "### Targets", "", "| target | value | met |", "|---|---|---|"]
+    for key, t in s["targets"].items():
+        value = t["value"]
+        shown = "–" if not math.isfinite(value) else (f"{value:.1f} s" if "seconds" in key else f"{value:.3f}")
+        lines.append(f"| {t['what']} {t['target']} | {shown} | {'yes' if t['met'] else 'no' if t['met'] is False else '–'} |")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------- chart
+
+CHART_SYSTEMS = ("torch.compile", "dycl-ort", "dycl-ort-nohoist", "oracle-ort", "dycl-tvm", "oracle-tvm")
+
+
+def chart(result: dict, path: str | os.PathLike) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = [r for r in result["networks"] if "ratios" in r]
+    systems = [s for s in CHART_SYSTEMS if any(s in r["systems"] for r in records)]
+    names = [r["network"] for r in records] + ["geomean"]
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(names)), 4.8))
+    width = 0.8 / max(len(systems), 1)
+    for k, system in enumerate(systems):
+        values = [r["ratios"].get(f"{system}/speedup_vs_eager", math.nan) for r in records]
+        values.append(geomean(values))
+        xs = [i + (k - (len(systems) - 1) / 2) * width for i in range(len(names))]
+        bars = ax.bar(xs, [v if math.isfinite(v) else 0 for v in values], width, label=LABELS[system])
+        if system == "dycl-ort":
+            for bar, v in zip(bars, values):
+                if math.isfinite(v):
+                    ax.annotate(f"{v:.1f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                                ha="center", va="bottom", fontsize=7)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=25, ha="right", fontsize=8)
+    ax.set_ylabel("speed-up over PyTorch eager (log)")
+    cfg = result["config"]
+    ax.set_title(f"dycl-bench: batch 1, {cfg['threads']} threads, {result['machine']['cpu']}", fontsize=9)
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write(result: dict, directory: str | os.PathLike, stem: str) -> dict[str, Path]:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {"json": directory / f"{stem}.json", "md": directory / f"{stem}.md", "png": directory / f"{stem}.png"}
+    paths["json"].write_text(json.dumps(strict_json(result), indent=1, default=_json_default, allow_nan=False) + "\n")
+    paths["md"].write_text(markdown(result))
+    chart(result, paths["png"])
+    return paths
+
+
+def strict_json(value):
+    """NaN -> null, ±inf -> "inf"/"-inf" (standard JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
+
+
+def _json_default(value):
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return str(value)

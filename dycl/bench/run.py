@@ -1,0 +1,163 @@
+"""Benchmark one zoo network: prepare every system, check its numbers against eager, time
+them interleaved, and return one JSON-ready record."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from dycl.bench import systems as S
+from dycl.bench.numerics import errors_against
+from dycl.bench.timing import interleaved, plan_rounds, sweep_seconds
+
+
+@dataclass(frozen=True)
+class Settings:
+    threads: int = 2
+    systems: tuple[str, ...] = ("eager", "torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-tvm", "oracle-ort", "oracle-tvm")
+    budget_seconds: float = 45.0  # timed rounds per network (all systems together)
+    min_rounds: int = 3
+    max_rounds: int = 40
+    cache_dir: str | None = None  # None: a fresh directory per network (cold compiles)
+    profile_repeat: int = 20
+    log: bool = True
+
+
+def _say(settings: Settings, text: str) -> None:
+    if settings.log:
+        print(f"[dycl-bench {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def bench_network(name: str, settings: Settings) -> dict:
+    from dycl.zoo import REGISTRY
+
+    entry = REGISTRY[name]
+    torch.set_num_threads(settings.threads)
+    start = time.perf_counter()
+    model = entry.build(0)
+    path_inputs = entry.path_inputs()
+    paths = entry.paths(model, path_inputs)
+    record: dict = {
+        "network": name,
+        "family": entry.family,
+        "path_inputs": len(path_inputs),
+        "distinct_paths": len({repr(p) for p in paths}),
+        "build_seconds": time.perf_counter() - start,
+        "systems": {},
+        "failures": {},
+    }
+    _say(settings, f"{name}: {len(path_inputs)} path inputs, {record['distinct_paths']} distinct paths")
+    cache_dir = settings.cache_dir or tempfile.mkdtemp(prefix=f"dycl-bench-cache-{name}-")
+
+    prepared: dict[str, S.Prepared] = {}
+
+    def attempt(system: str, make):
+        t = time.perf_counter()
+        try:
+            prepared[system] = make()
+            _say(settings, f"{name}: {system} ready in {time.perf_counter() - t:.1f} s")
+        except Exception as err:  # a system that cannot take the network is a result, not a crash
+            record["failures"][system] = f"{type(err).__name__}: {str(err).strip()[:400]}"
+            _say(settings, f"{name}: {system} FAILED: {record['failures'][system]}")
+            traceback.print_exc()
+
+    wanted = list(settings.systems)
+    attempt("eager", lambda: S.prepare_eager(model, path_inputs))
+    if any(s.startswith("dycl-") for s in wanted):
+        program, frontend_seconds = S.import_program(model, entry.example_inputs())
+        record["frontend_seconds"] = frontend_seconds
+        _say(settings, f"{name}: frontend {frontend_seconds:.1f} s")
+        for system in ("dycl-ort", "dycl-ort-nohoist", "dycl-tvm"):
+            if system in wanted:
+                attempt(system, lambda s=system: S.prepare_dycl(
+                    s, program, frontend_seconds, path_inputs, settings.threads, cache_dir))
+        if "dycl-tvm-tuned" in wanted:
+            if S.tuning_database_exists(program, None):
+                attempt("dycl-tvm-tuned", lambda: S.prepare_dycl(
+                    "dycl-tvm-tuned", program, frontend_seconds, path_inputs, settings.threads, None,
+                    {"tune_seconds": 1e-9}))
+            else:
+                record["failures"]["dycl-tvm-tuned"] = "no MetaSchedule database in the compile cache (dycl-bench never tunes)"
+    for system in ("oracle-ort", "oracle-tvm"):
+        if system in wanted:
+            attempt(system, lambda s=system: S.prepare_oracle(
+                s, name, model, path_inputs, paths, settings.threads, settings.cache_dir))
+    if "torch.compile" in wanted:  # last: dynamo's caches are process-wide
+        attempt("torch.compile", lambda: S.prepare_torch_compile(model, path_inputs))
+
+    if "eager" not in prepared:
+        raise RuntimeError(f"{name}: eager itself failed: {record['failures'].get('eager')}")
+
+    # Numbers first (this is also the first warm-up call of every system).
+    eager_calls = prepared["eager"].calls
+    for system, p in prepared.items():
+        record["systems"][system] = {"cost": p.cost, "info": p.info, "errors": errors_against(eager_calls, p.calls)}
+        err = record["systems"][system]["errors"]["max_abs_error"]
+        if not (err <= 1e-4):
+            _say(settings, f"{name}: {system} max abs error {err:.3g} vs eager (above 1e-4)")
+
+    # Warm-up sweep that also sizes the rounds.
+    sweep_s = {system: sweep_seconds(p.calls) for system, p in prepared.items()}
+    rounds, strides = plan_rounds(sweep_s, settings.budget_seconds, settings.min_rounds, settings.max_rounds)
+    _say(settings, f"{name}: timing {rounds} rounds; strides {strides}")
+    t = time.perf_counter()
+    timings = interleaved({s: p.calls for s, p in prepared.items()}, rounds, strides)
+    record["timing_seconds"] = time.perf_counter() - t
+    for system, timing in timings.items():
+        record["systems"][system]["time"] = timing.to_json()
+
+    for system in ("dycl-ort", "dycl-ort-nohoist", "dycl-tvm"):
+        if system in prepared:
+            try:
+                record["systems"][system]["host"] = S.host_profile(prepared[system], path_inputs, settings.profile_repeat)
+            except Exception as err:
+                record["systems"][system]["host"] = {"error": f"{type(err).__name__}: {err}"}
+    derive(record)
+    summary = ", ".join(
+        f"{s} {v['time']['median_ms']:.2f} ms" for s, v in record["systems"].items() if "time" in v
+    )
+    _say(settings, f"{name}: {summary}")
+    for p in prepared.values():
+        p.handle = None
+    return record
+
+
+def _median(record: dict, system: str) -> float:
+    entry = record["systems"].get(system, {})
+    return entry.get("time", {}).get("median_ms", math.nan)
+
+
+def derive(record: dict) -> None:
+    """Ratios the tables report: speed-up over eager and torch.compile, dynamism overhead
+    (DyCL / oracle with the same backend), hoist-free ablation."""
+    eager, compiled = _median(record, "eager"), _median(record, "torch.compile")
+    ratios = {}
+    for system in record["systems"]:
+        ms = _median(record, system)
+        ratios[f"{system}/speedup_vs_eager"] = eager / ms
+        if system != "torch.compile":
+            ratios[f"{system}/speedup_vs_torch_compile"] = compiled / ms
+    ratios["dynamism_overhead_ort"] = _median(record, "dycl-ort") / _median(record, "oracle-ort")
+    ratios["dynamism_overhead_tvm"] = _median(record, "dycl-tvm") / _median(record, "oracle-tvm")
+    ratios["hoist_free_speedup"] = _median(record, "dycl-ort-nohoist") / _median(record, "dycl-ort")
+    record["ratios"] = {k: v for k, v in ratios.items()}
+
+
+def bench(names: Sequence[str], settings: Settings, on_record=None) -> list[dict]:
+    records = []
+    for name in names:
+        try:
+            record = bench_network(name, settings)
+        except Exception as err:
+            traceback.print_exc()
+            record = {"network": name, "error": f"{type(err).__name__}: {str(err)[:400]}", "systems": {}, "failures": {}}
+        records.append(record)
+        if on_record is not None:
+            on_record(records)
+    return records

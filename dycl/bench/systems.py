@@ -1,0 +1,234 @@
+"""The systems dycl-bench compares, each prepared for one network as one zero-argument call
+per path input, plus what preparing it cost.
+
+    eager              PyTorch eager under no_grad (torch tensors in and out)
+    torch.compile      torch.compile(model) (inductor, default mode), warmed on every path input
+    dycl-ort           DyCL + ONNX Runtime (numpy in and out: the runtime's own API)
+    dycl-ort-nohoist   the same without dycl-hoist-free (the graph-optimisation ablation)
+    dycl-tvm           DyCL + TVM, untuned ("dycl-tvm-tuned" when a tuning database exists)
+    oracle-ort/-tvm    the oracle static path per input (dycl.bench.oracle)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+LABELS = {
+    "eager": "PyTorch eager",
+    "torch.compile": "torch.compile",
+    "dycl-ort": "DyCL+ORT",
+    "dycl-ort-nohoist": "DyCL+ORT w/o hoist-free",
+    "dycl-tvm": "DyCL+TVM",
+    "dycl-tvm-tuned": "DyCL+TVM tuned",
+    "oracle-ort": "oracle ORT",
+    "oracle-tvm": "oracle TVM",
+}
+ALL_SYSTEMS = tuple(LABELS)
+DYCL_VARIANTS = {  # system -> (backend, hoist-free)
+    "dycl-ort": ("onnxruntime", True),
+    "dycl-ort-nohoist": ("onnxruntime", False),
+    "dycl-tvm": ("tvm", True),
+    "dycl-tvm-tuned": ("tvm", True),
+}
+
+
+@dataclass
+class Prepared:
+    name: str
+    calls: list[Callable[[], Any]]
+    cost: dict[str, Any] = field(default_factory=dict)  # compile seconds, sizes, counts
+    info: dict[str, Any] = field(default_factory=dict)  # anything else worth reporting
+    handle: Any = None  # keeps the compiled object alive
+
+
+def _bind(fn, args):
+    def call():
+        return fn(*args)
+
+    return call
+
+
+def _numpy_inputs(path_inputs: Sequence[tuple]) -> list[tuple]:
+    return [tuple(np.ascontiguousarray(t.detach().numpy()) for t in args) for args in path_inputs]
+
+
+# ------------------------------------------------------------------------------- PyTorch
+
+
+def prepare_eager(model: torch.nn.Module, path_inputs: Sequence[tuple]) -> Prepared:
+    def no_grad(fn):
+        def call(*args):
+            with torch.no_grad():
+                return fn(*args)
+
+        return call
+
+    return Prepared("eager", [_bind(no_grad(model), args) for args in path_inputs])
+
+
+def prepare_torch_compile(model: torch.nn.Module, path_inputs: Sequence[tuple]) -> Prepared:
+    """torch.compile(model); the first call on every path input compiles what it needs.
+    Graph breaks and graphs come from dynamo's counters over that warm-up."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(model)
+    start = time.perf_counter()
+    with torch.no_grad():
+        for args in path_inputs:
+            compiled(*args)
+    seconds = time.perf_counter() - start
+    breaks = counters.get("graph_break", {})
+    stats = counters.get("stats", {})
+    info = {
+        "graph_breaks": int(sum(breaks.values())),
+        "graph_break_reasons": len(breaks),
+        "top_break_reasons": [reason.splitlines()[0][:160] for reason, _ in sorted(breaks.items(), key=lambda kv: -kv[1])[:3]],
+        "unique_graphs": int(stats.get("unique_graphs", 0)),
+        "frames_compiled": int(stats.get("calls_captured", 0)),
+    }
+
+    def no_grad(*args):
+        with torch.no_grad():
+            return compiled(*args)
+
+    return Prepared("torch.compile", [_bind(no_grad, args) for args in path_inputs], {"total_seconds": seconds}, info, compiled)
+
+
+# ---------------------------------------------------------------------------------- DyCL
+
+
+def pipeline_passes(hoist_free: bool = True):
+    """dycl-pipeline's passes in order; without dycl-hoist-free for the ablation."""
+    from dycl.passes.hoist_free import HoistFreePass
+    from dycl.passes.pipeline import PipelinePass
+
+    return [p for p in PipelinePass().passes() if hoist_free or not isinstance(p, HoistFreePass)]
+
+
+def import_program(model: torch.nn.Module, example_inputs: tuple):
+    """The frontend once per network (shared by every DyCL variant); (program, seconds)."""
+    from dycl.frontend import import_module
+
+    start = time.perf_counter()
+    program = import_module(model, tuple(example_inputs))
+    return program, time.perf_counter() - start
+
+
+def directory_bytes(directory: str | os.PathLike) -> int:
+    return sum(p.stat().st_size for p in Path(directory).rglob("*") if p.is_file())
+
+
+def prepare_dycl(
+    name: str,
+    program,
+    frontend_seconds: float,
+    path_inputs: Sequence[tuple],
+    threads: int,
+    cache_dir: str | os.PathLike,
+    backend_options: dict | None = None,
+) -> Prepared:
+    """Compile a copy of the frontend's host IR: dycl-pipeline (timed per pass), then the
+    backend. With the given cache_dir empty, the backend compiles cold."""
+    from dycl.api import compile_module
+    from dycl.ir import make_context
+
+    backend, hoist = DYCL_VARIANTS[name]
+    module = program.module.clone()
+    ctx = make_context()
+    per_pass: list[tuple[str, float]] = []
+    start = time.perf_counter()
+    for p in pipeline_passes(hoist):
+        t = time.perf_counter()
+        p.apply(ctx, module)
+        per_pass.append((p.name, time.perf_counter() - t))
+    passes_seconds = time.perf_counter() - start
+    compiled = compile_module(
+        module,
+        program.weights,
+        backend,
+        entry=program.function_name,
+        threads=threads,
+        cache_dir=cache_dir,
+        progress=False,
+        run_pipeline=False,
+        **(backend_options or {}),
+    )
+    report = compiled.compile_report
+    cost = {
+        "frontend_seconds": frontend_seconds,
+        "passes_seconds": passes_seconds,
+        "backend_seconds": report["backend_seconds"],
+        "total_seconds": frontend_seconds + passes_seconds + report["backend_seconds"],
+        "subdnn_count": report["subdnn_count"],
+        "cached_subdnns": report["cached_subdnns"],
+        "artifact_bytes": directory_bytes(compiled.directory),
+        "per_pass_seconds": per_pass,
+    }
+    calls = [_bind(compiled, args) for args in _numpy_inputs(path_inputs)]
+    return Prepared(name, calls, cost, {}, compiled)
+
+
+def host_profile(prepared: Prepared, path_inputs: Sequence[tuple], repeat: int = 20) -> dict[str, float]:
+    """Mean over path inputs of dycl.runtime.profile.host_overhead: sub-DNN calls per
+    inference, host microseconds per inference and per sub-DNN call."""
+    from dycl.runtime.profile import host_overhead
+
+    rows = [host_overhead(prepared.handle, args, repeat=repeat) for args in _numpy_inputs(path_inputs)]
+    n = len(rows)
+    return {
+        "subdnn_calls_per_inference": sum(r["subdnn_calls"] for r in rows) / n,
+        "host_us_per_inference": sum(r["host_us"] for r in rows) / n,
+        "host_us_per_subdnn_call": sum(r["host_us"] for r in rows) / max(sum(r["subdnn_calls"] for r in rows), 1),
+    }
+
+
+def tuning_database_exists(program, cache_dir: str | os.PathLike | None) -> bool:
+    """True when the compile cache holds a MetaSchedule database for any sub-DNN of this
+    network (the bench never tunes on its own)."""
+    from dycl.backends.cache import CompileCache, cache_root
+    from dycl.backends.subdnn import subdnns_of
+    from dycl.ir import make_context
+    from dycl.passes.pipeline import PipelinePass
+
+    module = program.module.clone()
+    PipelinePass().apply(make_context(), module)
+    cache = CompileCache(cache_root(cache_dir))
+    weights = {k: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v) for k, v in program.weights.items()}
+    for subdnn in subdnns_of(module):
+        directory = cache.tuning_dir(subdnn.content_key(weights))
+        if directory.is_dir() and any(directory.rglob("*tuning_record*")):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------- oracle
+
+
+def prepare_oracle(
+    name: str,
+    network: str,
+    model: torch.nn.Module,
+    path_inputs: Sequence[tuple],
+    paths: Sequence,
+    threads: int,
+    cache_dir: str | os.PathLike | None,
+) -> Prepared:
+    from dycl.bench.oracle import oracle_calls
+
+    backend = {"oracle-ort": "onnxruntime", "oracle-tvm": "tvm"}[name]
+    calls, cost = oracle_calls(network, model, list(path_inputs), list(paths), backend, threads,
+                               Path(cache_dir) if cache_dir else None)
+    cost["total_seconds"] = cost["trace_seconds"] + cost["compile_seconds"]
+    return Prepared(name, calls, cost)
