@@ -47,7 +47,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tuned", action="store_true", help="also DyCL+TVM tuned, where the compile cache holds a MetaSchedule database")
     p.add_argument("--cache-dir", help="compile cache for DyCL sub-DNNs and oracle graphs, kept between runs "
                    "(default: a fresh one per network, so compile cost is cold; --quick: the user's DyCL cache)")
-    p.add_argument("--cold-costs", metavar="RUN.json",
+    p.add_argument("--tvm-networks", help="run the TVM systems only on these networks (comma-separated; default: all)")
+    p.add_argument("--cold-costs", metavar="RUN.json", action="append",
                    help="an earlier dycl-bench JSON whose cold compile costs to report where this run hit the cache")
     p.add_argument("--out", default="benchmarks/results", help="output directory (default benchmarks/results)")
     p.add_argument("--stem", help="output file name stem (default bench-<date>, quick-<date>)")
@@ -97,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache_dir=args.cache_dir or (str(_default_cache()) if args.quick else None),
         profile_repeat=5 if args.quick else 20,
         log=not args.quiet,
+        tvm_networks=tuple(n.strip() for n in args.tvm_networks.split(",")) if args.tvm_networks else None,
     )
     stem = args.stem or f"{'quick' if args.quick else 'bench'}-{time.strftime('%Y%m%d-%H%M')}"
     result = {
@@ -130,10 +132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cold_costs:
         import json
 
-        with open(args.cold_costs) as stream:
-            cold = json.load(stream)
-        result["config"]["cold_costs_from"] = {"file": args.cold_costs, "machine": cold.get("machine"),
-                                               "config": cold.get("config")}
+        cold = {"networks": []}
+        result["config"]["cold_costs_from"] = []
+        for path in args.cold_costs:
+            with open(path) as stream:
+                earlier = json.load(stream)
+            cold["networks"] += earlier.get("networks", [])
+            result["config"]["cold_costs_from"].append(
+                {"file": path, "load_average_start": earlier.get("config", {}).get("load_average_start"),
+                 "date_utc": earlier.get("machine", {}).get("date_utc")})
 
     def save_with_cold(records):
         if cold is not None:

@@ -27,6 +27,7 @@ class Settings:
     cache_dir: str | None = None  # None: a fresh directory per network (cold compiles)
     profile_repeat: int = 20
     log: bool = True
+    tvm_networks: tuple[str, ...] | None = None  # None: TVM systems on every network
 
 
 def _say(settings: Settings, text: str) -> None:
@@ -68,6 +69,11 @@ def bench_network(name: str, settings: Settings) -> dict:
             traceback.print_exc()
 
     wanted = list(settings.systems)
+    if settings.tvm_networks is not None and name not in settings.tvm_networks:
+        skipped = [s for s in wanted if "tvm" in s]
+        wanted = [s for s in wanted if "tvm" not in s]
+        for s in skipped:
+            record["failures"][s] = "not run on this network in this run (--tvm-networks)"
     attempt("eager", lambda: S.prepare_eager(model, path_inputs))
     if any(s.startswith("dycl-") for s in wanted):
         program, frontend_seconds = S.import_program(model, entry.example_inputs())

@@ -111,3 +111,14 @@ def test_quick_run_structure(tmp_path):
         assert record["systems"]["dycl-ort"]["cost"]["subdnn_count"] > 0
         assert record["systems"]["dycl-ort"]["host"]["subdnn_calls_per_inference"] > 0
     assert (tmp_path / "q.png").exists() and "| network |" in (tmp_path / "q.md").read_text()
+
+
+def test_merge_cold_costs_takes_the_earlier_backend_seconds():
+    warm, cold = _fake_record("net_a", 1.0), _fake_record("net_a", 1.0)
+    warm["systems"]["dycl-ort"]["cost"].update(backend_seconds=0.2, cached_subdnns=7)
+    cold["systems"]["dycl-ort"]["cost"].update(backend_seconds=30.0)
+    report.merge_cold_costs([warm], {"networks": [cold]})
+    cost = warm["systems"]["dycl-ort"]["cost"]
+    assert cost["backend_seconds"] == 30.0 and cost["cached_subdnns"] == 0
+    assert math.isclose(cost["total_seconds"], 1.0 + 0.5 + 30.0)
+    assert warm["systems"]["dycl-ort"]["warm_cost"]["backend_seconds"] == 0.2
