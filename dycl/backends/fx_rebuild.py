@@ -104,6 +104,9 @@ class _Builder:
         except (AttributeError, RuntimeError, ValueError) as err:
             raise self.fail(f"no torch op of that name ({err})", name) from None
         args = [self.values[v] for v in op.operands]
+        if name in _EMPTY_DIMS_MEAN_ALL and args[1] == []:
+            # torch.onnx cannot convert a reduction over `dim=[]` (= all dims); spell them out.
+            args[1] = list(range(op.operands[0].type.rank))
         schema_args = call.fn._schema.arguments
         args = [_decode_enum(arg, a) for arg, a in zip(schema_args, args)] + args[len(schema_args):]
         positional = tuple(args[: call.n_positional])
@@ -145,6 +148,9 @@ _HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
     ParamOp: _Builder.param,
 }
 
+
+# Reductions whose empty `dim` list means every dimension (`x.amax()` imports that way).
+_EMPTY_DIMS_MEAN_ALL = frozenset({"torch.aten.amax", "torch.aten.amin"})
 
 # torch-mlir prim ops that are Python structure, not torch.ops calls.
 _PRIM_HANDLERS: dict[str, Callable[[_Builder, Any], None]] = {

@@ -5,7 +5,6 @@ backend: "op torch.aten.amax is not supported: ONNX export failed ... aten_amax"
 import os
 import tempfile
 
-import pytest
 
 from dycl.fuzz.program import Cond, If, Line, Program
 
@@ -32,7 +31,6 @@ def test_amax_program_is_exact_in_the_interpreter():
     assert outcome.status == "ok", outcome.detail
 
 
-@pytest.mark.xfail(strict=True, reason="onnxruntime backend: aten.amax with dim=[] fails ONNX export (dycl/backends)")
 def test_amax_program_compiles_for_onnxruntime():
     from dycl.fuzz.oracle import check_program
 
