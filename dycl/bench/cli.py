@@ -47,7 +47,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tuned", action="store_true", help="also DyCL+TVM tuned, where the compile cache holds a MetaSchedule database")
     p.add_argument("--cache-dir", help="compile cache for DyCL sub-DNNs and oracle graphs, kept between runs "
                    "(default: a fresh one per network, so compile cost is cold; --quick: the user's DyCL cache)")
-    p.add_argument("--tvm-networks", help="run the TVM systems only on these networks (comma-separated; default: all)")
+    p.add_argument("--limit", action="append", default=[], metavar="SYSTEMS=NETWORKS",
+                   help="run these systems only on these networks, e.g. 'dycl-tvm,oracle-tvm=blockdrop,skipnet_ff' (repeatable)")
     p.add_argument("--cold-costs", metavar="RUN.json", action="append",
                    help="an earlier dycl-bench JSON whose cold compile costs to report where this run hit the cache")
     p.add_argument("--out", default="benchmarks/results", help="output directory (default benchmarks/results)")
@@ -89,6 +90,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "eager" not in systems:
         systems = ("eager", *systems)  # every ratio and error is against eager
 
+    limits: dict[str, tuple[str, ...]] = {}
+    for text in args.limit:
+        left, sep, right = text.partition("=")
+        if not sep:
+            print(f"dycl-bench: error: --limit wants SYSTEMS=NETWORKS, got '{text}'", file=sys.stderr)
+            return 2
+        for system in (s.strip() for s in left.split(",") if s.strip()):
+            limits[system] = tuple(n.strip() for n in right.split(",") if n.strip())
     settings = Settings(
         threads=args.threads,
         systems=systems,
@@ -98,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache_dir=args.cache_dir or (str(_default_cache()) if args.quick else None),
         profile_repeat=5 if args.quick else 20,
         log=not args.quiet,
-        tvm_networks=tuple(n.strip() for n in args.tvm_networks.split(",")) if args.tvm_networks else None,
+        limits=limits,
     )
     stem = args.stem or f"{'quick' if args.quick else 'bench'}-{time.strftime('%Y%m%d-%H%M')}"
     result = {
@@ -112,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "budget_seconds_per_network": settings.budget_seconds,
             "min_rounds": settings.min_rounds,
             "max_rounds": settings.max_rounds,
+            "limits": {k: list(v) for k, v in limits.items()},
             "timing": "per round, each system runs each path input once (systems in rotated order); "
                       "a round's value is the mean per-inference time over the path inputs; "
                       "median and IQR over rounds. DyCL and oracles take numpy, eager/torch.compile torch tensors.",

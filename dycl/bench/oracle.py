@@ -40,15 +40,37 @@ class OracleGraph:
     ops: int
 
 
-def trace_path(model: torch.nn.Module, inputs: tuple) -> torch.export.ExportedProgram:
-    """The static graph of the path `inputs` take through `model` (weights inlined as constants)."""
+def trace_path(model: torch.nn.Module, inputs: tuple) -> tuple[torch.export.ExportedProgram, list]:
+    """The static graph of the path `inputs` take through `model` (weights inlined as
+    constants), and the template of the model's flat outputs: None where the graph
+    returns a tensor, the value itself where the output is a Python scalar (an exit index,
+    a length: constants of this path)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from dycl.bench.numerics import leaves
+
     with torch.no_grad():
-        graph = make_fx(model, tracing_mode="real", _error_on_data_dependent_ops=False)(*inputs)
+        template = [None if isinstance(v, torch.Tensor) else v for v in leaves(model(*inputs))]
+
+        def tensors_only(*args):
+            return tuple(v for v in leaves(model(*args)) if isinstance(v, torch.Tensor))
+
+        graph = make_fx(tensors_only, tracing_mode="real", _error_on_data_dependent_ops=False)(*inputs)
         graph.graph.eliminate_dead_code()
         graph.recompile()
-        return torch.export.export(graph, tuple(inputs), strict=False)
+        return torch.export.export(graph, tuple(inputs), strict=False), template
+
+
+def with_constants(run, template: list):
+    """runner -> a callable returning the model's flat outputs, constants put back."""
+    if all(t is None for t in template):
+        return run
+
+    def call(*arrays):
+        tensors = iter(run(*arrays))
+        return [next(tensors) if t is None else t for t in template]
+
+    return call
 
 
 def _onnx_bytes(program: torch.export.ExportedProgram, n_inputs: int, n_outputs: int) -> bytes:
@@ -76,9 +98,10 @@ def compile_oracle(
     path = directory / ("oracle.onnx" if backend == "onnxruntime" else "oracle.so")
     trace_seconds = compile_seconds = 0.0
     ops = -1
+    template: list = []
     if not path.exists():
         start = time.perf_counter()
-        program = trace_path(model, inputs)
+        program, template = trace_path(model, inputs)
         trace_seconds = time.perf_counter() - start
         n_outputs = len(program.graph_signature.user_outputs)
         ops = sum(1 for n in program.graph.nodes if n.op == "call_function")
@@ -101,14 +124,22 @@ def compile_oracle(
             raise ValueError(f"unknown backend {backend!r}")
         partial.rename(path)
         compile_seconds = time.perf_counter() - start
-        (directory / "cost.json").write_text(json.dumps({"trace_seconds": trace_seconds, "compile_seconds": compile_seconds, "ops": ops}))
+        (directory / "cost.json").write_text(json.dumps({"trace_seconds": trace_seconds, "compile_seconds": compile_seconds, "ops": ops, "template": template}))
     else:
         try:
             cost = json.loads((directory / "cost.json").read_text())
             trace_seconds, compile_seconds, ops = cost["trace_seconds"], cost["compile_seconds"], cost["ops"]
         except (OSError, KeyError, ValueError):
-            pass
-    return OracleGraph(_load(path, backend, len(inputs), threads), trace_seconds, compile_seconds, path.stat().st_size, ops)
+            cost = {}
+        if "template" not in cost:  # written before templates were kept: one eager call
+            from dycl.bench.numerics import leaves
+
+            with torch.no_grad():
+                cost["template"] = [None if isinstance(v, torch.Tensor) else v for v in leaves(model(*inputs))]
+            (directory / "cost.json").write_text(json.dumps(cost))
+        template = cost["template"]
+    run = with_constants(_load(path, backend, len(inputs), threads), template)
+    return OracleGraph(run, trace_seconds, compile_seconds, path.stat().st_size, ops)
 
 
 def _load(path: Path, backend: str, n_inputs: int, threads: int):

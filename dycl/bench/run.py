@@ -27,7 +27,7 @@ class Settings:
     cache_dir: str | None = None  # None: a fresh directory per network (cold compiles)
     profile_repeat: int = 20
     log: bool = True
-    tvm_networks: tuple[str, ...] | None = None  # None: TVM systems on every network
+    limits: dict[str, tuple[str, ...]] | None = None  # system -> the only networks it runs on
 
 
 def _say(settings: Settings, text: str) -> None:
@@ -69,11 +69,10 @@ def bench_network(name: str, settings: Settings) -> dict:
             traceback.print_exc()
 
     wanted = list(settings.systems)
-    if settings.tvm_networks is not None and name not in settings.tvm_networks:
-        skipped = [s for s in wanted if "tvm" in s]
-        wanted = [s for s in wanted if "tvm" not in s]
-        for s in skipped:
-            record["failures"][s] = "not run on this network in this run (--tvm-networks)"
+    for system, networks in (settings.limits or {}).items():
+        if system in wanted and name not in networks:
+            wanted.remove(system)
+            record["failures"][system] = "not run on this network in this run (--limit)"
     attempt("eager", lambda: S.prepare_eager(model, path_inputs))
     if any(s.startswith("dycl-") for s in wanted):
         program, frontend_seconds = S.import_program(model, entry.example_inputs())

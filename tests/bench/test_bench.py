@@ -122,3 +122,36 @@ def test_merge_cold_costs_takes_the_earlier_backend_seconds():
     assert cost["backend_seconds"] == 30.0 and cost["cached_subdnns"] == 0
     assert math.isclose(cost["total_seconds"], 1.0 + 0.5 + 30.0)
     assert warm["systems"]["dycl-ort"]["warm_cost"]["backend_seconds"] == 0.2
+
+
+class _EarlyExit(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)
+        with torch.no_grad():
+            self.a.weight.copy_(torch.eye(4))
+            self.a.bias.zero_()
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        if h.sum().item() > 0.5:
+            return self.b(h), 1
+        return h * 2, 2
+
+
+def test_oracle_freezes_each_inputs_path_and_matches_eager(tmp_path):
+    from dycl.bench.numerics import max_abs_error
+    from dycl.bench.oracle import oracle_calls
+
+    torch.manual_seed(0)
+    model = _EarlyExit().eval()
+    inputs = [(torch.full((1, 4), 1.0),), (torch.full((1, 4), -1.0),)]
+    with torch.no_grad():
+        expected = [model(*args) for args in inputs]
+    assert {e[1] for e in expected} == {1, 2}  # both paths
+    calls, cost = oracle_calls("early_exit", model, inputs, [e[1] for e in expected], "onnxruntime", 1, tmp_path)
+    assert cost["graphs"] == 2 and cost["cached_graphs"] == 0
+    for call, want in zip(calls, expected):
+        assert max_abs_error(want, call())[0] < 1e-5
+    calls, cost = oracle_calls("early_exit", model, inputs, [e[1] for e in expected], "onnxruntime", 1, tmp_path)
+    assert cost["cached_graphs"] == 2 and max_abs_error(expected[1], calls[1]())[0] < 1e-5
