@@ -38,6 +38,10 @@ def names_written(stmt: ast.stmt) -> set[str]:
             found.add(sub.name)
         elif isinstance(sub, nodes.Loop):
             found |= names_written(sub.node)
+            if sub.has_return:
+                # Its early return is lowered (when the loop is compiled) into assignments
+                # of the enclosing return target: a loop around it must carry those.
+                found |= sub.returns.written()
         elif (
             isinstance(sub, ast.Call)
             and isinstance(sub.func, ast.Attribute)

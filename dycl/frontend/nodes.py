@@ -53,6 +53,10 @@ class ReturnTo:
         assign.lineno = lineno
         return [assign, Jump(self.label, lineno)]
 
+    def written(self) -> set[str]:
+        """Names a `return` here assigns (what a loop with an early return may write)."""
+        return {self.var}
+
 
 class ReturnFromLoop(ReturnTo):
     """Inside a runtime loop: also set a flag the loop condition and the code after it test."""
@@ -65,9 +69,17 @@ class ReturnFromLoop(ReturnTo):
         assign, jump = super().statements(value, lineno)
         return [assign, BindConst(self.flag, True, lineno), jump]
 
+    def written(self) -> set[str]:
+        return {self.var, self.flag}
+
 
 class Loop(ast.stmt):
-    """A `for`/`while` kept whole until it is compiled; remembers what `return` means there."""
+    """A `for`/`while` kept whole until it is compiled; remembers what `return` means there.
+
+    A loop with a `return` writes what that `return` writes (`returns.written()`): the
+    enclosing function's result, or, nested in a runtime loop, the enclosing loop's return
+    value and flag, which that loop must then carry and test.
+    """
 
     _fields = ("node",)
 

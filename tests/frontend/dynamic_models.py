@@ -421,3 +421,165 @@ CASES = {
     "scalar_from_tensor_data": (ScalarFromTensorData, scaled(1, 8)),
     "int_input": (IntInputLoop, [(torch.ones(1, 8), 1), (torch.ones(1, 8), 5)]),
 }
+
+
+# ----- early exits from nested runtime loops (fuzz seed 20000) ------------------------------
+# Inputs are constant tensors x = v: each model subtracts 1 per inner iteration and adds ~2.5
+# per outer iteration, so v picks the depth and the iteration of the exit. Every model returns
+# a path tag (ints) next to the tensor; the head's width (a: 3, c: 5, d: 4) says which exit ran.
+
+
+class ReturnInForInWhile(nn.Module):
+    """`return` from a `for` nested in a `while` whose own body does not return (seed 20000)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(4, 3), nn.Linear(4, 4), nn.Linear(4, 5)
+
+    def forward(self, x):
+        steps = 0
+        k = 0
+        while steps < 2 and x.max().item() > -100.0:
+            k = 0
+            for _ in range(3):
+                if x.mean() < 0.0:
+                    return self.a(x), steps, k
+                x = x - 1.0
+                k += 1
+            x = x + 2.5 + 0.01 * torch.tanh(self.b(x))
+            steps += 1
+        return self.c(x), steps, k
+
+
+class ReturnsInForAndWhile(nn.Module):
+    """`return` from a `for` nested in a `while`, and from the `while` body itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c, self.d = nn.Linear(4, 3), nn.Linear(4, 4), nn.Linear(4, 5), nn.Linear(4, 4)
+
+    def forward(self, x):
+        steps = 0
+        k = 0
+        while steps < 2 and x.max().item() > -100.0:
+            k = 0
+            for _ in range(3):
+                if x.mean() < 0.0:
+                    return self.a(x), steps, k
+                x = x - 1.0
+                k += 1
+            x = x + 2.5 + 0.01 * torch.tanh(self.b(x))
+            if x.mean() > 6.0:
+                return self.d(x), steps, k
+            steps += 1
+        return self.c(x), steps, k
+
+
+class BreakInForInWhile(nn.Module):
+    """`break` in a `for` nested in a `while` leaves the `for` only."""
+
+    def __init__(self):
+        super().__init__()
+        self.b, self.c = nn.Linear(4, 4), nn.Linear(4, 5)
+
+    def forward(self, x):
+        steps = 0
+        trace = 0
+        while steps < 2 and x.max().item() > -100.0:
+            k = 0
+            for _ in range(3):
+                if x.mean() < 0.0:
+                    break
+                x = x - 1.0
+                k += 1
+            trace = trace * 4 + k
+            x = x + 2.5 + 0.01 * torch.tanh(self.b(x))
+            steps += 1
+        return self.c(x), steps, trace
+
+
+class ReturnInWhileInFor(nn.Module):
+    """`return` from a `while` nested in a runtime `for`."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(4, 3), nn.Linear(4, 4), nn.Linear(4, 5)
+
+    def forward(self, x):
+        outer = 0
+        steps = 0
+        for _ in range(2):
+            steps = 0
+            while steps < 3 and x.max().item() > -100.0:
+                if x.mean() < 0.0:
+                    return self.a(x), outer, steps
+                x = x - 1.0
+                steps += 1
+            x = x + 2.5 + 0.01 * torch.tanh(self.b(x))
+            outer += 1
+        return self.c(x), outer, steps
+
+
+class ReturnInWhileInWhile(nn.Module):
+    """`return` (and `break`) from a `while` nested in a `while`."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(4, 3), nn.Linear(4, 4), nn.Linear(4, 5)
+
+    def forward(self, x):
+        outer = 0
+        steps = 0
+        while outer < 2 and x.sum().item() > -1000.0:
+            steps = 0
+            while steps < 3 and x.max().item() > -100.0:
+                if x.mean() < 0.0:
+                    return self.a(x), outer, steps
+                if x.mean() > 20.0:
+                    break
+                x = x - 1.0
+                steps += 1
+            x = x + 2.5 + 0.01 * torch.tanh(self.b(x))
+            outer += 1
+        return self.c(x), outer, steps
+
+
+def constant_inputs(*values):
+    return [(torch.full((1, 4), v),) for v in values]
+
+
+# name -> (factory, inputs, the path tags (head width, int, int) the inputs must cover)
+NESTED_EXIT_VALUES = (-200.0, -1.0, 0.5, 1.5, 2.2, 2.7, 9.0, 30.0)
+NESTED_EXIT_CASES = {
+    "return_in_for_in_while": (
+        ReturnInForInWhile,
+        constant_inputs(*NESTED_EXIT_VALUES),
+        # return at the 1st/2nd/3rd inner iteration of the 1st and of the 2nd outer
+        # iteration; the normal exit (loop ran / never ran)
+        {(3, 0, 0), (3, 0, 1), (3, 0, 2), (3, 1, 2), (5, 2, 3), (5, 0, 0)},
+    ),
+    "returns_in_for_and_while": (
+        ReturnsInForAndWhile,
+        constant_inputs(*NESTED_EXIT_VALUES),
+        # inner return at the 1st/2nd/3rd inner iteration, in the 1st and 2nd outer
+        # iteration; the while body's own return; the normal exit (loop ran / never ran)
+        {(3, 0, 0), (3, 0, 1), (3, 0, 2), (3, 1, 2), (4, 0, 3), (5, 2, 3), (5, 0, 0)},
+    ),
+    "break_in_for_in_while": (
+        BreakInForInWhile,
+        constant_inputs(*NESTED_EXIT_VALUES),
+        # trace = 4 * k1 + k2: inner iterations before the break (3: no break) per outer one
+        {(5, 2, 4 * 0 + 2), (5, 2, 4 * 1 + 3), (5, 2, 4 * 2 + 3), (5, 2, 4 * 3 + 2), (5, 2, 4 * 3 + 3), (5, 0, 0)},
+    ),
+    "return_in_while_in_for": (
+        ReturnInWhileInFor,
+        constant_inputs(*NESTED_EXIT_VALUES),
+        {(3, 0, 0), (3, 0, 1), (3, 0, 2), (3, 1, 2), (5, 2, 3), (5, 2, 0)},
+    ),
+    "return_in_while_in_while": (
+        ReturnInWhileInWhile,
+        constant_inputs(*NESTED_EXIT_VALUES),
+        # (5, 2, 0): the inner loop never ran (v = -200) or broke at once (v = 30)
+        {(3, 0, 0), (3, 0, 1), (3, 0, 2), (3, 1, 2), (5, 2, 3), (5, 2, 0)},
+    ),
+}
