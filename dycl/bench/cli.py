@@ -53,6 +53,8 @@ def parser() -> argparse.ArgumentParser:
                    help="an earlier dycl-bench JSON whose cold compile costs to report where this run hit the cache")
     p.add_argument("--out", default="benchmarks/results", help="output directory (default benchmarks/results)")
     p.add_argument("--stem", help="output file name stem (default bench-<date>, quick-<date>)")
+    p.add_argument("--ort-spinning", action="store_true",
+                   help="leave ORT's intra-op spin-waiting on (default off for every ORT session: see docs/bench.md)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -66,7 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from dycl.bench import report
     from dycl.bench.run import Settings, bench
-    from dycl.bench.systems import ALL_SYSTEMS
+    from dycl.bench.systems import ALL_SYSTEMS, ort_without_spinning
+
+    if not args.ort_spinning:
+        ort_without_spinning()
     from dycl.zoo import REGISTRY
 
     if args.only:
@@ -122,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "min_rounds": settings.min_rounds,
             "max_rounds": settings.max_rounds,
             "limits": {k: list(v) for k, v in limits.items()},
+            "ort_intra_op_spinning": bool(args.ort_spinning),
             "timing": "per round, each system runs each path input once (systems in rotated order); "
                       "a round's value is the mean per-inference time over the path inputs; "
                       "median and IQR over rounds. DyCL and oracles take numpy, eager/torch.compile torch tensors.",
