@@ -207,9 +207,10 @@ class Generator:
             body.append(Line(r.choice(["x = x.mean((2, 3))", "x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)"])))
         else:
             shape = (1, self.width)
+        vector_start = len(body)
         body += self.block(_Scope("vector"), 2, 5)
-        if self.conditions == 0:  # every program branches at least once
-            body.insert(r.randrange(len(body) + 1), self.if_statement(_Scope("vector")))
+        if self.conditions == 0:  # every program branches at least once, on vectors
+            body.insert(r.randint(vector_start, len(body)), self.if_statement(_Scope("vector")))
         prologue = []
         if "count" in self.outputs:
             prologue.append("count = 0")
