@@ -382,9 +382,19 @@ class FromI64Op(IRDLOperation):
 # ------------------------------------------------------ computation-free tensor ops
 
 # Ops whose result is their input's data seen through new metadata (or an identity
-# copy): the host can produce them without running a kernel. `dycl-hoist-free` reads
-# this table; the value is the number of leading tensor operands.
-COMPUTATION_FREE_OPS: frozenset[str] = frozenset(
+# copy): the host can produce them without running a kernel (`dycl-outline` keeps short
+# runs of them in the host, `dycl-hoist-free` moves them out of sub-DNNs).
+IDENTITY_OPS: frozenset[str] = frozenset(
+    {
+        "torch.aten.clone",
+        "torch.aten.contiguous",
+        "torch.aten.detach",
+        "torch.aten.alias",
+        "torch.aten.lift_fresh_copy",
+        "torch.tensor_static_info_cast",
+    }
+)
+RESHAPE_OPS: frozenset[str] = frozenset(
     {
         "torch.aten.view",
         "torch.aten.reshape",
@@ -395,20 +405,20 @@ COMPUTATION_FREE_OPS: frozenset[str] = frozenset(
         "torch.aten.squeeze.dim",
         "torch.aten.squeeze.dims",
         "torch.aten.unsqueeze",
+    }
+)
+# Views that keep the data but may change its memory order (free only in some cases).
+STRIDED_VIEW_OPS: frozenset[str] = frozenset(
+    {
         "torch.aten.permute",
         "torch.aten.transpose.int",
         "torch.aten.t",
         "torch.aten.expand",
-        "torch.aten.clone",
-        "torch.aten.contiguous",
-        "torch.aten.detach",
-        "torch.aten.alias",
-        "torch.aten.lift_fresh_copy",
         "torch.aten.select.int",
         "torch.aten.slice.Tensor",
-        "torch.tensor_static_info_cast",
     }
 )
+COMPUTATION_FREE_OPS: frozenset[str] = IDENTITY_OPS | RESHAPE_OPS | STRIDED_VIEW_OPS
 
 
 def op_name(op) -> str:

@@ -51,30 +51,6 @@ from dycl.passes._common import (
 from dycl.passes.const_prop import constant_value
 from dycl.passes.outline import clone_into
 
-_IDENTITY_OPS = frozenset(
-    {
-        "torch.aten.clone",
-        "torch.aten.contiguous",
-        "torch.aten.detach",
-        "torch.aten.alias",
-        "torch.aten.lift_fresh_copy",
-        "torch.tensor_static_info_cast",
-    }
-)
-_RESHAPE_OPS = frozenset(
-    {
-        "torch.aten.view",
-        "torch.aten.reshape",
-        "torch.aten._unsafe_view",
-        "torch.aten.flatten.using_ints",
-        "torch.aten.unflatten.int",
-        "torch.aten.squeeze",
-        "torch.aten.squeeze.dim",
-        "torch.aten.squeeze.dims",
-        "torch.aten.unsqueeze",
-    }
-)
-
 
 def host_can_produce(op: Operation) -> bool:
     """The op's result is its (contiguous) tensor operand's data seen through new
@@ -88,7 +64,7 @@ def host_can_produce(op: Operation) -> bool:
     shape = source.type.shape
     if shape is None or None in shape or not is_tensor(op.results[0]):
         return False
-    if name in _IDENTITY_OPS or name in _RESHAPE_OPS:
+    if name in t.IDENTITY_OPS or name in t.RESHAPE_OPS:
         return True
     args = [constant_value(v) for v in rest]
     rank = len(shape)
@@ -188,7 +164,7 @@ def _clone_before(
     `where`, operands through `mapping`; an identity copy is just its source (tensors
     have value semantics, so a copy in the host would only move data)."""
     source = mapping[op.operands[0]]
-    if t.op_name(op) in _IDENTITY_OPS and source.type == op.results[0].type:
+    if t.op_name(op) in t.IDENTITY_OPS and source.type == op.results[0].type:
         return source
     built: list[Operation] = []
     for operand in op.operands:
