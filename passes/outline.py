@@ -63,11 +63,17 @@ def clone_into(
     assert isinstance(owner, Operation), "live-ins must be mapped before use"
     for operand in owner.operands:
         clone_into(operand, mapping, builder)
-    clone = owner.clone(value_mapper=mapping)
-    builder.append(clone)
-    for old, new in zip(owner.results, clone.results):
-        mapping[old] = new
+    append_clone(owner, mapping, builder)
     return mapping[value]
+
+
+def append_clone(
+    op: Operation, mapping: dict[SSAValue, SSAValue], builder: list[Operation]
+) -> None:
+    """Append a copy of `op` reading mapped operands; map its results to the copy's."""
+    clone = op.clone(value_mapper=mapping)
+    builder.append(clone)
+    mapping.update(zip(op.results, clone.results))
 
 
 @dataclass
@@ -218,10 +224,7 @@ class Outliner:
         for op in run.ops:
             for operand in op.operands:
                 clone_into_operand(operand, mapping, new_ops)
-            clone = op.clone(value_mapper=mapping)
-            new_ops.append(clone)
-            for old, new in zip(op.results, clone.results):
-                mapping[old] = new
+            append_clone(op, mapping, new_ops)
         new_ops.append(func.ReturnOp(*[mapping[v] for v in live_outs]))
         body.add_ops(new_ops)
         subdnn = func.FuncOp(
