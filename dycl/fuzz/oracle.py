@@ -316,7 +316,7 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
 
         compiled = compile_module(
             imported.module, imported.weights, backend, entry=imported.function_name, progress=False,
-            run_pipeline=False, threads=1,
+            run_pipeline=False, threads=1, jobs=1,
         )
         outcome.subdnns = len(compiled.subdnn_names)
     except Exception as err:
