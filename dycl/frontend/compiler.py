@@ -99,7 +99,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         with ir.InsertionPoint(entry):
             final = self.compile_block(body, env, {RETURN_VAR})
             result = final[RETURN_VAR]
-            outputs, tree = self._flatten_result(result)
+            outputs, tree = self._flatten_result(result, _return_node(fdef))
             ir.Operation.create("func.return", operands=[o.value for o in outputs])
         func_type = ir.FunctionType.get(
             [self.builder.type(t) for t in input_types], [self.builder.type(o.type) for o in outputs]
@@ -107,7 +107,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         func.attributes["function_type"] = ir.TypeAttr.get(func_type)
         return func, tree, given
 
-    def _flatten_result(self, value: V.EnvValue):
+    def _flatten_result(self, value: V.EnvValue, where: ast.AST):
+        """Result leaves as IR values and the output tree; errors are located at `where`."""
         outputs: list[V.Dyn] = []
 
         def visit(item):
@@ -116,9 +117,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             if isinstance(item, V.Const) and item.value is None:
                 return None
             if isinstance(item, V.Const) and not isinstance(item.value, (bool, int, float)):
-                raise self.error(None, f"forward returns a {type(item.value).__name__}", "return tensors, tuples, lists or Python scalars")
+                raise self.error(where, f"forward returns a {type(item.value).__name__}", "return tensors, tuples, lists or Python scalars")
             if item is V.UNDEF:
-                raise self.error(None, "forward does not return a value on every path")
+                raise self.error(where, "forward does not return a value on every path")
             outputs.append(self.builder.materialize(item))
             return len(outputs) - 1
 
@@ -271,14 +272,15 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 leaves = [self._placeholder_like(l) for l in V.leaves(template)]
                 return leaves, template
             return [self._placeholder_like(template)], None
-        if isinstance(mine, V.Tup):
-            if not isinstance(other, (V.Tup, type(V.UNDEF))) or (
-                isinstance(other, V.Tup) and len(V.leaves(other)) != len(V.leaves(mine))
-            ):
-                raise self.error(None, f"{_describe(name)} has a different structure on different paths", "return/assign the same tuple shape on every path")
+        if isinstance(mine, V.Tup) or isinstance(other, V.Tup):
+            if other is not V.UNDEF and not V.same_structure(mine, other):
+                raise self.error(
+                    None,
+                    f"{_describe(name)} has a different structure on different paths",
+                    "return/assign the same tuple or list shape on every path "
+                    "(only a list holding just tensors may change length at runtime)",
+                )
             return [self._materialize(l, name) for l in V.leaves(mine)], mine
-        if isinstance(other, V.Tup):
-            raise self.error(None, f"{_describe(name)} is a tuple on one path only", "use the same structure on every path")
         return [self._materialize(mine, name)], None
 
     def _placeholder_like(self, value: V.EnvValue) -> V.Dyn:
@@ -337,7 +339,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     def _assign(self, target: ast.expr, value: V.EnvValue, env: dict) -> None:
         if isinstance(target, ast.Name):
             if isinstance(value, V.Tup) and value.kind == "list":
-                value = self._to_host_list(value, target)
+                value = self._list_value(value)
             env[target.id] = value
             return
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -354,14 +356,16 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return
         raise self.error(target, "assignment to an attribute or item", "assign to a local variable (module state cannot change in forward)")
 
-    def _to_host_list(self, value: V.Tup, node) -> V.EnvValue:
-        if all(isinstance(i, V.Const) for i in value.items) and value.items:
+    def _list_value(self, value: V.Tup) -> V.EnvValue:
+        """What a Python list bound to a name becomes: constants stay one Python list; a
+        list of tensors (or `[]`) becomes a runtime list, which may grow under runtime
+        conditions; any other mix (`[logits, count]`) keeps its structure, like a tuple."""
+        if value.items and all(isinstance(i, V.Const) for i in value.items):
             return V.Const([i.value for i in value.items])
-        items = [self._materialize(i, "list item") for i in value.items]
-        if not all(V.is_tensor_type(i.type) for i in items):
-            raise self.error(node, "a runtime list of non-tensors", "only lists of tensors can depend on runtime conditions")
-        op = self.builder.op("torch.prim.ListConstruct", [i.value for i in items], [V.TENSOR_LIST])
-        return V.Dyn(op.result, V.TENSOR_LIST, [i.example for i in items])
+        if all(isinstance(i, V.Dyn) and V.is_tensor_type(i.type) for i in value.items):
+            op = self.builder.op("torch.prim.ListConstruct", [i.value for i in value.items], [V.TENSOR_LIST])
+            return V.Dyn(op.result, V.TENSOR_LIST, [i.example for i in value.items])
+        return value
 
     def _list_method(self, expr: ast.expr, env) -> str | None:
         if (
@@ -375,6 +379,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 return expr.func.attr
             if isinstance(holder, V.Const) and isinstance(holder.value, list):
                 return expr.func.attr
+            if isinstance(holder, V.Tup) and holder.kind == "list" and expr.func.attr == "append":
+                return expr.func.attr  # its other methods run inside a capture, as before
         return None
 
     def _list_append(self, expr: ast.Call, env) -> None:
@@ -382,15 +388,26 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         if expr.func.attr != "append" or len(expr.args) != 1:
             raise self.error(expr, f"list `.{expr.func.attr}` in forward", "build lists with `.append(item)`")
         holder = env[name]
-        if isinstance(holder, V.Const):
-            holder = self._to_host_list(V.Tup(tuple(V.Const(v) for v in holder.value), "list"), expr)
-        item = self._materialize(self.expression(expr.args[0], env), "list item")
+        item = self.expression(expr.args[0], env)
+        if isinstance(holder, V.Dyn):
+            env[name] = self._runtime_append(holder, item, expr)
+            return
+        # A Python list (constant or of fixed structure): appending gives a longer list value.
+        items = holder.items if isinstance(holder, V.Tup) else tuple(V.Const(v) for v in holder.value)
+        env[name] = self._list_value(V.Tup(items + (item,), "list"))
+
+    def _runtime_append(self, holder: V.Dyn, item: V.EnvValue, expr: ast.Call) -> V.Dyn:
+        item = self._materialize(item, "list item")
         if not V.is_tensor_type(item.type):
-            raise self.error(expr, "appending a non-tensor to a runtime list", "only lists of tensors can depend on runtime conditions")
+            raise self.error(
+                expr,
+                "appending a non-tensor to a list of tensors",
+                "keep Python scalars in their own variables (a list that grows at runtime holds only tensors)",
+            )
         op = ir.Operation.create(
             "torch.aten.append.t", results=[self.builder.type(V.TENSOR_LIST)], operands=[holder.value, item.value]
         )
-        env[name] = V.Dyn(op.result, V.TENSOR_LIST, holder.example + [item.example])
+        return V.Dyn(op.result, V.TENSOR_LIST, holder.example + [item.example])
 
     # ----- expressions -------------------------------------------------------------------
 
@@ -547,6 +564,12 @@ class _SwitchScope(ast.stmt):
         super().__init__()
         self.source = source
         self.lineno = 0
+
+
+def _return_node(fdef: ast.FunctionDef) -> ast.AST:
+    """The forward's `return` when it has one (where a bad result is written), else its `def`."""
+    returns = [n for n in ast.walk(fdef) if isinstance(n, ast.Return)]
+    return returns[0] if len(returns) == 1 else fdef
 
 
 def _describe(name: str) -> str:

@@ -140,7 +140,7 @@ class LoopCompiler:
                 entry, end = state[name], end_env.get(name, V.UNDEF)
                 if isinstance(entry, _Carried):
                     end_types = self._loop_types(end, node, name)
-                    if len(end_types) != len(entry.types):
+                    if len(end_types) != len(entry.types) or not V.same_structure(end, entry.structure):
                         raise self.error(node, f"`{name}` changes structure in a runtime loop")
                     joined = [self._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
                     if joined != entry.types:

@@ -50,7 +50,7 @@ class ReturnTo:
 
     def statements(self, value: ast.expr, lineno: int) -> list[ast.stmt]:
         assign = ast.Assign(targets=[ast.Name(self.var, ast.Store())], value=value)
-        assign.lineno = lineno
+        assign.lineno = assign.targets[0].lineno = lineno  # errors about the value name this line
         return [assign, Jump(self.label, lineno)]
 
     def written(self) -> set[str]:

@@ -1,7 +1,8 @@
 """Program rewriting on the Python AST (DyCL's phase 1), before anything is captured.
 
-- `lower`: `return`/`break`/`continue` become assignments plus forward jumps (structured form);
-  unsupported statements are rejected here with a FrontendError naming file and line.
+- `lower`: `return`/`break`/`continue` become assignments plus forward jumps (structured form),
+  `pass` is dropped; unsupported statements are rejected here with a FrontendError naming
+  file and line.
 - `inline_call`: a helper method (or a submodule's forward) that itself has control flow is
   inlined with its locals renamed, its returns becoming jumps to the end of its body.
 - `unroll`: a `for` over something known at import time (ModuleList, zip/enumerate of them,
@@ -125,6 +126,8 @@ def lower(
     """Rewrite `return`/`break`/`continue` of this body (not of nested loops) into jumps."""
     lowered: list[ast.stmt] = []
     for stmt in stmts:
+        if isinstance(stmt, ast.Pass):
+            continue  # a no-op; dropping it keeps the runs around it one run
         if isinstance(stmt, ast.Return):
             value = stmt.value if stmt.value is not None else ast.Constant(None)
             lowered.extend(returns.statements(value, stmt.lineno))

@@ -119,6 +119,15 @@ def leaves(value: EnvValue) -> list:
     return [value]
 
 
+def same_structure(a: EnvValue, b: EnvValue) -> bool:
+    """Whether `a` and `b` nest tuples and lists alike (their leaves may differ)."""
+    if isinstance(a, Tup) and isinstance(b, Tup):
+        return a.kind == b.kind and len(a.items) == len(b.items) and all(
+            same_structure(x, y) for x, y in zip(a.items, b.items)
+        )
+    return not isinstance(a, Tup) and not isinstance(b, Tup)
+
+
 def example_of(value: EnvValue) -> Any:
     if isinstance(value, Const):
         return value.value

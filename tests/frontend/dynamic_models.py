@@ -391,6 +391,73 @@ class IntInputLoop(nn.Module):
         return x + 1
 
 
+class PassStatements(nn.Module):
+    """`pass` as a whole `if` arm, an `else` arm, a loop body and between statements."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        for _ in range(2):
+            pass
+        if x.mean() > 0:
+            pass
+        else:
+            x = torch.relu(self.fc(x))
+            pass
+        if x.sum() > 1.0:
+            x = x * 2
+        else:
+            pass
+        for _ in range(3):
+            if x.sum() > 20.0:
+                x = x - 1.0
+            else:
+                pass
+        return x
+
+
+class MixedListReturn(nn.Module):
+    """A returned list of a tensor, an int counted under tensor conditions and a stack of
+    a runtime list, from both arms of an `if` (fuzz seed 2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        count = 0
+        outs = []
+        for block in self.blocks:
+            x = torch.tanh(block(x))
+            if x.mean() > 0:
+                count += 1
+                outs.append(x)
+        outs.append(x)
+        if x.sum() > 0:
+            return [self.head(x), count, torch.stack(outs)]
+        return [x[:, :3], count + 10, torch.stack(outs)]
+
+
+class MixedListVariable(nn.Module):
+    """A list holding a tensor, ints and a tuple, kept in a variable and appended to."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        n = 0
+        if x.mean() > 0:
+            n = 3
+            x = self.fc(x)
+        result = [x, n, (x.sum(), 1.5)]
+        result.append(n + 1)
+        return result
+
+
 CASES = {
     "if_else": (IfElse, scaled(1, 8)),
     "elif_chain": (ElifChain, scaled(1, 8)),
@@ -420,6 +487,9 @@ CASES = {
     "growing_tokens": (GrowingTokens, [(torch.tensor([[1, 2]]),), (torch.tensor([[1, 1]]),), (torch.tensor([[0, 0]]),)]),
     "scalar_from_tensor_data": (ScalarFromTensorData, scaled(1, 8)),
     "int_input": (IntInputLoop, [(torch.ones(1, 8), 1), (torch.ones(1, 8), 5)]),
+    "pass_statements": (PassStatements, scaled(1, 8)),
+    "mixed_list_return": (MixedListReturn, scaled(1, 8)),
+    "mixed_list_variable": (MixedListVariable, scaled(1, 8)),
 }
 
 

@@ -98,6 +98,25 @@ class DifferentReturnStructures(nn.Module):
         return x
 
 
+class TupleOnOnePathListOnOther(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # REJECT
+            return [x, 1]
+        return (x, 2)
+
+
+class AppendScalarToTensorList(nn.Module):
+    def forward(self, x):
+        outs = [x]
+        outs.append(x.shape[0] + 1)  # REJECT
+        return outs
+
+
+class ReturnsString(nn.Module):
+    def forward(self, x):
+        return [x, "done"]  # REJECT
+
+
 REJECTED = {
     "unbounded_while": (UnboundedWhile, "`while` loop without a bound"),
     "generator": (Generator, "generator"),
@@ -110,4 +129,7 @@ REJECTED = {
     "while_true": (BreakInWhileWithoutBound, "`while` loop without a bound"),
     "loop_else": (LoopElse, "`else` clause on a loop"),
     "different_return_structures": (DifferentReturnStructures, "different structure"),
+    "tuple_vs_list_return": (TupleOnOnePathListOnOther, "different structure"),
+    "append_scalar_to_tensor_list": (AppendScalarToTensorList, "appending a non-tensor"),
+    "returns_string": (ReturnsString, "forward returns a str"),
 }

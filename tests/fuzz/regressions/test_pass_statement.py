@@ -1,7 +1,5 @@
 """Found while writing the fuzzer: the shrinker emptied an `if` body into `pass`, which the
-frontend rejects ("`Pass` statement") although it is plain Python with nothing to compile."""
-
-import pytest
+frontend rejected ("`Pass` statement") although it is plain Python with nothing to compile."""
 
 from dycl.fuzz.program import Cond, If, Line, Program
 
@@ -16,7 +14,6 @@ PROGRAM = Program(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="frontend rejects `pass` (dycl/frontend/compiler.py, statement dispatch)")
 def test_pass_in_a_branch_compiles():
     from dycl.fuzz.oracle import check_program
 
