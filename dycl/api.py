@@ -151,6 +151,7 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
                 "name": subdnn.name,
                 "inputs": [s.to_json() for s in subdnn.inputs],
                 "outputs": [s.to_json() for s in subdnn.outputs],
+                "macs": subdnn.macs,
                 **result.meta,
             }
         )

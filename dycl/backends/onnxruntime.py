@@ -43,7 +43,7 @@ def _to_onnx(subdnn: SubDNN, program, options: Mapping[str, Any]) -> bytes:
     try:
         with warnings.catch_warnings(), _quiet():
             warnings.simplefilter("ignore")
-            onnx_program = _export(
+            onnx_program = export_onnx(
                 program,
                 options.get("opset"),
                 input_names=[f"in{i}" for i in range(len(subdnn.inputs))],
@@ -64,7 +64,7 @@ def _to_onnx(subdnn: SubDNN, program, options: Mapping[str, Any]) -> bytes:
     return onnx_program.model_proto.SerializeToString()
 
 
-def _export(program, opset: int | None, input_names: list[str], output_names: list[str]):
+def export_onnx(program, opset: int | None, input_names: list[str], output_names: list[str]):
     """`torch.onnx.export(program, dynamo=True)` with the op registry built once per process.
 
     The public entry point rebuilds the registry of torchlib translations on every call:

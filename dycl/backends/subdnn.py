@@ -14,6 +14,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 
+from dycl.backends.cost import estimated_macs
 from dycl.dialects.dtypes import dtype_name
 from dycl.dialects.dycl import ParamOp
 from dycl.dialects.torch import ValueTensorType
@@ -36,6 +37,7 @@ class SubDNN:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     weight_names: tuple[str, ...]
+    macs: int = 0  # multiply-accumulates of its convolutions and products (backends.cost)
 
     def content_key(self, weights: Mapping[str, np.ndarray]) -> str:
         """sha256 of what decides the compiled code: the IR (under a neutral name) and
@@ -67,7 +69,7 @@ def subdnn_from_func(function: func.FuncOp) -> SubDNN:
     inputs = tuple(tensor_spec(t, f"@{name} argument {i}") for i, t in enumerate(signature.inputs))
     outputs = tuple(tensor_spec(t, f"@{name} result {i}") for i, t in enumerate(signature.outputs))
     standalone = ModuleOp([function.clone()])
-    return SubDNN(name, print_module(standalone), inputs, outputs, weight_names)
+    return SubDNN(name, print_module(standalone), inputs, outputs, weight_names, estimated_macs(function))
 
 
 def subdnns_of(module: ModuleOp) -> Iterator[SubDNN]:

@@ -54,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="benchmarks/results", help="output directory (default benchmarks/results)")
     p.add_argument("--stem", help="output file name stem (default bench-<date>, quick-<date>)")
     p.add_argument("--ort-spinning", action="store_true",
-                   help="leave ORT's intra-op spin-waiting on (default off for every ORT session: see docs/bench.md)")
+                   help="turn ORT intra-op spin-waiting on (the runtime leaves it off: see docs/bench.md)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -68,10 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from dycl.bench import report
     from dycl.bench.run import Settings, bench
-    from dycl.bench.systems import ALL_SYSTEMS, ort_without_spinning
+    from dycl.bench.systems import ALL_SYSTEMS
+    from dycl.runtime import runners
 
-    if not args.ort_spinning:
-        ort_without_spinning()
+    runners.ORT_SPINNING = args.ort_spinning  # off by default, as in the runtime
     from dycl.zoo import REGISTRY
 
     if args.only:

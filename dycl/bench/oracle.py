@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from dycl.backends.onnxruntime import export_onnx
+
 
 @dataclass
 class OracleGraph:
@@ -77,11 +79,9 @@ def _onnx_bytes(program: torch.export.ExportedProgram, n_inputs: int, n_outputs:
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        exported = torch.onnx.export(
+        exported = export_onnx(
             program,
-            (),
-            dynamo=True,
-            verbose=False,
+            None,
             input_names=[f"in{i}" for i in range(n_inputs)],
             output_names=[f"out{i}" for i in range(n_outputs)],
         )

@@ -41,28 +41,6 @@ DYCL_VARIANTS = {  # system -> (backend, hoist-free)
 }
 
 
-def ort_without_spinning() -> None:
-    """Every ONNX Runtime session this process creates from now on (DyCL's and the oracle's)
-    gets `session.intra_op.allow_spinning=0`.
-
-    DyCL creates one session, hence one intra-op thread pool, per sub-DNN; after each run
-    its worker spin-waits. With 20-40 sessions on 2 cores, the spinning workers measurably
-    slowed every system timed after DyCL in the same round (eager blockdrop 29 ms alone,
-    ~300 ms interleaved). The bench therefore disables spinning for all ORT sessions alike.
-    """
-    from dycl.runtime import runners
-
-    original = getattr(runners.ort_session_options, "__wrapped__", runners.ort_session_options)
-
-    def options(threads: int):
-        opts = original(threads)
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return opts
-
-    options.__wrapped__ = original
-    runners.ort_session_options = options
-
-
 @dataclass
 class Prepared:
     name: str

@@ -20,8 +20,26 @@ import numpy as np
 Runner = Callable[..., list]
 
 
+# A sub-DNN with fewer multiply-accumulates than this (manifest "macs", from
+# dycl.backends.cost) runs on one thread: waking a second intra-op thread costs more than
+# it saves on SkipNet gates and CIFAR-scale blocks (measured in docs/bench.md).
+SINGLE_THREAD_MACS = 4_000_000
+
+# ONNX Runtime's intra-op workers spin-wait after each run by default. DyCL holds one
+# session (one thread pool) per sub-DNN, so 20-40 pools would spin against each other and
+# against the host program; off unless a caller (dycl-bench --ort-spinning) turns it on.
+ORT_SPINNING = False
+
+
 def default_threads() -> int:
     return os.cpu_count() or 1
+
+
+def threads_for(record: Mapping[str, Any], threads: int) -> int:
+    macs = record.get("macs")
+    if macs is not None and macs < SINGLE_THREAD_MACS:
+        return 1
+    return threads
 
 
 # ------------------------------------------------------------------- ONNX Runtime
@@ -36,6 +54,7 @@ def ort_session_options(threads: int):
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if ORT_SPINNING else "0")
     return options
 
 

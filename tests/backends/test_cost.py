@@ -1,0 +1,39 @@
+"""A sub-DNN's multiply-accumulate estimate, and the thread count the runtime derives."""
+
+import torch
+from torch import nn
+
+from dycl.backends import subdnns_of
+from dycl.frontend import import_module
+from dycl.ir import make_context
+from dycl.passes.pipeline import PipelinePass
+from dycl.runtime.runners import SINGLE_THREAD_MACS, threads_for
+
+
+class ConvThenLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, groups=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.fc = nn.Linear(512, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.depthwise(self.conv(x)))
+        return self.fc(y.flatten(1)) @ torch.ones(10, 4)
+
+
+def test_macs_count_convolutions_and_products():
+    program = import_module(ConvThenLinear().eval(), (torch.randn(1, 3, 8, 8),))
+    PipelinePass().apply(make_context(), program.module)
+    (subdnn,) = subdnns_of(program.module)
+    conv = 8 * 8 * 8 * (3 * 3 * 3)  # output elements x (Cin/groups x kh x kw)
+    depthwise = 8 * 8 * 8 * (1 * 3 * 3)
+    linear = 10 * 512
+    matmul = 4 * 10
+    assert subdnn.macs == conv + depthwise + linear + matmul
+
+
+def test_small_subdnns_run_on_one_thread():
+    assert threads_for({"macs": SINGLE_THREAD_MACS - 1}, 4) == 1
+    assert threads_for({"macs": SINGLE_THREAD_MACS}, 4) == 4
+    assert threads_for({}, 4) == 4  # an artifact written before the estimate existed
