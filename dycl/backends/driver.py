@@ -66,6 +66,16 @@ def _compile_one(
     return compiled
 
 
+def _compile_batch(batch, subdnns: list[SubDNN], arrays, options) -> dict[str, CompiledSubDNN]:
+    start = time.perf_counter()
+    used = {n: arrays[n] for s in subdnns for n in s.weight_names}
+    compiled = batch(subdnns, used, options)
+    share = (time.perf_counter() - start) / len(subdnns)  # the wall time, split evenly
+    for result in compiled.values():
+        result.seconds = share
+    return compiled
+
+
 def compile_subdnns(
     subdnns: Sequence[SubDNN],
     weights: Mapping[str, Any],
@@ -104,11 +114,18 @@ def compile_subdnns(
         tuning = str(cache.tuning_dir(content)) if backend == "tvm" else None
         return (backend, subdnn, used, options, tuning)
 
+    batch = getattr(backend_module(backend), "compile_batch", None)
     workers = min(jobs or os.cpu_count() or 1, len(pending))
+    # A backend that compiles many sub-DNNs in one go beats a pool's start-up cost;
+    # it still gets the pool when the caller asks for more than one job.
+    wants_pool = jobs is not None if batch else (jobs is not None or len(pending) >= MIN_JOBS_FOR_POOL)
     bar = _progress_bar(len(subdnns), len(results), backend, progress)
     try:
-        if workers > 1 and (jobs is not None or len(pending) >= MIN_JOBS_FOR_POOL):
+        if workers > 1 and wants_pool:
             compiled = _compile_in_pool(pending, job_args, workers, bar)
+        elif batch is not None and pending:
+            compiled = _compile_batch(batch, [item[0] for item in pending], arrays, options)
+            bar.update(len(pending))
         else:
             compiled = {}
             for item in pending:

@@ -198,6 +198,34 @@ def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.ex
         raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(err)}") from err
 
 
+class _SideBySide(torch.nn.Module):
+    """Several sub-DNN graphs as one module: arguments and results concatenated in order."""
+
+    def __init__(self, parts: list[torch.fx.GraphModule], arities: list[int]):
+        super().__init__()
+        self.parts = torch.nn.ModuleList(parts)
+        self.arities = arities
+
+    def forward(self, *args):
+        results, start = [], 0
+        for part, arity in zip(self.parts, self.arities):
+            results.extend(part(*args[start : start + arity]))
+            start += arity
+        return tuple(results)
+
+
+def export_side_by_side(
+    subdnns: list[SubDNN], weights: Mapping[str, Any], backend: str
+) -> torch.export.ExportedProgram:
+    """All `subdnns` as one `torch.export` program (one exporter call pays its fixed cost
+    once); argument `i` of sub-DNN `k` comes after all of sub-DNN `k-1`'s, results alike."""
+    parts = [rebuild(subdnn, weights, backend) for subdnn in subdnns]
+    module = _SideBySide(parts, [len(s.inputs) for s in subdnns])
+    arguments = tuple(x for subdnn in subdnns for x in example_inputs(subdnn))
+    with torch.no_grad():
+        return torch.export.export(module, arguments, strict=False)
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__

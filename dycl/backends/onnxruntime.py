@@ -10,12 +10,12 @@ import functools
 import logging
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
-from dycl.backends.fx_rebuild import export
+from dycl.backends.fx_rebuild import export, export_side_by_side
 from dycl.backends.subdnn import SubDNN
 
 NAME = "onnxruntime"
@@ -32,6 +32,52 @@ def compile_subdnn(subdnn: SubDNN, weights: Mapping[str, Any], options: Mapping[
         files={f"{subdnn.name}.onnx": model_bytes},
         meta={"file": f"{subdnn.name}.onnx", "input_names": input_names, "output_names": output_names},
     )
+
+
+def compile_batch(
+    subdnns: Sequence[SubDNN], weights: Mapping[str, Any], options: Mapping[str, Any]
+) -> dict[str, CompiledSubDNN]:
+    """Several sub-DNNs through one export, cut back into one ONNX model each.
+
+    Most of an export's time is fixed cost (the exporter sets up its decomposition tables
+    on every call: ~0.4 s against ~0.1 s per sub-DNN of real work), so a network's
+    sub-DNNs go through together. Each part is checked by its own session like a lone
+    compile; if anything in the joint route fails, every sub-DNN is compiled alone, so
+    an error still names its sub-DNN and op.
+    """
+    if len(subdnns) < 2:
+        return {s.name: compile_subdnn(s, weights, options) for s in subdnns}
+    try:
+        return _compile_side_by_side(subdnns, weights, options)
+    except Exception:  # noqa: BLE001 - the lone compiles below report the real error
+        return {s.name: compile_subdnn(s, weights, options) for s in subdnns}
+
+
+def _compile_side_by_side(subdnns, weights, options) -> dict[str, CompiledSubDNN]:
+    import onnx.utils
+
+    inputs = [[f"s{k}_in{i}" for i in range(len(s.inputs))] for k, s in enumerate(subdnns)]
+    outputs = [[f"s{k}_out{j}" for j in range(len(s.outputs))] for k, s in enumerate(subdnns)]
+    program = export_side_by_side(list(subdnns), weights, NAME)
+    with warnings.catch_warnings(), _quiet():
+        warnings.simplefilter("ignore")
+        joint = export_onnx(
+            program, options.get("opset"), [n for ns in inputs for n in ns], [n for ns in outputs for n in ns]
+        ).model_proto
+    present = {value.name for value in joint.graph.input}
+    extractor = onnx.utils.Extractor(joint)
+    results = {}
+    for subdnn, input_names, output_names in zip(subdnns, inputs, outputs):
+        kept = [n for n in input_names if n in present]  # the exporter drops unread inputs
+        model_bytes = extractor.extract_model(kept, output_names).SerializeToString()
+        _check_with_session(subdnn, model_bytes)
+        results[subdnn.name] = CompiledSubDNN(
+            name=subdnn.name,
+            backend=NAME,
+            files={f"{subdnn.name}.onnx": model_bytes},
+            meta={"file": f"{subdnn.name}.onnx", "input_names": input_names, "output_names": output_names},
+        )
+    return results
 
 
 def _to_onnx(subdnn: SubDNN, program, options: Mapping[str, Any]) -> bytes:
