@@ -22,8 +22,9 @@ Runner = Callable[..., list]
 
 # A sub-DNN with fewer multiply-accumulates than this (manifest "macs", from
 # dycl.backends.cost) runs on one thread: waking a second intra-op thread costs more than
-# it saves on SkipNet gates and CIFAR-scale blocks (measured in docs/bench.md).
-SINGLE_THREAD_MACS = 4_000_000
+# it saves. Measured here (2 threads vs 1, idle machine): 1.3-1.4x slower under 0.2 M
+# MACs, even at 1-4 M, 0.75-0.8x from 4.7 M (a SkipNet block) up.
+SINGLE_THREAD_MACS = 2_000_000
 
 # ONNX Runtime's intra-op workers spin-wait after each run by default. DyCL holds one
 # session (one thread pool) per sub-DNN, so 20-40 pools would spin against each other and
