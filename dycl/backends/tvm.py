@@ -46,11 +46,27 @@ def _to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return from_exported_program(program, keep_params_as_input=False)
+            return from_exported_program(program, keep_params_as_input=False, custom_convert_map=_converters())
     except Exception as err:
         text = str(err)
         op = blame_op(op_names_of(subdnn.ir_text), text)
         raise BackendError(NAME, subdnn.name, f"Relax import failed: {text.strip()[:500]}", op) from err
+
+
+def _converters() -> dict:
+    """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`)."""
+    from tvm import relax
+
+    def reduction(relax_op):
+        def convert(node, importer):
+            args = importer.retrieve_args(node)
+            dims = args[1] if len(args) > 1 else node.kwargs.get("dim", [])
+            keepdim = args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)
+            return importer.block_builder.emit(relax_op(args[0], list(dims) or None, keepdims=keepdim))
+
+        return convert
+
+    return {"amax.default": reduction(relax.op.max), "amin.default": reduction(relax.op.min)}
 
 
 def _tune(mod, target, options: Mapping[str, Any], tuning_dir: Path):

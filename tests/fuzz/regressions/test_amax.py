@@ -1,10 +1,13 @@
 """Found by `python -m dycl.fuzz --seed 20000` (seeds 20010-20013, shrunk by hand): a full
 reduction `x.amax()` (aten.amax with dim=[]) inside a sub-DNN fails the ONNX Runtime
-backend: "op torch.aten.amax is not supported: ONNX export failed ... aten_amax"."""
+backend: "op torch.aten.amax is not supported: ONNX export failed ... aten_amax". Seed 40300
+found the same op missing from TVM's Relax torch frontend ("Unsupported function types
+['amax.default']")."""
 
 import os
 import tempfile
 
+import pytest
 
 from dycl.fuzz.program import Cond, If, Line, Program
 
@@ -35,4 +38,20 @@ def test_amax_program_compiles_for_onnxruntime():
     from dycl.fuzz.oracle import check_program
 
     outcome = check_program(PROGRAM, "onnxruntime")
+    assert outcome.status == "ok", outcome.detail
+
+
+def test_amax_program_compiles_for_tvm():
+    from dycl.fuzz.oracle import check_program
+
+    outcome = check_program(PROGRAM, "tvm")
+    assert outcome.status == "ok", outcome.detail
+
+
+@pytest.mark.slow  # a 14-sub-DNN program through TVM: ~40 s
+def test_seed_40300_compiles_for_tvm():
+    from dycl.fuzz.generate import generate
+    from dycl.fuzz.oracle import check_program
+
+    outcome = check_program(generate(40300), "tvm")
     assert outcome.status == "ok", outcome.detail
