@@ -3,7 +3,9 @@
 Independent sub-DNNs compile in parallel in a pool of worker processes sized to the
 machine (`dycl.backends.worker`: fresh interpreters, as torch and fork do not mix, that
 never re-run the user's script). Each worker pays a torch import and a first-export
-warm-up of several seconds, so a few sub-DNNs compile in this process instead.
+warm-up of several seconds, so a few sub-DNNs compile in this process instead. A backend
+with `compile_batch` (ONNX Runtime: one export for all) compiles in this process unless
+the caller asks for jobs.
 """
 
 from __future__ import annotations
