@@ -46,8 +46,9 @@ def compile(  # noqa: A001 - the public name the design asks for
 
     backend_options: onnxruntime: `opset`; tvm: `target`, `tune_seconds` (MetaSchedule
     budget per sub-DNN, 0 = untuned), `tune_trials_per_round`.
-    threads: runtime threads per sub-DNN (default: all cores). jobs: compile processes
-    (default: all cores, used when there are enough sub-DNNs to pay for the pool).
+    threads: runtime threads (default: all cores; sub-DNNs under 2 M multiply-accumulates
+    run on one). jobs: compile processes (default: TVM uses all cores when there are enough
+    sub-DNNs to pay for the pool; ONNX Runtime exports all sub-DNNs at once in-process).
     pipeline: options of `dycl-pipeline` (min_ops, max_trip_count, weights_as_args).
     """
     from dycl.frontend import import_module
