@@ -52,11 +52,32 @@ def host_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
     """The functions that hold control flow: every defined func that is not a sub-DNN."""
     for op in module.ops:
         if isinstance(op, func.FuncOp) and not is_subdnn(op) and not op.is_declaration:
-            yield op
+            yield check_function(op)
 
 
 def subdnn_functions(module: ModuleOp) -> list[func.FuncOp]:
-    return [op for op in module.ops if is_subdnn(op)]
+    return [check_function(op) for op in module.ops if is_subdnn(op)]
+
+
+def check_functions(module: ModuleOp) -> None:
+    """Every host function and sub-DNN is one block (see `check_function`)."""
+    for op in module.ops:
+        if is_subdnn(op) or (isinstance(op, func.FuncOp) and not op.is_declaration):
+            check_function(op)
+
+
+def check_function(fn: func.FuncOp) -> func.FuncOp:
+    """`fn`, if its body is one block: the HCFG passes handle structured control flow only
+    (`scf` ops), and a sub-DNN is never a declaration. Multi-block bodies verify in xDSL
+    (`cf`-style IR) but made the passes' `fn.body.block` raise ValueError."""
+    if len(fn.body.blocks) != 1:
+        what = "no body" if not fn.body.blocks else f"{len(fn.body.blocks)} blocks"
+        kind = "sub-DNN" if is_subdnn(fn) else "function"
+        raise HCFGError(
+            f"@{fn.sym_name.data}: a {kind} with {what}: DyCL's passes need one block per function "
+            "(structured control flow with scf ops)"
+        )
+    return fn
 
 
 def calls_by_callee(module: ModuleOp) -> dict[str, list[func.CallOp]]:

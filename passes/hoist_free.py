@@ -44,6 +44,7 @@ from xdsl.rewriter import InsertPoint
 
 from dycl.dialects import torch as t
 from dycl.passes._common import (
+    check_functions,
     is_constant,
     is_subdnn,
     is_tensor,
@@ -344,6 +345,7 @@ class HoistFreePass(ModulePass):
     name: ClassVar[str] = "dycl-hoist-free"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        check_functions(op)
         walker = PatternRewriteWalker(
             GreedyRewritePatternApplier(hoist_patterns()), walk_regions_first=False
         )

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
-from dycl.ir import IRParseError, format_parse_error
+from dycl.ir import IRParseError, IRVerifyError, format_parse_error
+
+
+class InvalidPassOutput(Exception):
+    """A pass turned IR that verified into IR that does not: a DyCL bug, not bad input
+    (so no DiagnosticException), still printed located at the op that fails."""
 
 
 def format_error(err: BaseException, input_name: str) -> str:
@@ -12,7 +17,7 @@ def format_error(err: BaseException, input_name: str) -> str:
     match err:
         case ParseError():
             return format_parse_error(err)
-        case IRParseError():
+        case IRParseError() | IRVerifyError() | InvalidPassOutput():
             return str(err)
         case ArgSpecParseError():
             return f"<pass pipeline>: error: {err}"

@@ -3,21 +3,27 @@
 All of xDSL's own passes stay available. Output is MLIR's generic form unless `--pretty`
 is given, so that torch-mlir-opt parses what dycl-opt writes. Errors are printed as
 located diagnostics (`file:line:col: error: ...`) with exit code 1, never a traceback.
+The input, and the IR after each pass, is verified by `dycl.ir.verify_module`, which
+points at the op that fails (the parser records where each op starts); IR a pass broke
+is reported as `InvalidPassOutput`, a DyCL bug rather than bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
+from typing import IO
 
 from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dycl.dialects.dycl import Dycl
 from dycl.dialects.torch import Torch, TorchC
+from dycl.ir import IRVerifyError, LocatingParser, SourceMap, verify_module
 from dycl.passes import get_all_passes
-from dycl.tools.diagnostics import format_error
+from dycl.tools.diagnostics import InvalidPassOutput, format_error
 
 
 class DyclOptMain(xDSLOptMain):
@@ -27,6 +33,22 @@ class DyclOptMain(xDSLOptMain):
         super().register_all_dialects()
         for dialect in (Torch, TorchC, Dycl):
             self.ctx.register_dialect(dialect.name, lambda d=dialect: d)
+
+    def register_all_frontends(self):
+        super().register_all_frontends()
+        self.sources = SourceMap()
+        self.line_offset = 0
+
+        def parse_mlir(io: IO[bytes]):
+            parser = LocatingParser(self.ctx, io.read(), self.get_input_name(), sources=self.sources,
+                                    line_offset=self.line_offset)
+            return parser.parse_module(not self.args.no_implicit_module)
+
+        self.available_frontends["mlir"] = parse_mlir
+
+    def parse_chunk(self, chunk, file_extension, start_offset=0):
+        self.line_offset = start_offset  # --split-input-file: lines of the earlier chunks
+        return super().parse_chunk(chunk, file_extension, start_offset)
 
     def register_all_passes(self):
         super().register_all_passes()
@@ -53,6 +75,24 @@ class DyclOptMain(xDSLOptMain):
         self.ctx.allow_unregistered = True
         self.args.print_op_generic = not self.args.pretty
         super().setup_pipeline()
+        if self.args.disable_verify:
+            return
+        xdsl_callback = self.pipeline.callback
+
+        def verify_then(previous_pass, module, next_pass):
+            # The input, then the IR after each pass, verified before xDSL's own check (which
+            # names no op and crashes on some bad IR): a failure is a located diagnostic.
+            try:
+                verify_module(module, self.sources, self.get_input_name())
+            except IRVerifyError as err:
+                if previous_pass is None:
+                    raise
+                first, _, context = str(err).partition("\n")
+                raise InvalidPassOutput(f"{first} [after pass {previous_pass.name}]\n{context}".rstrip()) from err
+            if xdsl_callback is not None:
+                xdsl_callback(previous_pass, module, next_pass)
+
+        self.pipeline = dataclasses.replace(self.pipeline, callback=verify_then)
 
     def output_resulting_program(self, prog) -> str:
         if self.args.emit_hcfg is None:

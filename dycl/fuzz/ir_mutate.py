@@ -123,8 +123,8 @@ class _Hang(BaseException):
 
 DIAGNOSTIC = re.compile(r"^\S.*?(:\d+:\d+)?: error: \S", re.MULTILINE)
 # Exceptions that mean "bad input, reported as such"; any other type reaching dycl-opt's
-# catch-all is an internal error.
-DIAGNOSTIC_TYPES = {"ParseError", "IRParseError", "VerifyException", "DiagnosticException", "PassFailedException",
+# catch-all is an internal error (so is "InvalidPassOutput": a pass broke IR that verified).
+DIAGNOSTIC_TYPES = {"ParseError", "IRParseError", "IRVerifyError", "VerifyException", "DiagnosticException", "PassFailedException",
                     "ArgSpecParseError", "FileNotFoundError", "IsADirectoryError", "PermissionError",
                     "PassPipelineParseError", "InterpretationError", "UnicodeDecodeError", "HCFGError",
                     "MultipleSpansParseError"}
@@ -146,7 +146,10 @@ def run_case(text: str, pipeline: str, timeout: float = 10.0, directory: Path | 
         seen.append(err)
         return original(err, name)
 
+    fired = []
+
     def alarm(signum, frame):
+        fired.append(True)
         raise _Hang()
 
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -165,6 +168,8 @@ def run_case(text: str, pipeline: str, timeout: float = 10.0, directory: Path | 
         signal.signal(signal.SIGALRM, previous)
         opt.format_error = original
         Path(path).unlink(missing_ok=True)
+    if fired:  # the alarm hit a `__del__` or the like, which only printed "Exception ignored"
+        return CaseResult("hang", None, stderr.getvalue())
     return classify(code, stderr.getvalue(), [type(e).__name__ for e in seen])
 
 
