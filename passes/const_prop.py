@@ -22,7 +22,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.traits import HasCanonicalizationPatternsTrait
+from xdsl.traits import HasCanonicalizationPatternsTrait, NoTerminator
 from xdsl.transforms.canonicalization_patterns.scf import RehoistConstInLoops
 from xdsl.transforms.dead_code_elimination import region_dce
 
@@ -135,9 +135,20 @@ class RemoveDeadTorchOp(RewritePattern):
         name = _name(op)
         if not name.startswith(("torch.", "torch_c.", "dycl.")) or name in _EFFECTFUL_OPS:
             return
-        if op.regions or any(r.uses for r in op.results):
+        if op.regions or any(r.uses for r in op.results) or _in_terminator_position(op):
             return
         rewriter.erase_op(op)
+
+
+def _in_terminator_position(op: Operation) -> bool:
+    """`op` ends a block that needs a terminator: it is one (`torch.prim.If.yield`) or
+    stands where one should be (an unknown op instead of `func.return`); erasing it left
+    an empty block that does not verify."""
+    block = op.parent_block()
+    if block is None or block.last_op is not op:
+        return False
+    parent = block.parent_op()
+    return parent is None or not parent.has_trait(NoTerminator, value_if_unregistered=False)
 
 
 @dataclass(frozen=True)

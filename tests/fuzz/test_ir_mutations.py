@@ -178,3 +178,34 @@ def test_shape_infer_on_an_op_name_without_a_namespace_is_a_diagnostic():
     )
     result = run_case(text, "dycl-shape-infer", timeout=60.0)
     assert result.status == "ok", result.stderr
+
+
+def test_const_prop_keeps_an_op_in_terminator_position():
+    """Regression (seed 1, case 2118 of the rerun): with "func.return" renamed to an unknown
+    torch op, dycl-const-prop erased that op as dead and left the function an empty block,
+    which no longer verified (found once dycl-opt verified the IR after each pass); it also
+    erased torch-mlir's `torch.prim.If.yield`."""
+    case = MutationCase.make(1, 2118, CAMPAIGN_SEEDS)
+    assert case.mutation == "op '\"func.return\"' -> '\"torch.aten.no_such_op\"'", "the seed files changed"
+    result = run_case(case.text, case.pipeline, timeout=120.0)
+    assert result.status == "ok", result.stderr
+
+    from dycl.ir import parse_module, print_module, verify_module
+    from dycl.passes.const_prop import ConstPropPass
+
+    text = (
+        '"func.func"() <{sym_name = "f", function_type = (!torch.vtensor<[2],f32>, !torch.bool) -> !torch.vtensor<[2],f32>}> ({\n'
+        "^bb0(%x: !torch.vtensor<[2],f32>, %b: !torch.bool):\n"
+        '  %y = "torch.aten.relu"(%x) : (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>\n'
+        '  %z = "torch.prim.If"(%b) ({\n'
+        '    "torch.prim.If.yield"(%y) : (!torch.vtensor<[2],f32>) -> ()\n'
+        "  }, {\n"
+        '    "torch.prim.If.yield"(%x) : (!torch.vtensor<[2],f32>) -> ()\n'
+        "  }) : (!torch.bool) -> !torch.vtensor<[2],f32>\n"
+        '  "func.return"(%z) : (!torch.vtensor<[2],f32>) -> ()\n'
+        "}) : () -> ()\n"
+    )
+    module = parse_module(text)
+    ConstPropPass().apply(None, module)
+    verify_module(module)
+    assert print_module(module).count('"torch.prim.If.yield"') == 2
