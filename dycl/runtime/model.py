@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest
-from dycl.runtime.runners import RUNNERS, default_threads, threads_for
+from dycl.runtime.runners import RUNNERS, default_threads
 
 
 class InputError(TypeError):
@@ -80,7 +80,7 @@ class CompiledModel:
         for record in self.manifest["subdnns"]:
             path = self.directory / record["file"]
             try:
-                subdnns[record["name"]] = make_runner(path, record, len(record["inputs"]), threads_for(record, self.threads))
+                subdnns[record["name"]] = make_runner(path, record, len(record["inputs"]), self.threads)
             except Exception as err:
                 raise ArtifactError(f"{path}: the {self.backend} runtime cannot load it: {err}") from err
         self.subdnn_calls = subdnns

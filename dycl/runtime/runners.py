@@ -23,7 +23,8 @@ Runner = Callable[..., list]
 # A sub-DNN with fewer multiply-accumulates than this (manifest "macs", from
 # dycl.backends.cost) runs on one thread: waking a second intra-op thread costs more than
 # it saves. Measured here (2 threads vs 1, idle machine): 1.3-1.4x slower under 0.2 M
-# MACs, even at 1-4 M, 0.75-0.8x from 4.7 M (a SkipNet block) up.
+# MACs, even at 1-4 M, 0.75-0.8x from 4.7 M (a SkipNet block) up. ONNX Runtime only:
+# TVM's thread pool is one per process.
 SINGLE_THREAD_MACS = 2_000_000
 
 # ONNX Runtime's intra-op workers spin-wait after each run by default. DyCL holds one
@@ -62,7 +63,8 @@ def ort_session_options(threads: int):
 def ort_runner(path: Path, meta: Mapping[str, Any], n_inputs: int, threads: int) -> Runner:
     import onnxruntime as ort
 
-    session = ort.InferenceSession(str(path), ort_session_options(threads), providers=["CPUExecutionProvider"])
+    options = ort_session_options(threads_for(meta, threads))
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     present = {i.name for i in session.get_inputs()}
     names = [n if n in present else None for n in meta["input_names"]]
     outputs = list(meta["output_names"])

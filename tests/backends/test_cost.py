@@ -37,3 +37,13 @@ def test_small_subdnns_run_on_one_thread():
     assert threads_for({"macs": SINGLE_THREAD_MACS - 1}, 4) == 1
     assert threads_for({"macs": SINGLE_THREAD_MACS}, 4) == 4
     assert threads_for({}, 4) == 4  # an artifact written before the estimate existed
+
+
+def test_a_compiled_model_runs_its_small_subdnns_on_one_thread(compiled_samples):
+    from dycl.runtime import CompiledModel
+
+    compiled = compiled_samples("early_exit")  # a few small linear layers
+    model = CompiledModel(compiled.directory, threads=2)
+    assert model.subdnn_calls
+    for runner in model.subdnn_calls.values():
+        assert runner.session.get_session_options().intra_op_num_threads == 1
