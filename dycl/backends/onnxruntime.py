@@ -39,9 +39,8 @@ def compile_batch(
 ) -> dict[str, CompiledSubDNN]:
     """Several sub-DNNs through one export, cut back into one ONNX model each.
 
-    Most of an export's time is fixed cost (the exporter sets up its decomposition tables
-    on every call: ~0.4 s against ~0.1 s per sub-DNN of real work), so a network's
-    sub-DNNs go through together. Each part is checked by its own session like a lone
+    The exporter sets up its decomposition tables on every call (~0.4 s, more than a
+    small sub-DNN's own work), so a network's sub-DNNs go through together. Each part is checked by its own session like a lone
     compile; if anything in the joint route fails, every sub-DNN is compiled alone, so
     an error still names its sub-DNN and op.
     """
@@ -59,11 +58,9 @@ def _compile_side_by_side(subdnns, weights, options) -> dict[str, CompiledSubDNN
     inputs = [[f"s{k}_in{i}" for i in range(len(s.inputs))] for k, s in enumerate(subdnns)]
     outputs = [[f"s{k}_out{j}" for j in range(len(s.outputs))] for k, s in enumerate(subdnns)]
     program = export_side_by_side(list(subdnns), weights, NAME)
-    with warnings.catch_warnings(), _quiet():
-        warnings.simplefilter("ignore")
-        joint = export_onnx(
-            program, options.get("opset"), [n for ns in inputs for n in ns], [n for ns in outputs for n in ns]
-        ).model_proto
+    joint = export_onnx(
+        program, options.get("opset"), [n for ns in inputs for n in ns], [n for ns in outputs for n in ns]
+    ).model_proto
     present = {value.name for value in joint.graph.input}
     extractor = onnx.utils.Extractor(joint)
     results = {}
@@ -81,20 +78,13 @@ def _compile_side_by_side(subdnns, weights, options) -> dict[str, CompiledSubDNN
 
 
 def _to_onnx(subdnn: SubDNN, program, options: Mapping[str, Any]) -> bytes:
-    import torch
-
-    # The exporter prints progress and deprecation chatter; a compile of 40 sub-DNNs
-    # must not flood the terminal. Its errors still reach us as exceptions.
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings(), _quiet():
-            warnings.simplefilter("ignore")
-            onnx_program = export_onnx(
-                program,
-                options.get("opset"),
-                input_names=[f"in{i}" for i in range(len(subdnn.inputs))],
-                output_names=[f"out{i}" for i in range(len(subdnn.outputs))],
-            )
+        onnx_program = export_onnx(
+            program,
+            options.get("opset"),
+            input_names=[f"in{i}" for i in range(len(subdnn.inputs))],
+            output_names=[f"out{i}" for i in range(len(subdnn.outputs))],
+        )
     except Exception as err:
         text = str(err)
         op = blame_op(op_names_of(subdnn.ir_text), text)
@@ -115,8 +105,17 @@ def export_onnx(program, opset: int | None, input_names: list[str], output_names
 
     The public entry point rebuilds the registry of torchlib translations on every call:
     ~1.5 s, three quarters of a small sub-DNN's export. The exporter only reads it, so one
-    registry per opset serves every export.
+    registry per opset serves every export. The exporter's progress and deprecation
+    chatter is silenced (a compile of 40 sub-DNNs must not flood the terminal); its
+    errors still arrive as exceptions.
     """
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    with warnings.catch_warnings(), _quiet():
+        warnings.simplefilter("ignore")
+        return _export_onnx(program, opset, input_names, output_names)
+
+
+def _export_onnx(program, opset, input_names, output_names):
     import torch
 
     try:

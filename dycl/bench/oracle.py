@@ -13,11 +13,8 @@ machinery is the same and the only difference is the host program and the split.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
-import logging
 import tempfile
 import time
 import warnings
@@ -76,15 +73,12 @@ def with_constants(run, template: list):
 
 
 def _onnx_bytes(program: torch.export.ExportedProgram, n_inputs: int, n_outputs: int) -> bytes:
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        exported = export_onnx(
-            program,
-            None,
-            input_names=[f"in{i}" for i in range(n_inputs)],
-            output_names=[f"out{i}" for i in range(n_outputs)],
-        )
+    exported = export_onnx(
+        program,
+        None,
+        input_names=[f"in{i}" for i in range(n_inputs)],
+        output_names=[f"out{i}" for i in range(n_outputs)],
+    )
     return exported.model_proto.SerializeToString()
 
 
