@@ -67,7 +67,10 @@ def parse_module(
     which parses but does not verify is an `IRVerifyError` at the offending op."""
     sources = SourceMap()
     try:
-        module = LocatingParser(ctx or make_context(), text, source_name, sources=sources).parse_module()
+        if verify:
+            module = LocatingParser(ctx or make_context(), text, source_name, sources=sources).parse_module()
+        else:
+            module = Parser(ctx or make_context(), text, source_name).parse_module()
     except ParseError as err:
         raise IRParseError(format_parse_error(err)) from None
     if verify:

@@ -67,16 +67,21 @@ def check_functions(module: ModuleOp) -> None:
 
 
 def check_function(fn: func.FuncOp) -> func.FuncOp:
-    """`fn`, if its body is one block: the HCFG passes handle structured control flow only
-    (`scf` ops), and a sub-DNN is never a declaration. Multi-block bodies verify in xDSL
-    (`cf`-style IR) but made the passes' `fn.body.block` raise ValueError."""
+    """`fn`, if its body is one block that ends in `func.return`: the HCFG passes handle
+    structured control flow only (`scf` ops), and a sub-DNN is never a declaration.
+    Multi-block bodies verify in xDSL (`cf`-style IR) but made the passes' `fn.body.block`
+    raise ValueError; an unknown op in place of `func.return` verifies too (xDSL takes any
+    unregistered op for a terminator) and failed an assertion in dycl-hoist-free."""
+    kind = "sub-DNN" if is_subdnn(fn) else "function"
     if len(fn.body.blocks) != 1:
         what = "no body" if not fn.body.blocks else f"{len(fn.body.blocks)} blocks"
-        kind = "sub-DNN" if is_subdnn(fn) else "function"
         raise HCFGError(
             f"@{fn.sym_name.data}: a {kind} with {what}: DyCL's passes need one block per function "
             "(structured control flow with scf ops)"
         )
+    last = fn.body.block.last_op
+    if not isinstance(last, func.ReturnOp):
+        raise error(last or fn, f"a {kind} that does not end in func.return")
     return fn
 
 

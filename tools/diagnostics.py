@@ -25,5 +25,5 @@ def format_error(err: BaseException, input_name: str) -> str:
             return f"{input_name}: error: {err}"
         case FileNotFoundError() | IsADirectoryError() | PermissionError():
             return f"{err.filename}: error: {err.strerror}"
-        case _:
-            return f"{input_name}: error: {err}"
+        case _:  # an internal error; some (AssertionError) have no message
+            return f"{input_name}: error: {str(err) or type(err).__name__}"

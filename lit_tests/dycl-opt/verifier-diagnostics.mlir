@@ -76,3 +76,16 @@
     "func.return"(%z) : (!torch.vtensor<[2],f32>) -> ()
   }) : () -> ()
 }) : () -> ()
+
+// -----
+
+// An unknown op where func.return should be verifies (xDSL takes any unregistered op for a
+// terminator); in a sub-DNN it failed an assertion in dycl-hoist-free (seed 2, case 8275).
+// CHECK: @f: op 1 (foo.return): a function that does not end in func.return
+"builtin.module"() ({
+  "func.func"() <{sym_name = "f", function_type = (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[2],f32>):
+    %y = "torch.aten.relu"(%x) : (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>
+    "foo.return"(%y) : (!torch.vtensor<[2],f32>) -> ()
+  }) : () -> ()
+}) : () -> ()

@@ -187,8 +187,12 @@ def test_const_prop_keeps_an_op_in_terminator_position():
     erased torch-mlir's `torch.prim.If.yield`."""
     case = MutationCase.make(1, 2118, CAMPAIGN_SEEDS)
     assert case.mutation == "op '\"func.return\"' -> '\"torch.aten.no_such_op\"'", "the seed files changed"
-    result = run_case(case.text, case.pipeline, timeout=120.0)
+    result = run_case(case.text, "dycl-const-prop", timeout=120.0)
     assert result.status == "ok", result.stderr
+    result = run_case(case.text, case.pipeline, timeout=120.0)  # dycl-pipeline
+    assert result.status == "diagnostic", result.stderr
+    assert "error: @fold_int_arith: op 1 (torch.aten.no_such_op): a function that does not end in func.return" \
+        in result.stderr
 
     from dycl.ir import parse_module, print_module, verify_module
     from dycl.passes.const_prop import ConstPropPass
@@ -209,3 +213,21 @@ def test_const_prop_keeps_an_op_in_terminator_position():
     ConstPropPass().apply(None, module)
     verify_module(module)
     assert print_module(module).count('"torch.prim.If.yield"') == 2
+
+
+def test_campaign_seed_2_case_8275_a_sub_dnn_without_func_return_is_a_diagnostic():
+    """`func.ret\\t\\turn`: an unregistered op ended the sub-DNN @mixed (xDSL verifies it as a
+    terminator) and dycl-hoist-free's `assert isinstance(ret, func.ReturnOp)` failed; the
+    AssertionError's empty message made dycl-opt print `file: error: ` (no diagnostic)."""
+    seeds = CAMPAIGN_SEEDS + [(n, t) for n, t in SEEDS if n.endswith("dycl-opt/verifier-diagnostics.mlir")]
+    case = MutationCase.make(2, 8275, sorted(seeds))
+    assert case.mutation == "insert '\\t\\t' at 5678", "the seed files changed"
+    result = run_case(case.text, case.pipeline, timeout=120.0)
+    assert result.status == "diagnostic" and result.error_type == "HCFGError", result.stderr
+    assert "error: @mixed: op 10 (func.ret\t\turn): a sub-DNN that does not end in func.return" in result.stderr
+
+
+def test_an_internal_error_without_a_message_still_says_what_it_is():
+    from dycl.tools.diagnostics import format_error
+
+    assert format_error(AssertionError(), "in.mlir") == "in.mlir: error: AssertionError"
