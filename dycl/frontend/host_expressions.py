@@ -229,7 +229,11 @@ def _apply(self, expr: ast.expr, env, operands=None) -> V.EnvValue:
     by_copy = {id(memo[key]): name for key, name in replacements.items()}
     rewritten = _ReplaceChildren(by_copy).visit(copied)
     scoped = {**env, **local}
-    return self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
+    result = self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
+    for name in env:  # a run that mutates a tensor in place rebinds it (and its aliases)
+        if scoped[name] is not env[name]:
+            env[name] = scoped[name]
+    return result
 
 
 def _operand_slots(expr: ast.expr):
