@@ -25,6 +25,7 @@ def main(argv=None) -> int:
     parser.add_argument("--count", type=int, default=20, help="random programs to check")
     parser.add_argument("--seed", type=int, default=0, help="first program seed; seed of the IR mutations")
     parser.add_argument("--backend", default="onnxruntime", choices=("onnxruntime", "tvm", "interpreter"))
+    parser.add_argument("--no-mutation", action="store_true", help="programs without tensor mutation (as before it existed)")
     parser.add_argument("--tvm-every", type=int, default=50, help="seeds divisible by this also use TVM (0: never)")
     parser.add_argument("--ir-mutations", type=int, default=0, help="malformed-IR cases for dycl-opt")
     parser.add_argument("--ir-seeds", type=Path, nargs="*", default=[Path("lit_tests")], help=".mlir files or directories")
@@ -61,7 +62,7 @@ def _programs(args, summary) -> bool:
         print(mark, end="", flush=True, file=sys.stderr)
 
     seeds = list(range(args.seed, args.seed + args.count))
-    outcomes = check_seeds(seeds, args.backend, args.tvm_every, args.chunk, args.timeout, report)
+    outcomes = check_seeds(seeds, args.backend, args.tvm_every, args.chunk, args.timeout, report, not args.no_mutation)
     log.close()
     summary["programs"] = summarize(outcomes) | {"seeds": f"{seeds[0]}..{seeds[-1]}"}
     failures = [o for o in outcomes if o["status"] != "ok"]
@@ -72,7 +73,8 @@ def _programs(args, summary) -> bool:
             if key in seen or outcome["status"] in ("timeout", "worker-crash"):
                 continue
             seen.add(key)
-            shrunk.append(shrink_seed(outcome["seed"], args.backend, args.tvm_every, args.regressions))
+            shrunk.append(shrink_seed(outcome["seed"], args.backend, args.tvm_every, args.regressions,
+                                      mutation=not args.no_mutation))
         summary["programs"]["shrunk"] = shrunk
     return bool(failures)
 

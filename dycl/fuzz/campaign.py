@@ -66,6 +66,7 @@ def check_seeds(
     chunk: int = 10,
     timeout: float = 300.0,
     report: Callable[[dict], None] = lambda outcome: None,
+    mutation: bool = True,
 ) -> list[dict]:
     """Outcomes (as dicts) for every seed, in order of completion."""
     outcomes: list[dict] = []
@@ -73,7 +74,8 @@ def check_seeds(
     while pending:
         batch, pending = pending[:chunk], pending[chunk:]
         while batch:
-            process = _worker(["check", *map(str, batch), "--backend", backend, "--tvm-every", str(tvm_every)])
+            flags = [] if mutation else ["--no-mutation"]
+            process = _worker(["check", *map(str, batch), "--backend", backend, "--tvm-every", str(tvm_every), *flags])
             started = {"seed": None, "at": time.monotonic()}
             done = set()
             for record in _lines(process, lambda: started["at"] + timeout):
@@ -98,8 +100,10 @@ def check_seeds(
     return outcomes
 
 
-def shrink_seed(seed: int, backend: str, tvm_every: int, out: Path, timeout: float = 3600.0) -> dict | None:
-    process = _worker(["shrink", str(seed), "--backend", backend, "--tvm-every", str(tvm_every), "--out", str(out)])
+def shrink_seed(seed: int, backend: str, tvm_every: int, out: Path, timeout: float = 3600.0,
+                mutation: bool = True) -> dict | None:
+    flags = [] if mutation else ["--no-mutation"]
+    process = _worker(["shrink", str(seed), "--backend", backend, "--tvm-every", str(tvm_every), "--out", str(out), *flags])
     start = time.monotonic()
     result = None
     for record in _lines(process, lambda: start + timeout):

@@ -1,10 +1,14 @@
 """Random dynamic programs: stacks of conv/linear/activation/norm layers under random
 control flow (early exits, if/elif/else gates on statistics, bounded loops with break,
-counters, appended outputs, nested conditions, helper methods).
+counters, appended outputs, nested conditions, helper methods), and in half of the
+programs tensor mutation in place (`dycl.fuzz.mutation`: subscript and augmented stores,
+in-place methods, `out=`, inplace modules, views and aliases, one-arm and per-step writes).
 
 `generate(seed)` is deterministic in the seed. Only constructs the frontend documents are
 used (DESIGN.md, "The frontend"); every layer keeps the shape of `x` within a stage, so any
-statement may follow any other.
+statement may follow any other. Mutation draws from a second random stream:
+`generate(seed, mutation=False)` is the program the generator wrote before mutation existed,
+and a mutating program is that program with mutation statements added.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from dycl.fuzz.program import Break, Cond, For, If, Line, Program, Stmt, While
+from dycl.fuzz import mutation as M
+from dycl.fuzz.program import Break, Cond, For, If, Line, Mutation, Program, Stmt, While
 
 VECTOR_ACTIVATIONS = [
     "torch.relu({x})", "torch.tanh({x})", "torch.sigmoid({x})", "F.gelu({x})", "F.silu({x})",
@@ -35,10 +40,11 @@ class _Scope:
     in_loop: bool = False
     in_helper: bool = False
     depth: int = 0
+    loop_indices: tuple[str, ...] = ()  # placeholders of enclosing loops' indices (mutation)
 
 
 class Generator:
-    def __init__(self, seed: int, max_conditions: int = 5):
+    def __init__(self, seed: int, max_conditions: int = 5, mutation: bool = True):
         self.rng = random.Random(seed)
         self.seed = seed
         self.width = self.rng.choice([4, 6, 8])
@@ -50,6 +56,15 @@ class Generator:
         self.outputs = ["y"] + [o for o in ("count", "outs") if self.rng.random() < 0.5]
         # (a list return holding a Python int is a known frontend bug: tests/fuzz/regressions)
         self.as_list = "count" not in self.outputs and self.rng.random() < 0.3
+        # mutation: its own stream, so that the rest of the program does not depend on it
+        mrng = random.Random(seed * 7919 + 0x4D17)
+        self.mutating = mutation and mrng.random() < M.PROGRAM_PROBABILITY
+        self.acc = self.mutating and mrng.random() < M.ACC_PROBABILITY
+        self.loops = 0
+        self.mutator = M.Mutator(
+            mrng, self.width, self.module, lambda stage: IMAGE_STATISTICS if stage == "image" else VECTOR_STATISTICS,
+            SUMMARY, self.acc,
+        ) if self.mutating else None
 
     # ----- names -------------------------------------------------------------------------
 
@@ -110,7 +125,8 @@ class Generator:
             return Line("return x")
         width = self.rng.choice([self.width, 3, 5])
         head = self.module(f"nn.Linear({self.width}, {width})")
-        return Line(self.return_lines(f"{head}({SUMMARY[scope.stage]})", scope.stage))
+        summary = SUMMARY[scope.stage] + (" + acc" if self.acc else "")
+        return Line(self.return_lines(f"{head}({summary})", scope.stage))
 
     def return_lines(self, y: str, stage: str) -> str:
         lines = []
@@ -161,7 +177,16 @@ class Generator:
         return self.loop(scope)
 
     def block(self, scope: _Scope, low: int = 1, high: int = 3) -> list[Stmt]:
-        return [self.statement(scope) for _ in range(self.rng.randint(low, high))]
+        stmts = [self.statement(scope) for _ in range(self.rng.randint(low, high))]
+        if self.mutator is None:
+            return stmts
+        mixed: list[Stmt] = []
+        for k in range(len(stmts) + 1):  # a gap before each statement and after the last
+            if self.mutator.rng.random() < M.GAP_PROBABILITY:
+                mixed += self.mutator.statements(scope.stage, scope.in_helper, scope.loop_indices)
+            if k < len(stmts):
+                mixed.append(stmts[k])
+        return mixed
 
     def inner(self, scope: _Scope, **changes) -> _Scope:
         values = dict(scope.__dict__, depth=scope.depth + 1)
@@ -179,13 +204,26 @@ class Generator:
 
     def loop(self, scope: _Scope) -> Stmt:
         trips = self.rng.randint(1, 4)
-        inner = self.inner(scope, in_loop=True)
+        # the loop's index is a placeholder until we know whether it is a for or a while
+        index = None
+        if self.mutator is not None:
+            self.loops += 1
+            index = f"@index{self.loops}@"
+        inner = self.inner(scope, in_loop=True, loop_indices=scope.loop_indices + ((index,) if index else ()))
         body = self.block(inner, 1, 2)
+        if index and self.mutator.rng.random() < M.LOOP_INDEX_PROBABILITY:
+            body.insert(self.mutator.rng.randint(0, len(body)), self.mutator.loop_index(scope.stage, index, scope.in_helper))
         if self.rng.random() < 0.5:
             body.append(Break(self.cond(scope)))
         if self.rng.random() < 0.35:
             self.counters += 1
-            return While(trips, self.cond(scope), body, f"steps{self.counters}")
+            counter = f"steps{self.counters}"
+            _name_index(body, index, counter)
+            return While(trips, self.cond(scope), body, counter)
+        if index and _uses(body, index):
+            var = f"j{self.loops}"
+            _name_index(body, index, var)
+            return For(trips, body, var)
         return For(trips, body)
 
     def helper_call(self, scope: _Scope) -> Line:
@@ -212,14 +250,51 @@ class Generator:
         if self.conditions == 0:  # every program branches at least once, on vectors
             body.insert(r.randint(vector_start, len(body)), self.if_statement(_Scope("vector")))
         prologue = []
+        if self.mutating:
+            prologue.append("x = x.clone()")  # the program mutates x: never its input
+        if self.acc:
+            prologue.append(f"acc = torch.zeros(1, {self.width})")
         if "count" in self.outputs:
             prologue.append("count = 0")
         if "outs" in self.outputs:
             prologue.append("outs = []")
         head = self.module(f"nn.Linear({self.width}, {r.choice([2, 3, self.width])})")
         epilogue = self.return_lines(f"{head}(x)", "vector").split("\n")
+        if self.mutator is not None:  # (after the last draw from self.rng)
+            if not any(isinstance(s, Mutation) for s in walk([body, *self.helpers.values()])):
+                at = self.mutator.rng.randint(vector_start, len(body))
+                body[at:at] = self.mutator.statements("vector", False)
+            for k, cond in enumerate(self.mutator.conds):  # their threshold slots come last
+                cond.index = self.conditions + k
+            if self.acc:
+                epilogue.insert(0, "x = x + acc")
         return Program(self.seed, shape, self.modules, self.helpers, prologue, body, epilogue)
 
 
-def generate(seed: int, max_conditions: int = 5) -> Program:
-    return Generator(seed, max_conditions).program()
+def walk(blocks: list[list[Stmt]]):
+    """Every statement in some statement lists, depth first."""
+    for stmts in blocks:
+        for stmt in stmts:
+            yield stmt
+            if isinstance(stmt, If):
+                yield from walk([body for _, body in stmt.branches] + [stmt.orelse or []])
+            elif isinstance(stmt, (For, While)):
+                yield from walk([stmt.body])
+
+
+def _uses(stmts: list[Stmt], name: str) -> bool:
+    return any(isinstance(s, Line) and name in s.text for s in walk([stmts]))
+
+
+def _name_index(stmts: list[Stmt], placeholder: str | None, name: str) -> None:
+    """Give a loop's index placeholder its name (the for variable or the while counter)."""
+    if placeholder is None:
+        return
+    for stmt in walk([stmts]):
+        if isinstance(stmt, Line):
+            stmt.text = stmt.text.replace(placeholder, name)
+
+
+def generate(seed: int, max_conditions: int = 5, mutation: bool = True) -> Program:
+    """Program `seed`; `mutation=False`: never mutate (the programs of campaigns before mutation)."""
+    return Generator(seed, max_conditions, mutation).program()

@@ -42,6 +42,13 @@ class Line:
 
 
 @dataclass
+class Mutation(Line):
+    """Line(s) that change a tensor in place; `form` is one of `dycl.fuzz.mutation.FORMS`."""
+
+    form: str = ""
+
+
+@dataclass
 class If:
     branches: list[tuple[Cond, list["Stmt"]]]  # if / elif ...
     orelse: list["Stmt"] | None = None
@@ -56,6 +63,7 @@ class Break:
 class For:
     trips: int
     body: list["Stmt"]
+    var: str = "_"  # the loop index (a name when the body indexes with it)
 
 
 @dataclass
@@ -68,7 +76,7 @@ class While:
     counter: str
 
 
-Stmt = Union[Line, If, Break, For, While]
+Stmt = Union[Line, Mutation, If, Break, For, While]
 
 
 @dataclass
@@ -170,7 +178,7 @@ class _Writer:
             self.arm()
             self.emit(indent + 1, "break")
         elif isinstance(stmt, For):
-            self.emit(indent, f"for _ in range({stmt.trips}):")
+            self.emit(indent, f"for {stmt.var} in range({stmt.trips}):")
             self.body(indent + 1, stmt.body)
         elif isinstance(stmt, While):
             self.emit(indent, f"{stmt.counter} = 0")

@@ -17,7 +17,7 @@ Source of the shrunk program:
 
 import pytest
 
-from dycl.fuzz.program import Break, Cond, For, If, Line, Program, While  # noqa: F401
+from dycl.fuzz.program import Break, Cond, For, If, Line, Mutation, Program, While  # noqa: F401
 
 PROGRAM = {program!r}
 
