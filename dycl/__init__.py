@@ -2,6 +2,7 @@
 
     import dycl
     compiled = dycl.compile(model, example_inputs, backend="onnxruntime")   # or "tvm"
+    # ... checked against eager PyTorch on the example inputs (dycl.CompileMismatch if not)
     compiled.save("artifact_dir");  compiled = dycl.load("artifact_dir")
 
 Names are imported lazily so that `import dycl` stays cheap and torch-free: a deployed
@@ -19,6 +20,8 @@ _EXPORTS = {
     "ArtifactError": ("dycl.runtime", "ArtifactError"),
     "InputError": ("dycl.runtime", "InputError"),
     "BackendError": ("dycl.backends.errors", "BackendError"),
+    "CompileError": ("dycl.api", "CompileError"),
+    "CompileMismatch": ("dycl.api", "CompileMismatch"),
 }
 
 __all__ = sorted(_EXPORTS)

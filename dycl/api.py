@@ -5,27 +5,90 @@
     compiled.save("artifact/");  compiled = dycl.load("artifact/")          # load needs no torch
 
 compile = frontend (host IR) -> dycl-pipeline (HCFG) -> backends (sub-DNNs) + codegen
-(host.py) -> an artifact directory -> the runtime. What you run after `compile` is exactly
-what `load` gives you from the saved directory.
+(host.py) -> an artifact directory -> the runtime -> a self-check against eager PyTorch on
+the example inputs (`check=True`, recorded in the manifest). What you run after `compile`
+is exactly what `load` gives you from the saved directory.
+
+Errors: `dycl.compile` raises DyCL's own errors (`FrontendError`, `BackendError`,
+`InputError`, `ArtifactError`, `CompileMismatch`) unchanged, wraps any other exception of a
+stage in a `CompileError` naming the stage (chained: the original is `__cause__`), and
+raises `TypeError`/`ValueError` for bad arguments (unknown backend or backend option)
+before anything runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from dycl.runtime import ArtifactError, CompiledModel, InputError, load
 
-__all__ = ["compile", "compile_module", "load", "CompiledModel", "ArtifactError", "InputError"]
+__all__ = [
+    "compile",
+    "compile_module",
+    "load",
+    "check_against_eager",
+    "compare_outputs",
+    "CompiledModel",
+    "CompileError",
+    "CompileMismatch",
+    "ArtifactError",
+    "InputError",
+]
+
+# What "the same output" means everywhere in DyCL's checks (the README's "wrong" = not allclose).
+RTOL = 1e-3
+ATOL = 1e-4
+
+
+class CompileError(RuntimeError):
+    """`dycl.compile` failed inside one stage (`stage`: frontend, passes, codegen, backend,
+    artifact or check) with an error that is not one of DyCL's own; the original exception
+    is `__cause__` and its `Type: message` is in this message."""
+
+    def __init__(self, stage: str, message: str):
+        self.stage = stage
+        super().__init__(message)
+
+    @classmethod
+    def wrap(cls, stage: str, error: BaseException) -> "CompileError":
+        text = str(error)
+        what = f"{type(error).__name__}: {text}" if text else type(error).__name__
+        return cls(stage, f"dycl.compile failed in the {stage} stage: {what}")
+
+    def __reduce__(self):
+        return (CompileError, (self.stage, str(self)))
+
+
+class CompileMismatch(CompileError):
+    """The compiled model's output differs from eager PyTorch's on the same inputs.
+
+    `path` names the first differing output (`output`, `output[1][0]`), `reason` says how
+    (`shape (1, 7) vs eager (1, 3)`, `max abs error 0.41 exceeds allclose(...)`, ...)."""
+
+    def __init__(self, path: str, reason: str, inputs: str = "the example inputs"):
+        self.path = path
+        self.reason = reason
+        self.inputs = inputs
+        super().__init__(
+            "check",
+            f"the compiled model differs from eager PyTorch on {inputs}: {path}: {reason} "
+            f"(check=False skips this self-check)",
+        )
+
+    def __reduce__(self):
+        return (CompileMismatch, (self.path, self.reason, self.inputs))
 
 
 def compile(  # noqa: A001 - the public name the design asks for
@@ -34,6 +97,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     backend: str = "onnxruntime",
     *,
     method: str = "forward",
+    check: bool = True,
     threads: int | None = None,
     jobs: int | None = None,
     cache_dir: str | os.PathLike | None = None,
@@ -46,22 +110,36 @@ def compile(  # noqa: A001 - the public name the design asks for
 
     backend_options: onnxruntime: `opset`; tvm: `target`, `tune_seconds` (MetaSchedule
     budget per sub-DNN, 0 = untuned), `tune_trials_per_round`.
+    check: after compiling, run eager PyTorch (eval mode, no_grad, on clones of the example
+    inputs) and the compiled model on the example inputs and raise `CompileMismatch` if any
+    output differs (structure, shape, dtype, Python value, or not allclose(rtol=1e-3,
+    atol=1e-4)). The result is `manifest["check"]` (kept by save/load) and
+    `compile_report["check_seconds"]`. `check=False` skips it (`{"ran": false}`).
     threads: runtime threads (default: all cores; sub-DNNs under 2 M multiply-accumulates
     run on one). jobs: compile processes (default: TVM uses all cores when there are enough
     sub-DNNs to pay for the pool; ONNX Runtime exports all sub-DNNs at once in-process).
     pipeline: options of `dycl-pipeline` (min_ops, max_trip_count, weights_as_args).
     """
-    from dycl.frontend import import_module
-
+    with _stage("backend"):
+        from dycl.backends import backend_options as check_options
+    options = check_options(backend, backend_options)  # bad arguments fail before the slow steps
     start = time.perf_counter()
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
-    program = import_module(model, tuple(_as_torch(v) for v in example_inputs), method=method)
+    inputs = tuple(_as_torch(v) for v in example_inputs)
+    # Cloned before the frontend runs the model: a forward that mutates its inputs must not
+    # change what the check feeds eager PyTorch and the compiled model.
+    check_inputs = _clone(inputs) if check else None
+    with _stage("frontend"):
+        from dycl.frontend import import_module
+
+        program = import_module(model, inputs, method=method)
     frontend_seconds = time.perf_counter() - start
-    compiled = compile_module(
+    compiled = _compile(
         program.module,
         program.weights,
         backend,
+        options,
         entry=program.function_name,
         threads=threads,
         jobs=jobs,
@@ -69,10 +147,23 @@ def compile(  # noqa: A001 - the public name the design asks for
         use_cache=use_cache,
         progress=progress,
         pipeline=pipeline,
-        **backend_options,
+        run_pipeline=True,
+        stage=_stage,
     )
-    compiled.compile_report["frontend_seconds"] = frontend_seconds
-    compiled.compile_report["total_seconds"] = time.perf_counter() - start
+    if check:
+        with _stage("check"):
+            record = check_against_eager(model, compiled, check_inputs, method=method)
+    else:
+        record = {"ran": False}
+    with _stage("artifact"):
+        from dycl.runtime.artifact import update_manifest
+
+        compiled.manifest = update_manifest(compiled.directory, {"check": record})
+    report = compiled.compile_report
+    report["frontend_seconds"] = frontend_seconds
+    report["check_seconds"] = record.get("seconds", 0.0)
+    report["check"] = record
+    report["total_seconds"] = time.perf_counter() - start
     return compiled
 
 
@@ -93,43 +184,279 @@ def compile_module(
 ) -> CompiledModel:
     """Compile host IR (an xDSL module, as the frontend writes it) with its weights.
 
-    With `run_pipeline=False` the module must already be an HCFG (after dycl-pipeline)."""
+    With `run_pipeline=False` the module must already be an HCFG (after dycl-pipeline).
+    Unlike `compile`, errors pass through as raised (no self-check: there is no model)."""
     from dycl.backends import backend_options as check_options
-    from dycl.backends import compile_subdnns, subdnns_of
-    from dycl.codegen import generate_host
-    from dycl.ir import make_context
 
     options = check_options(backend, backend_options)  # fail before the slow steps
+    return _compile(
+        module, weights, backend, options, entry=entry, threads=threads, jobs=jobs, cache_dir=cache_dir,
+        use_cache=use_cache, progress=progress, pipeline=pipeline, run_pipeline=run_pipeline, stage=_no_stage,
+    )
+
+
+def _compile(
+    module, weights, backend, options, *, entry, threads, jobs, cache_dir, use_cache, progress, pipeline,
+    run_pipeline, stage: Callable[[str], contextlib.AbstractContextManager],
+) -> CompiledModel:
     report: dict[str, Any] = {"backend": backend}
     start = time.perf_counter()
     if run_pipeline:
-        from dycl.passes.pipeline import PipelinePass
+        with stage("passes"):
+            from dycl.ir import make_context
+            from dycl.passes.pipeline import PipelinePass
 
-        PipelinePass(**(pipeline or {})).apply(make_context(), module)
+            PipelinePass(**(pipeline or {})).apply(make_context(), module)
     report["pipeline_seconds"] = time.perf_counter() - start
 
-    host = generate_host(module, entry)
-    subdnns = list(subdnns_of(module))
-    start = time.perf_counter()
-    compiled = compile_subdnns(
-        subdnns, weights, backend, options, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress
-    )
-    report["backend_seconds"] = time.perf_counter() - start
+    with stage("codegen"):
+        from dycl.codegen import generate_host
+
+        host = generate_host(module, entry)
+    with stage("backend"):
+        from dycl.backends import compile_subdnns, subdnns_of
+
+        subdnns = list(subdnns_of(module))
+        start = time.perf_counter()
+        compiled = compile_subdnns(
+            subdnns, weights, backend, options, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress
+        )
+        report["backend_seconds"] = time.perf_counter() - start
     report["subdnn_count"] = len(subdnns)
     report["cached_subdnns"] = sum(c.cached for c in compiled.values())
 
-    directory = tempfile.mkdtemp(prefix="dycl-artifact-")
-    try:
-        write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads)
-        model = CompiledModel(directory, threads=threads)
-    except BaseException:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
+    with stage("artifact"):
+        directory = tempfile.mkdtemp(prefix="dycl-artifact-")
+        try:
+            write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads)
+            model = CompiledModel(directory, threads=threads)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
     weakref.finalize(model, shutil.rmtree, directory, ignore_errors=True)
     model.hcfg = _hcfg(module)
     model.hcfg_module = module
     model.compile_report.update(report)
     return model
+
+
+@contextlib.contextmanager
+def _stage(name: str) -> Iterator[None]:
+    """DyCL's own errors pass through; any other exception becomes a CompileError naming the stage."""
+    try:
+        yield
+    except Exception as err:
+        if isinstance(err, _own_errors()):
+            raise
+        raise CompileError.wrap(name, err) from err
+
+
+def _own_errors() -> tuple[type[BaseException], ...]:
+    own: list[type[BaseException]] = [InputError, ArtifactError, CompileError]
+    # A module that was never imported raised none of its errors (and importing it here could fail).
+    for module, name in (("dycl.frontend.errors", "FrontendError"), ("dycl.backends.errors", "BackendError")):
+        if module in sys.modules:
+            own.append(getattr(sys.modules[module], name))
+    return tuple(own)
+
+
+@contextlib.contextmanager
+def _no_stage(name: str) -> Iterator[None]:
+    yield
+
+
+# ------------------------------------------------------------------ the self-check
+
+
+def check_against_eager(
+    model,
+    compiled: Callable[..., Any],
+    inputs: Sequence[Any],
+    *,
+    method: str = "forward",
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    inputs_label: str = "the example inputs",
+) -> dict[str, Any]:
+    """Run eager PyTorch (`model` in eval mode, under no_grad) and `compiled` on separate
+    clones of `inputs`; raise `CompileMismatch` at the first output that differs (see
+    `compare_outputs`). Returns the record `dycl.compile` stores as `manifest["check"]`:
+    ran, passed, max_abs_error, rtol, atol, eager_seconds and compiled_seconds (one call
+    each) and seconds (the whole check)."""
+    import torch
+
+    start = time.perf_counter()
+    if not isinstance(inputs, (tuple, list)):
+        inputs = (inputs,)
+    inputs = tuple(_as_torch(v) for v in inputs)
+    if hasattr(model, "eval"):
+        model.eval()  # as the frontend compiled it
+    forward = model if method == "forward" else getattr(model, method)
+    eager_args, compiled_args = _clone(inputs), _clone(inputs)
+    eager_start = time.perf_counter()
+    with torch.no_grad():
+        expected = forward(*eager_args)
+    eager_seconds = time.perf_counter() - eager_start
+    compiled_start = time.perf_counter()
+    actual = compiled(*compiled_args)
+    compiled_seconds = time.perf_counter() - compiled_start
+    error, difference = compare_outputs(expected, actual, rtol=rtol, atol=atol)
+    if difference is not None:
+        raise CompileMismatch(*difference, inputs=inputs_label)
+    return {
+        "ran": True,
+        "passed": True,
+        "max_abs_error": error,
+        "rtol": rtol,
+        "atol": atol,
+        "eager_seconds": eager_seconds,
+        "compiled_seconds": compiled_seconds,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def compare_outputs(
+    expected: Any, actual: Any, *, rtol: float = RTOL, atol: float = ATOL, path: str = "output"
+) -> tuple[float, tuple[str, str] | None]:
+    """Compare a compiled model's output with eager PyTorch's: the one comparison DyCL's
+    checks use (`dycl.compile(check=True)`, `dycl-compile --check`).
+
+    Returns (max abs error over the float leaves compared, None) when they agree, or
+    (..., (path, reason)) for the first leaf, in order, that differs: the structure
+    (tuple/list, length, tensor vs Python scalar), a tensor's shape or dtype, an int/bool
+    value (exactly), or a value that is not allclose(actual, expected, rtol, atol) (NaNs
+    in the same places agree). `actual` may hold numpy arrays and numpy scalars."""
+    state = {"error": 0.0}
+    difference = _compare(expected, actual, path, rtol, atol, state)
+    return state["error"], difference
+
+
+def _compare(expected, actual, path, rtol, atol, state) -> tuple[str, str] | None:
+    e_kind, a_kind = _kind(expected), _kind(actual)
+    if e_kind in ("tuple", "list"):
+        if a_kind != e_kind:
+            return path, f"{_describe(actual)} vs eager {_describe(expected)}"
+        if len(actual) != len(expected):
+            return path, f"{e_kind} of length {len(actual)} vs eager {len(expected)}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            difference = _compare(e, a, f"{path}[{i}]", rtol, atol, state)
+            if difference is not None:
+                return difference
+        return None
+    if a_kind != e_kind:
+        return path, f"{_describe(actual)} vs eager {_describe(expected)}"
+    if e_kind == "tensor":
+        return _compare_tensors(expected, _as_tensor(actual), path, rtol, atol, state)
+    if e_kind == "float":
+        e, a = float(expected), float(actual)
+        if e != e and a != a:  # both NaN
+            return None
+        error = abs(a - e) if a != e else 0.0
+        if not error <= atol + rtol * abs(e):
+            return path, f"{a!r} vs eager {e!r}: abs error {error:.3g} exceeds allclose(rtol={rtol:g}, atol={atol:g})"
+        state["error"] = max(state["error"], error)
+        return None
+    if e_kind in ("int", "bool"):
+        if _python(actual) != _python(expected):
+            return path, f"{_python(actual)!r} vs eager {_python(expected)!r}"
+        return None
+    if actual != expected:
+        return path, f"{actual!r} vs eager {expected!r}"
+    return None
+
+
+def _compare_tensors(expected, actual, path, rtol, atol, state) -> tuple[str, str] | None:
+    import torch
+
+    if tuple(actual.shape) != tuple(expected.shape):
+        return path, f"shape {tuple(actual.shape)} vs eager {tuple(expected.shape)}"
+    if actual.dtype != expected.dtype:
+        return path, f"dtype {actual.dtype} vs eager {expected.dtype}"
+    if not expected.numel():
+        return None
+    e, a = expected.detach().cpu(), actual.detach().cpu()
+    if not (e.is_floating_point() or e.is_complex()):
+        differs = a != e
+        if bool(differs.any()):
+            index = tuple(int(i) for i in differs.nonzero()[0])
+            return path, (
+                f"{int(differs.sum())} of {e.numel()} elements differ "
+                f"(first at index {index}: {a[index].item()!r} vs eager {e[index].item()!r})"
+            )
+        return None
+    wide = torch.complex128 if e.is_complex() else torch.float64
+    e, a = e.to(wide), a.to(wide)
+    agree = (a == e) | (torch.isnan(a) & torch.isnan(e))  # equal infs and NaNs in the same places agree
+    error = torch.where(agree, 0.0, (a - e).abs())
+    error = torch.where(torch.isnan(error), float("inf"), error)  # NaN on one side only
+    excess = torch.where(torch.isinf(error), float("inf"), error - (atol + rtol * e.abs()))
+    excess = torch.where(agree, float("-inf"), excess)
+    worst = float(error.max())
+    if bool((excess > 0).any()):
+        index = tuple(int(i) for i in torch.unravel_index(excess.argmax(), tuple(e.shape)))
+        return path, (
+            f"max abs error {worst:.3g} exceeds allclose(rtol={rtol:g}, atol={atol:g}) at "
+            f"{int((excess > 0).sum())} of {e.numel()} elements "
+            f"(e.g. index {index}: {a[index].item():.6g} vs eager {e[index].item():.6g})"
+        )
+    state["error"] = max(state["error"], worst)
+    return None
+
+
+def _kind(value: Any) -> str:
+    import torch
+
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return "tensor"
+    if isinstance(value, tuple):
+        return "tuple"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    if value is None:
+        return "None"
+    return type(value).__name__
+
+
+def _describe(value: Any) -> str:
+    kind = _kind(value)
+    if kind == "tensor":
+        return f"a tensor of shape {tuple(value.shape)}"
+    if kind in ("tuple", "list"):
+        return f"a {kind} of length {len(value)}"
+    if kind in ("int", "bool", "float"):
+        return f"a Python {kind} ({_python(value)!r})"
+    return repr(value)
+
+
+def _python(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _as_tensor(value: Any):
+    import torch
+
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.array(value))  # a writable copy: from_numpy warns on read-only arrays
+    return value
+
+
+def _clone(value: Any) -> Any:
+    detach = getattr(value, "detach", None)
+    if detach is not None and hasattr(value, "clone"):
+        return detach().clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, tuple):
+        return tuple(_clone(v) for v in value)
+    if isinstance(value, list):
+        return [_clone(v) for v in value]
+    return value
 
 
 def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads):

@@ -3,7 +3,8 @@
 ```
 artifact/
   manifest.json      format version, backend, input signature, output tree, sub-DNNs,
-                     runtime options, and the sha256 of every other file
+                     runtime options, dycl.compile's self-check ("check"), and the
+                     sha256 of every other file
   host.py            generated host program (numpy + dycl.runtime)
   constants.npz      tensors the host reads directly (only when there are any)
   subdnn_0.onnx ...  one compiled file per sub-DNN (weights inside)
@@ -49,6 +50,22 @@ def write_artifact(directory: str | os.PathLike, manifest: Mapping[str, Any], fi
     record = {"format": FORMAT, "format_version": FORMAT_VERSION, **manifest, "files": hashes}
     (root / MANIFEST).write_text(json.dumps(record, indent=2) + "\n")
     return root
+
+
+def update_manifest(directory: str | os.PathLike, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Add or replace top-level manifest fields that describe the artifact without changing
+    its files (e.g. `dycl.compile`'s self-check record); the file hashes stay as they are.
+    Returns the new manifest."""
+    reserved = sorted({"format", "format_version", "files"} & set(fields))
+    if reserved:
+        raise ValueError(f"update_manifest cannot change {reserved}")
+    path = Path(directory) / MANIFEST
+    manifest = json.loads(path.read_text())
+    files = manifest.pop("files")
+    manifest.update(json.loads(json.dumps(dict(fields))))  # what a reader will see
+    manifest["files"] = files  # last, as write_artifact writes it
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
 
 
 def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
