@@ -8,7 +8,8 @@ in-place methods, `out=`, inplace modules, views and aliases, one-arm and per-st
 used (DESIGN.md, "The frontend"); every layer keeps the shape of `x` within a stage, so any
 statement may follow any other. Mutation draws from a second random stream:
 `generate(seed, mutation=False)` is the program the generator wrote before mutation existed,
-and a mutating program is that program with mutation statements added.
+and a mutating program is that program with mutation statements added (and, mostly,
+`outs.append(x.clone())` for `outs.append(x)`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class Generator:
         mrng = random.Random(seed * 7919 + 0x4D17)
         self.mutating = mutation and mrng.random() < M.PROGRAM_PROBABILITY
         self.acc = self.mutating and mrng.random() < M.ACC_PROBABILITY
+        # `outs.append(x)` and a later in-place change of x: DyCL refuses a tensor a list holds
+        # being changed in place (by design), so most mutating programs append a copy
+        self.append_copies = self.mutating and mrng.random() < M.APPEND_COPY_PROBABILITY
         self.loops = 0
         self.mutator = M.Mutator(
             mrng, self.width, self.module, lambda stage: IMAGE_STATISTICS if stage == "image" else VECTOR_STATISTICS,
@@ -67,6 +71,10 @@ class Generator:
         ) if self.mutating else None
 
     # ----- names -------------------------------------------------------------------------
+
+    def appended(self, stage: str) -> str:
+        """What `outs.append` stores: x as (1, W) (a copy when x may later change in place)."""
+        return "x.clone()" if stage == "vector" and self.append_copies else SUMMARY[stage]
 
     def module(self, ctor: str) -> str:
         name = f"m{len(self.modules)}"
@@ -131,7 +139,7 @@ class Generator:
     def return_lines(self, y: str, stage: str) -> str:
         lines = []
         if "outs" in self.outputs:
-            lines.append(f"outs.append({SUMMARY[stage]})")
+            lines.append(f"outs.append({self.appended(stage)})")
         items = {"y": y, "count": "count", "outs": "torch.stack(outs)"}
         values = [items[o] for o in self.outputs]
         if len(values) == 1:
@@ -147,7 +155,7 @@ class Generator:
         if not scope.in_helper and "count" in self.outputs:
             choices.append(f"count += {self.rng.choice([1, 2, 3])}")
         if not scope.in_helper and "outs" in self.outputs:
-            choices.append(f"outs.append({SUMMARY[scope.stage]})")
+            choices.append(f"outs.append({self.appended(scope.stage)})")
         return Line(self.rng.choice(choices)) if choices else None
 
     def statement(self, scope: _Scope) -> Stmt:

@@ -46,6 +46,7 @@ FORMS = (
 
 PROGRAM_PROBABILITY = 0.5  # a program mutates at all
 ACC_PROBABILITY = 0.4  # a mutating program keeps an accumulator `acc` (forward only)
+APPEND_COPY_PROBABILITY = 0.8  # a mutating program appends `x.clone()` rather than `x` to `outs`
 GAP_PROBABILITY = 0.15  # a mutation before/after each statement of a block
 LOOP_INDEX_PROBABILITY = 0.5  # a loop body writes `t[:, i]` with the loop's index
 MAX_CONDITIONS = 2  # `branch_one_arm` statements (each adds a threshold slot)
