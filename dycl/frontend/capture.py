@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 from torch.export import Dim
-from torch.export.graph_signature import ConstantArgument, OutputKind
+from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -65,9 +65,10 @@ class _WeightReferences(FxImporterHooks):
                 f"a {tuple(literal.shape)} tensor constant is created inside forward; "
                 "register it as a buffer so that it goes to the weight store"
             )
-        array = np.ascontiguousarray(literal.detach().cpu().numpy())
+        # (not np.ascontiguousarray: it makes a 0-d value 1-d, a tensor<1xf32> for a `[]` type)
+        array = literal.detach().cpu().numpy().copy(order="C")
         # signless=False: si64 elements, as the vtensor type says (torch-mlir's convention).
-        attr = ir.DenseElementsAttr.get(array, signless=False)
+        attr = ir.DenseElementsAttr.get(array, signless=False, shape=list(array.shape))
         vtensor = gni._cc.tensor_to_vtensor_type(literal)
         return ir.Operation.create(
             "torch.vtensor.literal", results=[vtensor], attributes={"value": attr}
@@ -121,6 +122,17 @@ class CapturedRun:
     func_name: str
     result_types: list[str]
     constant: list[bool]  # per result: export found it constant (a Python scalar output)
+    # Flat inputs the run mutates in place; the spliced values start with their new values.
+    mutated_inputs: list[int] = field(default_factory=list)
+    mutated_types: list[str] = field(default_factory=list)
+
+
+class WeightMutation(Exception):
+    """A run mutates a parameter or buffer in place (state that outlives the call)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
 
 
 @dataclass
@@ -173,8 +185,8 @@ class RunCapturer:
             paths = self.cache.outermost(list(called_modules))
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
-            program, old_paths = cached
-            return self._import(program, renaming(old_paths, paths))
+            (program, mutated), old_paths = cached
+            return self._import(program, mutated, renaming(old_paths, paths))
         skeleton = _skeleton(self.model, called_modules) if called_modules is not None else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -189,10 +201,11 @@ class RunCapturer:
                 wrapper = _RunModule(self.model, self.model, run)
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
             _drop_detaches(program)
-            program = self._decompose_unknown_ops(program)
+            program = self._decompose_unknown_ops(_functionalize(program))
+            mutated = _mutations_as_outputs(program)
         if key is not None:
-            self.cache.put(key, program, paths)
-        return self._import(program, {})
+            self.cache.put(key, (program, mutated), paths)
+        return self._import(program, mutated, {})
 
     def splice(self, func_name: str, operands: Sequence[ir.Value]) -> list[ir.Value]:
         """Move a run's body to the current insertion point (its arguments become
@@ -211,7 +224,7 @@ class RunCapturer:
         self.importer.symbol_table.erase(func)
         return results
 
-    def _import(self, program, renames: dict[str, str]) -> CapturedRun:
+    def _import(self, program, mutated: list[int], renames: dict[str, str]) -> CapturedRun:
         self._count += 1
         name = f"run{self._count}"
         self.hooks.renames = renames
@@ -225,7 +238,8 @@ class RunCapturer:
             for spec in program.graph_signature.output_specs
             if spec.kind == OutputKind.USER_OUTPUT
         ]
-        return CapturedRun(name, result_types, constant)
+        count = len(mutated)  # the first results are the mutated inputs' new values
+        return CapturedRun(name, result_types[count:], constant[count:], list(mutated), result_types[:count])
 
     def _decompose_unknown_ops(self, program):
         """Decompose only the ops torch-mlir has no named op for (keeps linear/conv2d)."""
@@ -253,6 +267,42 @@ class RunCapturer:
         if mlir_name not in self._missing_ops:
             self._missing_ops[mlir_name] = not self.context.is_registered_operation(mlir_name)
         return self._missing_ops[mlir_name]
+
+
+def _functionalize(program):
+    """Value semantics for in-place ops (`relu_`, `index_put_`, stores through views).
+
+    `torch.export` keeps mutation in its graph (`copy_` into a `select` of an input, `add_`);
+    imported as is, a mutating op whose result nobody reads would be dropped as dead code.
+    Functionalization rewrites them into out-of-place ops, and what a run mutates outside
+    itself becomes explicit: an input or a weight mutation in the graph signature.
+    """
+    if not any(
+        node.op == "call_function"
+        and isinstance(node.target, torch._ops.OpOverload)
+        and node.target._schema.is_mutable
+        for node in program.graph.nodes
+    ):
+        return program
+    return program.run_decompositions({})
+
+
+def _mutations_as_outputs(program) -> list[int]:
+    """Turn input mutations into plain outputs (the host rebinds the mutated variables);
+    returns the mutated user inputs' positions. A weight mutation is refused."""
+    signature = program.graph_signature
+    for spec in signature.output_specs:
+        if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
+            raise WeightMutation(spec.target.removeprefix(_MODEL_ATTR + "."))
+    user_inputs = [spec.arg.name for spec in signature.input_specs if spec.kind == InputKind.USER_INPUT]
+    mutated = []
+    for position, spec in enumerate(signature.output_specs):
+        if spec.kind == OutputKind.USER_INPUT_MUTATION:
+            # export lists mutations before user outputs; results are spliced in this order
+            assert position == len(mutated), "an input mutation after a user output"
+            mutated.append(user_inputs.index(spec.target))
+            spec.kind, spec.target = OutputKind.USER_OUTPUT, None
+    return mutated
 
 
 # `torch.tensor(...)` in forward exports as lift_fresh_copy + detach_, and the in-place

@@ -19,6 +19,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch_mlir import ir
 
+from dycl.frontend import aliases
 from dycl.frontend import expressions as X
 from dycl.frontend import nodes
 from dycl.frontend import values as V
@@ -60,6 +61,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         self.scope: _Scope | None = None
         self._join_node: ast.AST | None = None
         self._scopes: dict[str, _Scope] = {}
+        # Memory that runs must not mutate (aliases.py): the weights, the caller's inputs.
+        self.weight_guard = aliases.WeightGuard(model)
+        self.memory_of_weights = self.weight_guard.memory
+        self.memory_of_inputs: dict[int, str] = {}
 
     # ----- entry point -----------------------------------------------------------------
 
@@ -74,6 +79,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         given = params[1 : 1 + len(example_inputs)]
         if len(example_inputs) > len(params) - 1:
             raise source.error(fdef, f"{len(example_inputs)} example inputs for {len(params) - 1} parameters")
+        # The frontend runs the forward on its example inputs: copies, so that a forward that
+        # mutates its input (refused) leaves the caller's tensors alone.
+        example_inputs = tuple(e.clone() if isinstance(e, torch.Tensor) else e for e in example_inputs)
         input_types = [V.type_of_example(e) for e in example_inputs]
 
         func_type = ir.FunctionType.get([self.builder.type(t) for t in input_types], [], self.builder.context)
@@ -89,6 +97,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         env: dict[str, V.EnvValue] = {params[0]: V.Const(self.model), RETURN_VAR: V.Const(None)}
         for param, arg, example, type_ in zip(given, entry.arguments, example_inputs, input_types):
             env[param] = V.Dyn(arg, type_, example)
+            for memory in aliases.storages(env[param]):
+                self.memory_of_inputs[memory] = param
         defaults = fdef.args.defaults
         for param, default in zip(params[len(params) - len(defaults) :], defaults):
             if param not in env:
@@ -260,6 +270,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         for name, structure, start, count in shapes:
             leaves = [V.Dyn(results[k], types[k], examples[k]) for k in range(start, start + count)]
             joined[name] = V.rebuild(structure, leaves)
+            if aliases.alias_group(then_env, name, live) != aliases.alias_group(else_env, name, live):
+                # shares memory with another variable on one path only: never mutate it
+                memory = aliases.storages(then_env.get(name, V.UNDEF)) | aliases.storages(else_env.get(name, V.UNDEF))
+                joined[name] = aliases.mark_path_dependent(joined[name], memory)
         return joined
 
     def _leaves_for_join(self, mine: V.EnvValue, other: V.EnvValue, name: str):

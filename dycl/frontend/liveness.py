@@ -49,6 +49,34 @@ def names_written(stmt: ast.stmt) -> set[str]:
             and sub.func.attr in LIST_MUTATORS
         ):
             found.add(sub.func.value.id)  # `outputs.append(t)` rebinds the host list value
+        found |= names_mutated(sub)
+    return found
+
+
+def names_mutated(node: ast.AST) -> set[str]:
+    """Variables a node may change in place, by its syntax alone: the root name of a
+    subscript or attribute store (`p[m] = 1`, `t[i] += v`), the receiver of a method whose
+    name ends in `_` (`y.relu_()`, `y.data.mul_(2)`), an `out=` argument. A mutation is a
+    definition of the variable: liveness makes it a run output, a join or loop result.
+    (Aliases of these, and mutations inside calls, are found when the run executes: runs.py.)
+    """
+    targets: list[ast.expr] = []
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = [t for t in node.targets if isinstance(t, (ast.Subscript, ast.Attribute))]
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_") and not node.func.attr.startswith("_"):
+            targets = [node.func.value]
+        targets += [k.value for k in node.keywords if k.arg == "out"]
+    found = set()
+    for target in targets:
+        while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+            target = target.value
+        if isinstance(target, ast.Name):
+            found.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            found |= {e.id for e in target.elts if isinstance(e, ast.Name)}
     return found
 
 

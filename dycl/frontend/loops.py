@@ -13,7 +13,7 @@ from typing import Any
 
 from torch_mlir import ir
 
-from dycl.frontend import nodes
+from dycl.frontend import aliases, nodes
 from dycl.frontend import values as V
 from dycl.frontend.liveness import live_before, names_read, written_in
 from dycl.frontend.rewrite import fresh_id, lower, unroll
@@ -122,7 +122,8 @@ class LoopCompiler:
             post_if.lineno = node.lineno
             post.append(post_if)
         after = post + rest
-        carried = self._carried_names(flat_body, node, live_before(after, live_out) | set(extra))
+        live_after_loop = live_before(after, live_out) | set(extra)
+        carried = self._carried_names(flat_body, node, live_after_loop)
         env = {**env, **extra}
         # name -> _Carried (IR-typed) or an EnvValue that has not changed in the loop so far
         state: dict[str, Any] = {name: env.get(name, V.UNDEF) for name in carried}
@@ -130,12 +131,19 @@ class LoopCompiler:
             if isinstance(value, V.Dyn) or (isinstance(value, V.Tup) and any(isinstance(l, V.Dyn) for l in V.leaves(value))):
                 state[name] = self._carried(value, value, node, name)
 
-        for _attempt in range(6):
+        for _attempt in range(8):
             if use_for:
-                op, end_env = self._build_for(trip, state, env, flat_body)
+                op, end_env = self._build_for(trip, state, env, flat_body, live_after_loop)
             else:
-                op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return)
+                op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop)
             changed = False
+            # A variable the body changed that liveness did not see written (an alias of a
+            # tensor mutated in place) is carried too.
+            for name in sorted(set(env) - written_in(flat_body)):
+                if name not in carried and name in end_env and not V.same_value(end_env[name], env[name]):
+                    carried.append(name)
+                    state[name] = self._carried(env[name], env[name], node, name) if _has_dyn(env[name]) else env[name]
+                    changed = True
             for name in carried:
                 entry, end = state[name], end_env.get(name, V.UNDEF)
                 if isinstance(entry, _Carried):
@@ -144,7 +152,13 @@ class LoopCompiler:
                         raise self.error(node, f"`{name}` changes structure in a runtime loop")
                     joined = [self._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
                     if joined != entry.types:
-                        state[name] = _Carried(entry.initial, joined, entry.examples, entry.structure)
+                        state[name] = entry = _Carried(entry.initial, joined, entry.examples, entry.structure, entry.may_share)
+                        changed = True
+                    if not entry.may_share and aliases.alias_group(env, name, carried) != aliases.alias_group(end_env, name, carried):
+                        # aliasing differs between iterations: never mutate this carry (the
+                        # end-of-body examples are new in every attempt: mark it only once)
+                        memory = aliases.storages(env.get(name, V.UNDEF)) | aliases.storages(end) or frozenset({0})
+                        state[name] = _Carried(entry.initial, entry.types, entry.examples, entry.structure, memory)
                         changed = True
                 elif not (end is V.UNDEF or V.same_value(end, entry)):
                     state[name] = self._carried(entry, end, node, name)
@@ -215,7 +229,7 @@ class LoopCompiler:
         body_env = dict(env)
         args = iter(block_args)
         for name, entry in _carried_items(state):
-            leaves = [V.Dyn(next(args), t, e) for t, e in zip(entry.types, entry.examples)]
+            leaves = [V.Dyn(next(args), t, e, entry.may_share) for t, e in zip(entry.types, entry.examples)]
             body_env[name] = V.rebuild(entry.structure, leaves)
         return body_env
 
@@ -226,7 +240,7 @@ class LoopCompiler:
             operands.extend(self._cast(l, t).value for l, t in zip(leaves, entry.types))
         ir.Operation.create(terminator, operands=operands)
 
-    def _build_for(self, trip: range, state, env, flat_body):
+    def _build_for(self, trip: range, state, env, flat_body, live_after_loop):
         inits = self._initial_values(state)
         index = ir.IndexType.get(self.builder.context)
         bounds = [
@@ -238,11 +252,11 @@ class LoopCompiler:
         block = op.regions[0].blocks.append(index, *types)
         with ir.InsertionPoint(block):
             body_env = self._body_env(env, state, list(block.arguments)[1:])
-            end_env = self.compile_block(flat_body, body_env, set(state))
+            end_env = self.compile_block(flat_body, body_env, set(state) | live_after_loop)
             self._yield(end_env, state)
         return op, end_env
 
-    def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return):
+    def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop):
         inits = self._initial_values(state)
         types = [self.builder.type(t) for _, entry in _carried_items(state) for t in entry.types]
         op = ir.Operation.create("scf.while", results=types, operands=[v.value for v in inits], regions=2)
@@ -270,7 +284,7 @@ class LoopCompiler:
         after = op.regions[1].blocks.append(*types)
         with ir.InsertionPoint(after):
             body_env = self._body_env(env, state, list(after.arguments))
-            end_env = self.compile_block(flat_body, body_env, set(state))
+            end_env = self.compile_block(flat_body, body_env, set(state) | live_after_loop)
             self._yield(end_env, state)
         return op, end_env
 
@@ -279,11 +293,16 @@ class _Carried:
     """A variable carried by a runtime loop: its value before the loop, the IR types and
     examples of its leaves, and its tuple structure (None for a single value)."""
 
-    def __init__(self, initial, types: list[str], examples: list, structure):
+    def __init__(self, initial, types: list[str], examples: list, structure, may_share: frozenset = frozenset()):
         self.initial = initial
         self.types = types
         self.examples = examples
         self.structure = structure
+        self.may_share = may_share  # see values.Dyn.may_share
+
+
+def _has_dyn(value) -> bool:
+    return any(isinstance(l, V.Dyn) for l in V.leaves(value))
 
 
 def _carried_items(state):

@@ -11,9 +11,11 @@ import warnings
 import torch
 import torch.utils._pytree as pytree
 
+from dycl.frontend import aliases
 from dycl.frontend import values as V
+from dycl.frontend.capture import WeightMutation
 from dycl.frontend.errors import FrontendError
-from dycl.frontend.liveness import live_before, names_read, written_in
+from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
 
 
 class RunCompiler:
@@ -30,6 +32,8 @@ class RunCompiler:
             return False
         if self._needs_host(stmt, env, written_in_run):
             return False
+        if names_mutated(stmt):
+            return True  # `t[m] = v` belongs with the code that made `t`, whatever `v` is
         value = stmt.value
         if value is None or _is_packing(value):
             return False
@@ -55,14 +59,14 @@ class RunCompiler:
         outputs = sorted(written_in(stmts) & live_after)
         returned = ast.Tuple([ast.Name(n, ast.Load()) for n in outputs], ast.Load())
         result = self._run_function(stmts, inputs, returned)
-        values = self._call_run(result, stmts, {n: env[n] for n in inputs})
+        values = self._call_run(result, stmts, {n: env[n] for n in inputs}, env, live_after)
         for name, value in zip(outputs, values.items if isinstance(values, V.Tup) else ()):
             env[name] = value
 
     def tensor_expression(self, expr: ast.expr, env: dict) -> V.EnvValue:
         inputs = sorted(n for n in names_read(expr) if n in env)
         function = self._run_function([], inputs, expr, line=expr.lineno)
-        return self._call_run(function, [expr], {n: env[n] for n in inputs})
+        return self._call_run(function, [expr], {n: env[n] for n in inputs}, env, None)
 
     def _run_function(self, stmts, inputs, returned: ast.expr, line: int | None = None):
         line = line if line is not None else stmts[0].lineno
@@ -78,13 +82,24 @@ class RunCompiler:
         exec(compile(module, self.scope.source.file, "exec"), namespace)
         return namespace["__dycl_run"]
 
-    def _call_run(self, function, stmts, inputs: dict[str, V.EnvValue]) -> V.EnvValue:
-        """Run eagerly for examples, capture, call; the returned structure holds Dyn leaves."""
+    def _call_run(self, function, stmts, inputs: dict[str, V.EnvValue], env: dict, live) -> V.EnvValue:
+        """Run eagerly for examples, capture, call; the returned structure holds Dyn leaves.
+
+        What the run mutates in place is rebound in `env`, with every alias of it that is in
+        `live` (None: every variable), or refused (aliases.py)."""
         lines = sorted({s.lineno for s in stmts})
         names = list(inputs)
         for name in names:
             inputs[name] = self._scalars_as_tensors(inputs[name])
-        flat_inputs = [l for name in names for l in V.leaves(inputs[name]) if isinstance(l, V.Dyn)]
+        # One flat input per IR value: two names bound to one tensor (`z = y`) stay one
+        # tensor inside the run, so that a mutation through one reaches the other.
+        slots: dict = {}
+        flat_inputs: list[V.Dyn] = []
+        for name in names:
+            for leaf in V.leaves(inputs[name]):
+                if isinstance(leaf, V.Dyn) and leaf.value not in slots:
+                    slots[leaf.value] = len(flat_inputs)
+                    flat_inputs.append(leaf)
         input_specs = [(name, inputs[name]) for name in names]
         for leaf in flat_inputs:
             if not (V.is_tensor_type(leaf.type) or leaf.type == V.INT):
@@ -95,8 +110,7 @@ class RunCompiler:
                 )
 
         def rebuild(flat):
-            it = iter(flat)
-            return {name: _substitute(value, it) for name, value in input_specs}
+            return {name: _substitute(value, lambda leaf: flat[slots[leaf.value]]) for name, value in input_specs}
 
         examples = {name: V.example_of(value) if value is not V.UNDEF else None for name, value in input_specs}
         called: list[torch.nn.Module] | None = []
@@ -115,6 +129,8 @@ class RunCompiler:
             raise
         except Exception as error:
             raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
+        finally:
+            self._check_weights_unchanged(stmts[0])
         out_leaves, out_spec = pytree.tree_flatten(eager)
         # Python scalars a run computes from its inputs are exported too: export tells
         # whether they are constants (shapes, configuration) or runtime values (`.tolist()`,
@@ -130,29 +146,118 @@ class RunCompiler:
             return tuple(leaves[k] for k in exported)
 
         produced: dict[int, V.EnvValue] = {}
-        if exported:
+        # A run that returns nothing is still captured when it takes tensors: it may mutate
+        # them (an unknown helper, `y.relu_()`), and export is what tells.
+        if exported or any(V.is_tensor_type(l.type) for l in flat_inputs):
             dynamic = [self._dynamic_dims(leaf.type) for leaf in flat_inputs]
             try:
                 cache_key = (
                     ast.dump(ast.Module(body=list(stmts), type_ignores=[])) if not isinstance(stmts[0], ast.expr) else ast.dump(stmts[0]),
                     tuple(
-                        (name, tuple(l.type for l in V.leaves(value) if isinstance(l, V.Dyn)),
-                         self.capturer.cache.signature(_substitute(value, iter(()))) if not _has_dyn(value) else None)
+                        (name, tuple((l.type, slots[l.value]) for l in V.leaves(value) if isinstance(l, V.Dyn)),
+                         self.capturer.cache.signature(_substitute(value, None)) if not _has_dyn(value) else None)
                         for name, value in input_specs
                     ),
                 )
                 captured = self.capturer.capture(run, [l.example for l in flat_inputs], dynamic, called, cache_key)
             except FrontendError:
                 raise
+            except WeightMutation as error:
+                raise self.error(
+                    stmts[0], f"in-place change of the weight `{error.name}` in forward",
+                    "module state must not change in forward: compute a new tensor instead "
+                    "(`w = self.w * 2`, not `self.w.mul_(2)`)",
+                ) from None
             except Exception as error:
                 raise self._capture_error(stmts, lines, error) from None
             values = self.capturer.splice(captured.func_name, [l.value for l in flat_inputs])
+            mutated = len(captured.mutated_inputs)
+            self._rebind_mutated(
+                env, live, stmts[0],
+                [
+                    (flat_inputs[k], V.Dyn(value, type_, flat_inputs[k].example))
+                    for k, value, type_ in zip(captured.mutated_inputs, values, captured.mutated_types)
+                ],
+            )
+            values = values[mutated:]
             for k, value, type_, constant in zip(exported, values, captured.result_types, captured.constant):
                 leaf = out_leaves[k]
                 is_scalar = not isinstance(leaf, torch.Tensor)
                 produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf)
         structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
         return _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder)
+
+    def _rebind_mutated(self, env: dict, live, stmt, mutations: list[tuple[V.Dyn, V.Dyn]]) -> None:
+        """Give a tensor mutated in place its new value in every variable bound to it."""
+        if not mutations:
+            return
+        new_values = {old.value: new for old, new in mutations}
+        changed: dict[int, tuple[V.Dyn, V.Dyn]] = {}
+        for old, new in mutations:
+            what = _bound_name(env, old)
+            memory = aliases.storage_of(old.example)
+            if memory in self.memory_of_inputs:
+                raise self.error(
+                    stmt, f"in-place change of the forward input `{self.memory_of_inputs[memory]}`"
+                    + ("" if what == self.memory_of_inputs[memory] else f" (through `{what}`)"),
+                    "PyTorch would change the caller's tensor, which a compiled model cannot: "
+                    "mutate a copy (`x = x.clone()` first) if the caller does not read the change",
+                )
+            if memory in self.memory_of_weights:
+                raise self.error(
+                    stmt, f"in-place change of the weight `{self.memory_of_weights[memory]}` (through `{what}`)",
+                    "module state must not change in forward: compute a new tensor instead",
+                )
+            if old.may_share:
+                raise _path_dependent_alias(self, stmt, what)
+            if memory is not None:
+                changed[memory] = (old, new)
+        for name in list(env):
+            # a dead variable is rebound where that is exact, and never a reason to refuse
+            strict = live is None or name in live
+            env[name] = self._after_mutation(env[name], name, new_values, changed, stmt, strict)
+
+    def _after_mutation(self, value, name, new_values, changed, stmt, strict: bool):
+        if isinstance(value, V.Tup):
+            return V.Tup(tuple(self._after_mutation(i, name, new_values, changed, stmt, strict) for i in value.items), value.kind)
+        if not isinstance(value, V.Dyn):
+            return value
+        if value.value in new_values:
+            return new_values[value.value]
+        if not strict:
+            memory = aliases.storage_of(value.example)
+            exact = memory in changed and not value.may_share and aliases.geometry(value.example) == aliases.geometry(changed[memory][0].example)
+            return changed[memory][1] if exact else value
+        if value.may_share & changed.keys():
+            raise _path_dependent_alias(self, stmt, name)
+        if isinstance(value.example, list):
+            if any(aliases.storage_of(item) in changed for item in value.example):
+                raise self.error(
+                    stmt, f"in-place change of a tensor that the list `{name}` also holds",
+                    f"append a copy (`{name}.append(t.clone())`) or rebind instead of mutating (`t = t * 2`)",
+                )
+            return value
+        memory = aliases.storage_of(value.example)
+        if memory not in changed:
+            return value
+        old, new = changed[memory]
+        if aliases.geometry(value.example) != aliases.geometry(old.example):
+            raise self.error(
+                stmt, f"in-place change of a view that `{name}` shares memory with (a different view of the same tensor)",
+                "make the view and the in-place change in the same straight-line block, "
+                f"or write the new `{name}` explicitly (e.g. `{name} = {name}.clone()` before taking the view)",
+            )
+        return new
+
+    def _check_weights_unchanged(self, stmt) -> None:
+        """Running a run on example values must not have changed the model (restored if so)."""
+        name = self.weight_guard.changed()
+        if name is not None:
+            raise self.error(
+                stmt, f"in-place change of the weight `{name}` in forward",
+                "module state must not change in forward: compute a new tensor instead "
+                "(`w = self.w * 2`, not `self.w.mul_(2)`)",
+            )
 
     def _scalars_as_tensors(self, value: V.EnvValue) -> V.EnvValue:
         """A runtime float enters tensor math as a 0-d f64 tensor (same promotion as a
@@ -194,6 +299,21 @@ def _record_calls(called: list):
 # ----- small helpers -------------------------------------------------------------------
 
 
+def _bound_name(env: dict, value: V.Dyn) -> str:
+    """A variable bound to `value`, for messages."""
+    for name, bound in env.items():
+        if any(isinstance(l, V.Dyn) and l.value == value.value for l in V.leaves(bound)):
+            return name.split("_", 3)[-1] if name.startswith("__") else name
+    return "a tensor"
+
+
+def _path_dependent_alias(self, stmt, name: str) -> FrontendError:
+    return self.error(
+        stmt, f"in-place change of `{name}`, which shares memory with another variable on some paths only",
+        f"copy it where it is assigned on every path (`{name} = other.clone()`), or rebind instead of mutating",
+    )
+
+
 def _has_dyn(value) -> bool:
     return any(isinstance(l, V.Dyn) for l in V.leaves(value))
 
@@ -207,12 +327,13 @@ def _is_packing(value: ast.expr) -> bool:
     )
 
 
-def _substitute(value, it):
+def _substitute(value, example_of_leaf):
+    """The Python value a run receives for `value`; `example_of_leaf(dyn)` gives its leaves."""
     if isinstance(value, V.Tup):
-        items = [_substitute(i, it) for i in value.items]
+        items = [_substitute(i, example_of_leaf) for i in value.items]
         return items if value.kind == "list" else tuple(items)
     if isinstance(value, V.Dyn):
-        return next(it)
+        return example_of_leaf(value)
     if isinstance(value, V.Const):
         return value.value
     return None

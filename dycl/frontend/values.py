@@ -32,6 +32,10 @@ class Dyn:
     value: Any  # torch_mlir.ir.Value
     type: str
     example: Any
+    # Memory (storage ids, see aliases.py) this value shares with other variables on some
+    # paths but not on others (a join of differently aliased values): a mutation of it, or
+    # of that memory, has no exact value-semantics rewrite and is refused.
+    may_share: frozenset = frozenset()
 
 
 @dataclass(frozen=True)

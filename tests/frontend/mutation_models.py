@@ -1,0 +1,277 @@
+"""Tensor mutation the way published code writes it: masked stores, in-place methods in
+branches, stores through views and aliases, `out=`, in-place modules. Each model comes with
+inputs that take every path; `REFUSED` lists mutations DyCL must refuse at their line."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class BinarizePolicy(nn.Module):
+    """BlockDrop's test-time policy: sigmoid probabilities thresholded in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        probs = torch.sigmoid(self.fc(x))
+        policy = probs.data.clone()
+        policy[policy < 0.5] = 0.0
+        policy[policy >= 0.5] = 1.0
+        return policy, probs
+
+
+class ReluInBranch(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        if y.sum() > 0:
+            y.relu_()
+        return y
+
+
+class InPlaceChain(nn.Module):
+    """add_/mul_/clamp_/sigmoid_ in straight-line code, then a branch on the result."""
+
+    def forward(self, x):
+        h = x.clone()
+        h.add_(1.0)
+        h.mul_(0.5).clamp_(-1.0, 1.0)
+        if h.mean() > 0.2:
+            h.sigmoid_()
+        else:
+            h.tanh_()
+            h.sub_(0.1)
+        return h
+
+
+class StoreThroughView(nn.Module):
+    def forward(self, x):
+        y = x * 3
+        v = y.view(-1)
+        v[0] = 1.0
+        if y.sum() > 0:
+            row = y[0]
+            row.mul_(2)
+        return y
+
+
+class AliasAugAssign(nn.Module):
+    """`z = y; z += 1` changes y too; a tensor `+=` is in place, an int `+=` is not."""
+
+    def forward(self, x):
+        y = x + 0
+        z = y
+        z += 1
+        n = 0
+        n += 1
+        if z.max() > 1.5:
+            z *= 2
+            n += 1
+        return y, z, n
+
+
+class OutArgument(nn.Module):
+    def forward(self, x):
+        acc = torch.zeros_like(x)
+        torch.add(x, 1.0, out=acc)
+        if acc.sum() > acc.numel():
+            torch.mul(acc, acc, out=acc)
+        return acc
+
+
+class StepwiseStore(nn.Module):
+    """A caption-decoder style output buffer filled one step at a time, with early stop."""
+
+    def __init__(self, steps: int = 4):
+        super().__init__()
+        self.steps = steps
+        self.cell = nn.GRUCell(5, 5)
+        self.out = nn.Linear(5, 3)
+
+    def forward(self, x):
+        predictions = torch.zeros(1, self.steps, 3)
+        h = torch.tanh(x)
+        for t in range(self.steps):
+            h = self.cell(x, h)
+            preds = self.out(h)
+            predictions[:, t, :] = preds
+            if x.mean() < t - 3:
+                break
+        return predictions
+
+
+class MaskedFillGate(nn.Module):
+    """masked_fill_ / fill_ / zero_ / copy_ / index_put_ under gates."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(4, 4)
+
+    def forward(self, x):
+        scores = self.gate(x)
+        mask = scores < 0
+        scores.masked_fill_(mask, -1e4)
+        out = torch.empty_like(scores)
+        out.copy_(scores)
+        if x.max() > 0.5:
+            out.index_put_((torch.tensor([0]), torch.tensor([1])), torch.tensor(7.0))
+        else:
+            out.zero_()
+            out[..., 2].fill_(3.0)
+        return out, scores
+
+
+class InplaceReluBlock(nn.Module):
+    """ResNet-style block with nn.ReLU(inplace=True) and `out += identity`, gated."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        identity = x
+        out = self.relu(self.conv1(x))
+        if x.mean() > 0:
+            out = self.conv2(out)
+            out += identity
+            out = self.relu(out)
+        return out
+
+
+class HelperMutates(nn.Module):
+    """A helper method that mutates its argument and returns nothing."""
+
+    def normalize_(self, t):
+        t.sub_(t.mean())
+        if t.std() > 1.0:
+            t.div_(t.std())
+
+    def forward(self, x):
+        h = x * 4
+        self.normalize_(h)
+        return h
+
+
+class IndexedStores(nn.Module):
+    """Stores with an int, a slice, `None`, `...`, a tensor index and `t[i] += v`."""
+
+    def forward(self, x):
+        y = x.clone()
+        y[0] = 0.5
+        y[:, :2] = -1.0
+        y[None, 0, 3] = 2.0
+        y[..., -1] = y[..., 0]
+        idx = torch.tensor([1])
+        y[idx, 1] = 9.0
+        y[1] += 3.0
+        if y.sum() > 10:
+            y[:, 2] *= 0.5
+        return y
+
+
+def _vec(*values):
+    return torch.tensor([values], dtype=torch.float32)
+
+
+CASES = {
+    "binarize_policy": (BinarizePolicy, [(torch.randn(1, 6),), (torch.randn(1, 6) * 3,)]),
+    "relu_in_branch": (ReluInBranch, [(_vec(1.0, -2.0, 3.0),), (_vec(-1.0, 0.5, -3.0),)]),
+    "inplace_chain": (InPlaceChain, [(_vec(1.0, 0.5, 0.2),), (_vec(-2.0, -1.0, 0.1),)]),
+    "store_through_view": (StoreThroughView, [(_vec(1.0, 2.0, 3.0, 4.0).view(2, 2),), (_vec(-1.0, -2.0, -3.0, -4.0).view(2, 2),)]),
+    "alias_aug_assign": (AliasAugAssign, [(_vec(0.1, 0.2),), (_vec(1.0, 0.2),)]),
+    "out_argument": (OutArgument, [(_vec(0.5, 1.0),), (_vec(-2.0, 0.5),)]),
+    "stepwise_store": (StepwiseStore, [(torch.full((1, 5), v),) for v in (0.5, -0.5, -1.5, -2.5, -3.5)]),
+    "masked_fill_gate": (MaskedFillGate, [(_vec(1.0, -1.0, 2.0, 0.5),), (_vec(-0.1, 0.1, 0.0, 0.05),)]),
+    "inplace_relu_block": (InplaceReluBlock, [(torch.randn(1, 4, 5, 5) + 1,), (torch.randn(1, 4, 5, 5) - 1,)]),
+    "helper_mutates": (HelperMutates, [(_vec(1.0, 2.0, 3.0),), (_vec(0.01, 0.02, 0.0),)]),
+    "indexed_stores": (IndexedStores, [(torch.arange(12.0).view(3, 4),), (-torch.arange(12.0).view(3, 4),)]),
+}
+
+
+# ----- refused: mutations whose effect reaches beyond what a compiled model can return ------
+
+
+class MutatesInput(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            x.relu_()  # line marker: mutates-input
+        return x * 2
+
+
+class MutatesWeight(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        self.scale.data.mul_(0.9)  # line marker: mutates-weight
+        return x * self.scale
+
+
+class PathDependentAlias(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        if y.sum() > 0:
+            z = y
+        else:
+            z = y.clone()
+        z.add_(1.0)  # line marker: path-dependent
+        return y, z
+
+
+class MutatesListedTensor(nn.Module):
+    def forward(self, x):
+        h = x * 2
+        outs = []
+        for _ in range(2):
+            outs.append(h)
+            if h.sum() > 0:
+                h.mul_(2)  # line marker: listed
+        return torch.stack(outs)
+
+
+REFUSED = {
+    "mutates_input": (MutatesInput, (torch.ones(1, 3),), "mutates-input", "forward input `x`"),
+    "mutates_weight": (MutatesWeight, (torch.ones(1, 3),), "mutates-weight", "weight `scale`"),
+    "path_dependent_alias": (PathDependentAlias, (torch.ones(1, 3),), "path-dependent", "on some paths only"),
+    "mutates_listed_tensor": (MutatesListedTensor, (torch.ones(1, 3),), "listed", "the list `outs`"),
+}
+
+
+class LoopMutatesAlias(nn.Module):
+    """A tensor and its alias, mutated in place inside a runtime loop."""
+
+    def forward(self, x, n: int):
+        acc = x * 0
+        total = acc
+        step = 0
+        while step < 6 and step < n:
+            acc.add_(x)
+            step += 1
+        return total, acc
+
+
+CASES["loop_mutates_alias"] = (
+    LoopMutatesAlias,
+    [(torch.ones(1, 3), 3), (torch.ones(1, 3), 0), (torch.ones(1, 3), 9)],
+)
+
+
+class LoopRebindsAlias(nn.Module):
+    def forward(self, x, n: int):
+        h = x * 1
+        start = h
+        step = 0
+        while step < 6 and step < n:
+            h.mul_(2)  # line marker: loop-alias
+            h = h + 1
+            step += 1
+        return start, h
+
+
+REFUSED["loop_rebinds_alias"] = (LoopRebindsAlias, (torch.ones(1, 3), 2), "loop-alias", "on some paths only")
