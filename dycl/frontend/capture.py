@@ -127,6 +127,15 @@ class CapturedRun:
     mutated_types: list[str] = field(default_factory=list)
 
 
+class SpecializedInput(Exception):
+    """Export replaced a runtime int input by its example value (it is 0 or 1, or was used
+    where the graph needs a constant): the run would be right on this example only."""
+
+    def __init__(self, position: int):
+        super().__init__(position)
+        self.position = position
+
+
 class WeightMutation(Exception):
     """A run mutates a parameter or buffer in place (state that outlives the call)."""
 
@@ -200,6 +209,7 @@ class RunCapturer:
                 key = None  # weights reached outside the called modules: do not rename them
                 wrapper = _RunModule(self.model, self.model, run)
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
+            _check_int_inputs_used(program)
             _drop_detaches(program)
             program = self._decompose_unknown_ops(_functionalize(program))
             mutated = _mutations_as_outputs(program)
@@ -267,6 +277,17 @@ class RunCapturer:
         if mlir_name not in self._missing_ops:
             self._missing_ops[mlir_name] = not self.context.is_registered_operation(mlir_name)
         return self._missing_ops[mlir_name]
+
+
+def _check_int_inputs_used(program) -> None:
+    """A runtime int the graph never reads was specialized to its example value."""
+    from torch.export.graph_signature import SymIntArgument
+
+    user_inputs = [spec for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
+    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    for position, spec in enumerate(user_inputs):
+        if isinstance(spec.arg, SymIntArgument) and not placeholders[spec.arg.name].users:
+            raise SpecializedInput(position)
 
 
 def _functionalize(program):

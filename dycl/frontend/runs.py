@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import warnings
 
 import torch
@@ -13,9 +14,10 @@ import torch.utils._pytree as pytree
 
 from dycl.frontend import aliases
 from dycl.frontend import values as V
-from dycl.frontend.capture import WeightMutation
+from dycl.frontend.capture import SpecializedInput, WeightMutation
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
+from dycl.frontend.rewrite import fresh_id
 
 
 class RunCompiler:
@@ -62,6 +64,34 @@ class RunCompiler:
         values = self._call_run(result, stmts, {n: env[n] for n in inputs}, env, live_after)
         for name, value in zip(outputs, values.items if isinstance(values, V.Tup) else ()):
             env[name] = value
+
+    def mutates_tensor(self, stmt: ast.stmt, env: dict) -> bool:
+        """`t += k` / `t[k] = v` on a tensor variable (not `n += 1` on an int)."""
+        return any(_is_tensor_value(env.get(name)) for name in names_mutated(stmt))
+
+    def compile_mutation_with_host_operands(self, stmt: ast.stmt, env: dict) -> None:
+        """A tensor mutation whose operands are runtime Python values (`z += k` with
+        `k = float(...)`, `y[0, k] = 5.0` with `k = int(...)`): the operands are computed on
+        the host first, then the statement itself runs, in place, so that aliases see it."""
+        operands = [stmt.value] if getattr(stmt, "value", None) is not None else []
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        for target in targets:
+            while isinstance(target, (ast.Subscript, ast.Attribute)):
+                if isinstance(target, ast.Subscript):
+                    operands.append(target.slice)
+                target = target.value
+        scoped = dict(env)
+        replacements = {}
+        for operand in operands:
+            if self._needs_host(operand, env, set()):
+                name = f"__operand{fresh_id()}"
+                scoped[name] = self.expression(operand, env)
+                replacements[id(operand)] = name
+        rewritten = _replace_nodes(stmt, replacements)
+        self.compile_run([rewritten], scoped, set(scoped))
+        for name in env:
+            if scoped[name] is not env[name]:
+                env[name] = scoped[name]
 
     def tensor_expression(self, expr: ast.expr, env: dict) -> V.EnvValue:
         inputs = sorted(n for n in names_read(expr) if n in env)
@@ -162,6 +192,8 @@ class RunCompiler:
                 captured = self.capturer.capture(run, [l.example for l in flat_inputs], dynamic, called, cache_key)
             except FrontendError:
                 raise
+            except SpecializedInput as error:
+                raise _specialized_int(self, stmts[0], _bound_name(inputs, flat_inputs[error.position])) from None
             except WeightMutation as error:
                 raise self.error(
                     stmts[0], f"in-place change of the weight `{error.name}` in forward",
@@ -276,6 +308,9 @@ class RunCompiler:
 
     def _capture_error(self, stmts, lines, error) -> FrontendError:
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if "Constraints violated" in text:  # a runtime int used where the graph needs a constant
+            ints = [n for n in names_read(ast.Module(body=list(stmts), type_ignores=[]))]
+            return _specialized_int(self, stmts[0], " / ".join(sorted(ints)))
         hint = "write data-dependent control flow in forward (or a helper on self) so that DyCL can see it"
         if "data-dependent" in text or "guard" in text.lower():
             hint = ("a Python `if`/`while` on a tensor inside a function DyCL does not inline "
@@ -297,6 +332,35 @@ def _record_calls(called: list):
 
 
 # ----- small helpers -------------------------------------------------------------------
+
+
+def _specialized_int(self, stmt, name: str) -> FrontendError:
+    return self.error(
+        stmt, f"a runtime Python int (from `{name}`) is used where the captured tensor code "
+        "needs a constant, such as an index or a size",
+        "index with a 0-d tensor instead of an int (`t.index_select(dim, idx)`, "
+        "`torch.where(torch.arange(n) == idx, v, t)`): keep the value a tensor rather than "
+        "calling int() or .item() on it",
+    )
+
+
+def _is_tensor_value(value) -> bool:
+    return isinstance(value, V.Dyn) and V.is_tensor_type(value.type)
+
+
+def _replace_nodes(stmt: ast.stmt, replacements: dict[int, str]) -> ast.stmt:
+    """A copy of `stmt` with the nodes whose id() is a key replaced by those names."""
+    memo: dict = {}
+    copied = copy.deepcopy(stmt, memo)
+    by_copy = {id(memo[key]): name for key, name in replacements.items() if key in memo}
+
+    class Replace(ast.NodeTransformer):
+        def visit(self, node):
+            if id(node) in by_copy:
+                return ast.copy_location(ast.Name(by_copy[id(node)], ast.Load()), node)
+            return self.generic_visit(node)
+
+    return Replace().visit(copied)
 
 
 def _bound_name(env: dict, value: V.Dyn) -> str:

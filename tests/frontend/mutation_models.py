@@ -275,3 +275,32 @@ class LoopRebindsAlias(nn.Module):
 
 
 REFUSED["loop_rebinds_alias"] = (LoopRebindsAlias, (torch.ones(1, 3), 2), "loop-alias", "on some paths only")
+
+
+class HostOperandAlias(nn.Module):
+    """`z += k` with a runtime Python float: still in place, so the alias `y` changes too."""
+
+    def forward(self, x):
+        y = x * 2
+        z = y
+        k = float(x.sum())
+        z += k
+        return y, z
+
+
+CASES["host_operand_alias"] = (HostOperandAlias, [(_vec(0.5, -1.0, 2.0),), (_vec(-3.0, 0.5, 0.25),)])
+
+
+class StoreAtRuntimeIndex(nn.Module):
+    """A store at an int read off a tensor: export would freeze the example's index."""
+
+    def forward(self, x):
+        y = x.clone()
+        k = int(x.argmax())
+        y[0, k] = 5.0  # line marker: runtime-index
+        return y
+
+
+REFUSED["store_at_runtime_index"] = (
+    StoreAtRuntimeIndex, (torch.tensor([[0.1, 0.9, 0.3]]),), "runtime-index", "runtime Python int",
+)
