@@ -328,6 +328,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     def compile_host_statement(self, stmt: ast.stmt, env: dict) -> None:
         if isinstance(stmt, ast.Expr):
+        if self.mutates_tensor(stmt, env):
+            self.compile_mutation_with_host_operands(stmt, env)
+            return
             if isinstance(stmt.value, ast.Constant):
                 return
             method = self._list_method(stmt.value, env)
