@@ -9,11 +9,13 @@ becomes `[1,?]`); constants that change in the body become carried IR values.
 from __future__ import annotations
 
 import ast
+import contextlib
 from typing import Any
 
 from torch_mlir import ir
 
 from dycl.frontend import aliases, nodes
+from dycl.frontend.errors import FrontendError
 from dycl.frontend import values as V
 from dycl.frontend.liveness import live_before, names_read, written_in
 from dycl.frontend.rewrite import fresh_id, lower, unroll
@@ -44,12 +46,32 @@ class LoopCompiler:
         target_names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
         body_reads = set().union(*(names_read(s) for s in node.body))
         if isinstance(iterable, range) and not (target_names & body_reads):
-            return self._compile_runtime_loop(loop, rest, env, live_out, trip=iterable)
+            try:
+                with self._undone_on(LoopStructureError):
+                    return self._compile_runtime_loop(loop, rest, env, live_out, trip=iterable)
+            except LoopStructureError:
+                if len(iterable) > MAX_UNROLL:
+                    raise
+                # `states` is None, then a tuple: a constant trip count can be unrolled instead
         items = list(iterable)
         if len(items) > MAX_UNROLL:
             raise self.error(node, f"loop of {len(items)} iterations whose index is used", f"keep loops that use their index under {MAX_UNROLL} iterations")
         unrolled = unroll(self.scope.source, loop, items, lambda item: self._bind_target(node.target, item))
         return unrolled + rest, env
+
+    @contextlib.contextmanager
+    def _undone_on(self, error_type):
+        """Erase the host ops built inside this block (and restore the scope) if it raises."""
+        block = ir.InsertionPoint.current.block
+        before = len(block.operations)
+        scope = self.scope
+        try:
+            yield
+        except error_type:
+            for op in reversed(list(block.operations)[before:]):
+                op.erase()
+            self.scope = scope
+            raise
 
     def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
@@ -133,7 +155,7 @@ class LoopCompiler:
 
         for _attempt in range(8):
             if use_for:
-                op, end_env = self._build_for(trip, state, env, flat_body, live_after_loop)
+                op, end_env = self._build_for(node, trip, state, env, flat_body, live_after_loop)
             else:
                 op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop)
             changed = False
@@ -149,7 +171,7 @@ class LoopCompiler:
                 if isinstance(entry, _Carried):
                     end_types = self._loop_types(end, node, name)
                     if len(end_types) != len(entry.types) or not V.same_structure(end, entry.structure):
-                        raise self.error(node, f"`{name}` changes structure in a runtime loop")
+                        raise self._structure_error(node, name)
                     joined = [self._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
                     if joined != entry.types:
                         state[name] = entry = _Carried(entry.initial, joined, entry.examples, entry.structure, entry.may_share)
@@ -211,17 +233,29 @@ class LoopCompiler:
             return value.type
         if isinstance(value, V.Const) and isinstance(value.value, (bool, int, float)):
             return V.type_of_example(value.value)
+        if isinstance(value, V.Const) and value.value is None or value is V.UNDEF:
+            raise self._structure_error(node, name)
         raise self.error(node, f"`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
 
-    def _initial_values(self, state) -> list[V.Dyn]:
+    def _structure_error(self, node, name) -> "LoopStructureError":
+        error = self.error(
+            node, f"`{name}` changes structure in a runtime loop (e.g. None, then a tensor or a tuple)",
+            f"give `{name}` its final structure before the loop (e.g. zeros of the right shape), "
+            "or loop over `range(N)` with a constant N so that DyCL unrolls the loop",
+        )
+        return LoopStructureError(error.construct, error.hint, file=error.file, line=error.line)
+
+    def _initial_values(self, state, node) -> list[V.Dyn]:
         values = []
         for name, entry in _carried_items(state):
             if entry.initial is V.UNDEF:
                 leaves = [self.builder.placeholder(t, e) for t, e in zip(entry.types, entry.examples)]
             else:
                 leaves = [self._materialize(l, name) for l in V.leaves(entry.initial)]
+                # (`logits = None` before a loop that assigns a tensor: the None enters as a
+                # tensor-typed value, returned as None only if the loop never assigns it)
                 if len(leaves) != len(entry.types):
-                    raise self.error(None, f"`{name}` changes structure in a runtime loop")
+                    raise self._structure_error(node, name)
             values.extend(self._cast(l, t) for l, t in zip(leaves, entry.types))
         return values
 
@@ -240,8 +274,8 @@ class LoopCompiler:
             operands.extend(self._cast(l, t).value for l, t in zip(leaves, entry.types))
         ir.Operation.create(terminator, operands=operands)
 
-    def _build_for(self, trip: range, state, env, flat_body, live_after_loop):
-        inits = self._initial_values(state)
+    def _build_for(self, node, trip: range, state, env, flat_body, live_after_loop):
+        inits = self._initial_values(state, node)
         index = ir.IndexType.get(self.builder.context)
         bounds = [
             ir.Operation.create("arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, v)}).result
@@ -257,7 +291,7 @@ class LoopCompiler:
         return op, end_env
 
     def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop):
-        inits = self._initial_values(state)
+        inits = self._initial_values(state, node)
         types = [self.builder.type(t) for _, entry in _carried_items(state) for t in entry.types]
         op = ir.Operation.create("scf.while", results=types, operands=[v.value for v in inits], regions=2)
         before = op.regions[0].blocks.append(*types)
@@ -287,6 +321,10 @@ class LoopCompiler:
             end_env = self.compile_block(flat_body, body_env, set(state) | live_after_loop)
             self._yield(end_env, state)
         return op, end_env
+
+
+class LoopStructureError(FrontendError):
+    """A variable's structure (None, tuple, tensor) changes between iterations."""
 
 
 class _Carried:

@@ -110,7 +110,11 @@ class RunCompiler:
         fix_locations(module, line)
         namespace = dict(self.scope.namespace)
         exec(compile(module, self.scope.source.file, "exec"), namespace)
-        return namespace["__dycl_run"]
+        function = namespace["__dycl_run"]
+        # What the run returns is part of what it is: the same statements with another set
+        # of live outputs (the last copy of an unrolled loop) must not share an export.
+        function.dycl_code = ast.dump(module)
+        return function
 
     def _call_run(self, function, stmts, inputs: dict[str, V.EnvValue], env: dict, live) -> V.EnvValue:
         """Run eagerly for examples, capture, call; the returned structure holds Dyn leaves.
@@ -182,7 +186,7 @@ class RunCompiler:
             dynamic = [self._dynamic_dims(leaf.type) for leaf in flat_inputs]
             try:
                 cache_key = (
-                    ast.dump(ast.Module(body=list(stmts), type_ignores=[])) if not isinstance(stmts[0], ast.expr) else ast.dump(stmts[0]),
+                    function.dycl_code,
                     tuple(
                         (name, tuple((l.type, slots[l.value]) for l in V.leaves(value) if isinstance(l, V.Dyn)),
                          self.capturer.cache.signature(_substitute(value, None)) if not _has_dyn(value) else None)
