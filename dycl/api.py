@@ -489,6 +489,7 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         "backend_options": options,
         "entry": entry,
         "inputs": _input_signature(function, host.arg_names),
+        "input_tree": _output_tree(function, "dycl.input_tree"),
         "outputs": {"count": len(function.function_type.outputs), "tree": _output_tree(function)},
         "host": "host.py",
         "constants": "constants.npz" if constants else None,
@@ -531,10 +532,10 @@ def _input_signature(function, names: Sequence[str]) -> list[dict[str, Any]]:
     return signature
 
 
-def _output_tree(function):
+def _output_tree(function, attribute: str = "dycl.output_tree"):
     from xdsl.dialects.builtin import StringAttr
 
-    attr = function.attributes.get("dycl.output_tree")
+    attr = function.attributes.get(attribute)
     return json.loads(attr.data) if isinstance(attr, StringAttr) else None
 
 

@@ -222,3 +222,21 @@ def unflatten(tree: Any, results: Sequence[Any]) -> Any:
     if "list" in tree:
         return [unflatten(sub, results) for sub in tree["list"]]
     raise ValueError(f"bad dycl.output_tree node: {tree!r}")
+
+
+def flatten_inputs(function: func.FuncOp, inputs: Sequence[Any]) -> tuple:
+    """The function's arguments for the model's inputs: list and tuple inputs are passed
+    item by item (`dycl.input_tree`)."""
+    attr = function.attributes.get("dycl.input_tree")
+    if not isinstance(attr, StringAttr):
+        return tuple(inputs)
+
+    def leaves(tree, value):
+        if tree is None:
+            return []
+        if isinstance(tree, int):
+            return [value]
+        ((_, items),) = tree.items()
+        return [leaf for sub, item in zip(items, value) for leaf in leaves(sub, item)]
+
+    return tuple(leaf for tree, value in zip(json.loads(attr.data), inputs) for leaf in leaves(tree, value))

@@ -108,6 +108,14 @@ class CompiledModel:
 
     def __call__(self, *inputs: Any) -> Any:
         specs = self._inputs
+        tree = self.manifest.get("input_tree")
+        if tree is not None:  # list/tuple arguments are passed item by item
+            if len(inputs) != len(tree):
+                raise InputError(f"{self.entry}() takes {len(tree)} input(s), got {len(inputs)}")
+            inputs = tuple(
+                leaf for k, (node, value) in enumerate(zip(tree, inputs))
+                for leaf in _flatten_input(self.entry, node, value, f"input {k}")
+            )
         if len(inputs) != len(specs):
             names = ", ".join(s.name for s in specs)
             raise InputError(f"{self.entry}() takes {len(specs)} input(s) ({names}), got {len(inputs)}")
@@ -161,6 +169,22 @@ def _tensor_input(spec: _InputSpec, value: Any, entry: str) -> np.ndarray:
             raise InputError(f"{entry}() input '{spec.name}': DyCL runs on CPU, got a tensor on {value.device}")
         return value.detach().numpy()
     raise InputError(f"{entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
+
+
+def _flatten_input(entry: str, tree: Any, value: Any, where: str) -> list:
+    """The leaves of one argument, checked against the structure it was compiled for."""
+    if tree is None:
+        if value is not None:
+            raise InputError(f"{entry}() {where}: expected None, got {type(value).__name__}")
+        return []
+    if isinstance(tree, int):
+        return [value]
+    (kind, items), = tree.items()
+    expected = list if kind == "list" else tuple
+    if not isinstance(value, expected) or len(value) != len(items):
+        got = f"a {type(value).__name__} of {len(value)}" if isinstance(value, (list, tuple)) else type(value).__name__
+        raise InputError(f"{entry}() {where}: expected a {kind} of {len(items)} items (the structure it was compiled for), got {got}")
+    return [leaf for k, (sub, item) in enumerate(zip(items, value)) for leaf in _flatten_input(entry, sub, item, f"{where}[{k}]")]
 
 
 def _unflatten(tree: Any, results: Sequence[Any]) -> Any:

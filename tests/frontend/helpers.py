@@ -11,7 +11,7 @@ from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.interpreters.scf import ScfFunctions
 
-from dycl.interpreter import ReferenceInterpreter, TorchFunctions, find_function, output_tree, unflatten
+from dycl.interpreter import ReferenceInterpreter, TorchFunctions, find_function, flatten_inputs, output_tree, unflatten
 
 
 class BranchCoverage(Interpreter.Listener):
@@ -36,7 +36,7 @@ def run(program, inputs, coverage: BranchCoverage | None = None):
     weights = {name: torch.from_numpy(array) for name, array in program.weights.items()}
     interpreter.register_implementations(TorchFunctions(weights))
     with torch.no_grad():
-        results = interpreter.call_op(function, tuple(inputs))
+        results = interpreter.call_op(function, flatten_inputs(function, inputs))
     return unflatten(output_tree(function), results)
 
 
