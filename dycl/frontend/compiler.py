@@ -21,6 +21,7 @@ from torch_mlir import ir
 
 from dycl.frontend import aliases
 from dycl.frontend import expressions as X
+from dycl.frontend import lists
 from dycl.frontend import nodes
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
@@ -327,10 +328,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     # ----- host statements ---------------------------------------------------------------
 
     def compile_host_statement(self, stmt: ast.stmt, env: dict) -> None:
-        if isinstance(stmt, ast.Expr):
         if self.mutates_tensor(stmt, env):
             self.compile_mutation_with_host_operands(stmt, env)
             return
+        if isinstance(stmt, ast.Expr):
             if isinstance(stmt.value, ast.Constant):
                 return
             method = self._list_method(stmt.value, env)
@@ -341,6 +342,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return
         if isinstance(stmt, ast.Assign):
             value = self.expression(stmt.value, env)
+            if len(stmt.targets) > 1 and all(isinstance(t, ast.Name) for t in stmt.targets):
+                value = lists.bound_list(self, value, env)  # `a = b = []`: one list, two names
             for target in stmt.targets:
                 self._assign(target, value, env)
             return
@@ -351,13 +354,14 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             self._assign(stmt.target, self.expression(stmt.value, env), env)
             return
+        if isinstance(stmt, ast.Delete):  # one target each (desugar.split_delete)
+            lists.delete(self, stmt, env)
+            return
         raise self.error(stmt, f"`{type(stmt).__name__}` statement", "")
 
     def _assign(self, target: ast.expr, value: V.EnvValue, env: dict) -> None:
         if isinstance(target, ast.Name):
-            if isinstance(value, V.Tup) and value.kind == "list":
-                value = self._list_value(value)
-            env[target.id] = value
+            env[target.id] = lists.bound_list(self, value, env)
             return
         if isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, V.Const):
@@ -376,42 +380,33 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     def _list_value(self, value: V.Tup) -> V.EnvValue:
         """What a Python list bound to a name becomes: constants stay one Python list; a
         list of tensors (or `[]`) becomes a runtime list, which may grow under runtime
-        conditions; any other mix (`[logits, count]`) keeps its structure, like a tuple."""
+        conditions (its items stay known while it is built in straight-line code:
+        `lists.StaticList`); any other mix (`[logits, count]`) keeps its structure, like a tuple."""
         if value.items and all(isinstance(i, V.Const) for i in value.items):
             return V.Const([i.value for i in value.items])
         if all(isinstance(i, V.Dyn) and V.is_tensor_type(i.type) for i in value.items):
-            op = self.builder.op("torch.prim.ListConstruct", [i.value for i in value.items], [V.TENSOR_LIST])
-            return V.Dyn(op.result, V.TENSOR_LIST, [i.example for i in value.items])
+            return lists.static_list(self, value.items)
         return value
 
     def _list_method(self, expr: ast.expr, env) -> str | None:
+        """The method of a bare `name.method(...)` statement that changes a host list (or a
+        container the host holds: those are refused when compiled)."""
         if (
             isinstance(expr, ast.Call)
             and isinstance(expr.func, ast.Attribute)
             and isinstance(expr.func.value, ast.Name)
-            and expr.func.attr in ("append", "extend", "insert", "pop")
         ):
             holder = env.get(expr.func.value.id)
-            if isinstance(holder, V.Dyn) and holder.type == V.TENSOR_LIST:
-                return expr.func.attr
-            if isinstance(holder, V.Const) and isinstance(holder.value, list):
-                return expr.func.attr
-            if isinstance(holder, V.Tup) and holder.kind == "list" and expr.func.attr == "append":
-                return expr.func.attr  # its other methods run inside a capture, as before
+            method = expr.func.attr
+            if lists.is_list(holder) and method in lists.LIST_METHODS:
+                return method
+            if isinstance(holder, V.Const) and method in lists.CONTAINER_MUTATORS.get(type(holder.value), ()):
+                return method
         return None
 
     def _list_append(self, expr: ast.Call, env) -> None:
-        name = expr.func.value.id
-        if expr.func.attr != "append" or len(expr.args) != 1:
-            raise self.error(expr, f"list `.{expr.func.attr}` in forward", "build lists with `.append(item)`")
-        holder = env[name]
-        item = self.expression(expr.args[0], env)
-        if isinstance(holder, V.Dyn):
-            env[name] = self._runtime_append(holder, item, expr)
-            return
-        # A Python list (constant or of fixed structure): appending gives a longer list value.
-        items = holder.items if isinstance(holder, V.Tup) else tuple(V.Const(v) for v in holder.value)
-        env[name] = self._list_value(V.Tup(items + (item,), "list"))
+        """A list-changing method call statement (`append`, `pop`, `insert`, ...): lists.py."""
+        lists.mutate(self, expr, env)
 
     def _runtime_append(self, holder: V.Dyn, item: V.EnvValue, expr: ast.Call) -> V.Dyn:
         item = self._materialize(item, "list item")
@@ -424,6 +419,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         op = ir.Operation.create(
             "torch.aten.append.t", results=[self.builder.type(V.TENSOR_LIST)], operands=[holder.value, item.value]
         )
+        if isinstance(holder, lists.StaticList):
+            return lists.StaticList(op.result, V.TENSOR_LIST, holder.example + [item.example], items=holder.items + (item,))
         return V.Dyn(op.result, V.TENSOR_LIST, holder.example + [item.example])
 
     # ----- expressions -------------------------------------------------------------------
@@ -475,9 +472,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 if isinstance(sub.func, ast.Attribute) and sub.func.attr in X.SCALAR_METHODS:
                     return True
                 func = self._try_constant(sub.func, env, quiet=True)
-                if func in X.REJECTED_CALLS:
+                if X.known(X.REJECTED_CALLS, func):
                     raise self.error(sub, *X.REJECTED_CALLS[func])
-                if func in X.SCALAR_BUILTINS or func in X.HOST_TORCH_FUNCTIONS or func is builtins.len:
+                if X.known(X.SCALAR_BUILTINS, func) or X.known(X.HOST_TORCH_FUNCTIONS, func) or func is builtins.len:
                     return True
             elif isinstance(sub, (ast.BoolOp, ast.IfExp)):
                 return True

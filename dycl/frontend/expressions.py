@@ -70,3 +70,11 @@ def stacked_type(example: torch.Tensor, dim: int) -> str:
     shape = list(example.shape)
     shape[dim % len(shape)] = None
     return V.vtensor_type(shape, example.dtype)
+
+
+def known(table, func) -> bool:
+    """`func in table` for any constant (an unhashable one is in no table)."""
+    try:
+        return func in table
+    except TypeError:
+        return False

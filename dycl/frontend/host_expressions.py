@@ -15,7 +15,9 @@ import copy
 import torch
 
 from dycl.frontend import expressions as X
+from dycl.frontend import lists
 from dycl.frontend import values as V
+from dycl.frontend.desugar import source_text
 from dycl.frontend.rewrite import fresh_id
 
 
@@ -48,10 +50,19 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
         return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, bool(a.example))
     if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
         return self.builder.host_op("torch.aten.len.t", [args[0]], V.INT, len(args[0].example))
-    if func in X.LIST_FUNCTIONS and args and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
+    if X.known(X.LIST_FUNCTIONS, func) and args and isinstance(args[0], lists.StaticList) and args[0].items:
+        # items known: stacked inside a run, with a static shape
+        return _apply(self, expr, env, _call_operands(expr, None, [V.Tup(args[0].items, "list"), *args[1:]]))
+    if X.known(X.LIST_FUNCTIONS, func) and args and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
         return _stack_or_cat(self, expr, func, args, env)
     # Anything else: tensor math over the already-computed operands.
-    return _apply(self, expr, env)
+    return _apply(self, expr, env, _call_operands(expr, None, args))
+
+
+def _call_operands(expr: ast.Call, receiver, args: list) -> list:
+    """Values for `_apply`'s operand slots of a call: the receiver (or the func's root), the
+    positional arguments; keyword values are computed by `_apply` itself."""
+    return [receiver, *args]
 
 
 def _stack_or_cat(self, expr, func, args, env):
@@ -64,7 +75,7 @@ def _stack_or_cat(self, expr, func, args, env):
     items = args[0].example
     example = func(items, dim.value) if items else None
     if example is None:
-        raise self.error(expr, f"`{ast.unparse(expr)}` of a list that is empty on the example path", "append at least once before the condition, or check DyCL's example inputs")
+        raise self.error(expr, f"`{source_text(expr)}` of a list that is empty on the example path", "append at least once before the condition, or check DyCL's example inputs")
     name = X.LIST_FUNCTIONS[func]
     type_ = X.stacked_type(example, dim.value)
     return self.builder.host_op(f"torch.aten.{name}", [args[0], self.builder.constant(int(dim.value))], type_, example)
@@ -107,6 +118,11 @@ def _scalar_pair(self, left, right, node):
 
 def _host_binop(self, expr: ast.BinOp, env) -> V.EnvValue:
     left, right = self.expression(expr.left, env), self.expression(expr.right, env)
+    if isinstance(expr.op, ast.Add) and (lists.is_list(left) or lists.is_list(right)):
+        ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
+        if not (lists.is_list(left) and lists.is_list(right)):
+            raise self.error(expr, f"`{source_text(expr)}` adds a list and a {lists._kind(right if lists.is_list(left) else left)}", "add lists to lists")
+        return ops.concat(left, right)
     if _is_tensor(left) or _is_tensor(right):
         return _apply(self, expr, env, [left, right])
     spec = X.BINARY_OPS.get(type(expr.op))
@@ -173,17 +189,33 @@ def _host_boolop(self, expr: ast.BoolOp, env) -> V.EnvValue:
 
 def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
     holder = self.expression(expr.value, env)
-    if isinstance(holder, V.Dyn) and holder.type == V.TENSOR_LIST:
-        index = self._materialize(self.expression(expr.slice, env), "index")
-        if index.type != V.INT:
-            raise self.error(expr, "slicing a runtime list", "index it with an int")
-        example = holder.example[index.example]
-        return self.builder.host_op("torch.aten.__getitem__.t", [holder, index], V.type_of_example(example), example)
-    if isinstance(holder, V.Tup):
-        index = self.expression(expr.slice, env)
-        if isinstance(index, V.Const):
-            return holder.items[index.value]
-    return _apply(self, expr, env)
+    if not (lists.is_list(holder) or isinstance(holder, V.Tup)):
+        return _apply(self, expr, env, [holder])
+    key = lists.subscript_key(self, expr.slice, env)
+    ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
+    if isinstance(holder, V.Tup) and holder.kind != "list":  # a tuple: items known
+        constant = lists.const_key(key)
+        if constant is None:
+            return _apply(self, expr, env, [holder])
+        _, picked = ops.python(holder, lambda items: items[constant])
+        return V.Tup(tuple(picked), holder.kind) if isinstance(constant, slice) else picked
+    picked = ops.get(holder, key)
+    if picked is not None:
+        return picked
+    if isinstance(holder, V.Tup) and holder.items and all(_is_tensor(i) and isinstance(i, V.Dyn) for i in holder.items):
+        holder = lists.static_list(self, holder.items)  # a runtime index into tensors: a host list
+    if not (isinstance(holder, V.Dyn) and holder.type == V.TENSOR_LIST):
+        return _apply(self, expr, env, [holder])  # a Python list indexed at runtime: a run
+    index = self._materialize(key, "index")
+    if index.type != V.INT:
+        raise self.error(expr, f"indexing a list with a {index.type.removeprefix('!torch.')}", "index it with an int")
+    if not holder.example:
+        raise self.error(
+            expr, f"`{source_text(expr)}` of a list that is empty on the example path",
+            "check DyCL's example inputs: the list must have items when the model is imported",
+        )
+    example = lists.safe_item(holder.example, index.example)
+    return self.builder.host_op("torch.aten.__getitem__.t", [holder, index], lists.item_type(holder.example), example)
 
 
 def host_tuple(self, expr, env) -> V.EnvValue:
@@ -220,7 +252,8 @@ def _apply(self, expr: ast.expr, env, operands=None) -> V.EnvValue:
     for k, child in enumerate(children):
         if not self._needs_host(child, env, set()):
             continue
-        value = operands[k] if operands is not None and k < len(operands) else self.expression(child, env)
+        given = operands[k] if operands is not None and k < len(operands) else None
+        value = given if given is not None else self.expression(child, env)
         name = f"__operand{fresh_id()}"
         local[name] = value
         replacements[id(child)] = name
@@ -242,7 +275,9 @@ def _operand_slots(expr: ast.expr):
     for child in ast.iter_child_nodes(expr):
         while isinstance(child, (ast.Attribute, ast.keyword, ast.Starred)):
             child = child.value
-        if isinstance(child, ast.expr):
+        if isinstance(child, ast.Slice):  # `x[:n]`: its bounds are the operands
+            yield from (part for part in (child.lower, child.upper, child.step) if part is not None)
+        elif isinstance(child, ast.expr):
             yield child
 
 

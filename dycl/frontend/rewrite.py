@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from dycl.frontend import nodes
+from dycl.frontend import desugar, nodes
 from dycl.frontend.errors import FrontendError
 
 _fresh = itertools.count()
@@ -60,7 +60,8 @@ def parse_function(func: Callable) -> SourceFunction:
     if not isinstance(node, ast.FunctionDef):
         raise FrontendError("expected a function definition", file=file, line=first_line)
     closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
-    return SourceFunction(node, file, func.__globals__, dict(closure))
+    # The helpers that desugared code calls (`__dycl_data(x)` for `x.data`, ...).
+    return SourceFunction(node, file, func.__globals__, {**desugar.HELPERS, **closure})
 
 
 _CONTROL = (ast.If, ast.For, ast.While, ast.Return, ast.Break, ast.Continue, ast.IfExp)
@@ -81,11 +82,14 @@ def has_control_flow(fdef: ast.FunctionDef) -> bool:
 # Statements that cannot be compiled, with what to write instead.
 _REJECTED = {
     ast.Try: ("`try` statement", "remove the try/except from forward; DyCL cannot compile exceptions"),
-    ast.With: ("`with` statement", "move the `with` block out of forward"),
+    ast.With: (
+        "`with` statement (only `torch.no_grad()`, `torch.inference_mode()` and "
+        "`torch.set_grad_enabled(False)` blocks are compiled)",
+        "move the `with` block out of forward, or call what it guards before the model",
+    ),
     ast.Raise: ("`raise` statement", "validate inputs before calling the model"),
     ast.Global: ("`global` statement", "keep state on the module as attributes"),
     ast.Nonlocal: ("`nonlocal` statement", "keep state on the module as attributes"),
-    ast.Delete: ("`del` statement", "drop the `del`; rebinding the name is enough"),
     ast.Assert: ("`assert` on a runtime value", "check inputs before calling the model"),
     ast.Yield: ("generator (`yield`)", "return a list or tuple instead"),
     ast.YieldFrom: ("generator (`yield from`)", "return a list or tuple instead"),
@@ -99,7 +103,7 @@ _REJECTED = {
 def check_supported(source: SourceFunction, stmt: ast.stmt) -> None:
     for node in ast.walk(stmt):
         rejected = _REJECTED.get(type(node))
-        if rejected is not None:
+        if rejected is not None and not (isinstance(node, ast.With) and desugar.is_no_grad_block(source, node)):
             raise source.error(node, *rejected)
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
@@ -123,11 +127,24 @@ def lower(
     on_break: Callable[[int], list[ast.stmt]] | None = None,
     on_continue: Callable[[int], list[ast.stmt]] | None = None,
 ) -> list[ast.stmt]:
-    """Rewrite `return`/`break`/`continue` of this body (not of nested loops) into jumps."""
+    """Rewrite `return`/`break`/`continue` of this body (not of nested loops) into jumps;
+    apply the desugarings of `desugar.py` (no-grad blocks, inference no-ops, `del`, pops)."""
+    if stmts is source.node.body:
+        desugar.check_deletes(source)  # the whole function, once: names read after `del`
     lowered: list[ast.stmt] = []
-    for stmt in stmts:
-        if isinstance(stmt, ast.Pass):
+    for original in stmts:
+        if isinstance(original, ast.Pass):
             continue  # a no-op; dropping it keeps the runs around it one run
+        if isinstance(original, ast.With) and desugar.is_no_grad_block(source, original):
+            # grad mode does not change values: the block is its body
+            lowered.extend(lower(source, original.body, returns, on_break, on_continue))
+            continue
+        if isinstance(original, ast.Delete):
+            lowered.extend(desugar.split_delete(source, original))
+            continue
+        prepared = desugar.prepare(source, original)
+        lowered.extend(_lower_simple(source, prepared[:-1]))
+        stmt = prepared[-1]
         if isinstance(stmt, ast.Return):
             value = stmt.value if stmt.value is not None else ast.Constant(None)
             lowered.extend(returns.statements(value, stmt.lineno))
@@ -156,6 +173,12 @@ def lower(
     return lowered
 
 
+def _lower_simple(source: SourceFunction, stmts: list[ast.stmt]) -> list[ast.stmt]:
+    for stmt in stmts:
+        check_supported(source, stmt)
+    return stmts
+
+
 class _Renamer(ast.NodeTransformer):
     def __init__(self, names: dict[str, str]):
         self.names = names
@@ -163,6 +186,18 @@ class _Renamer(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.Name:
         if node.id in self.names:
             return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+        # A lambda's parameters are its own names: `lambda k: s[k]` keeps `k` inside.
+        node.args = self.visit(node.args)
+        params = {a.arg for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+        outer = self.names
+        self.names = {k: v for k, v in outer.items() if k not in params}
+        try:
+            node.body = self.visit(node.body)
+        finally:
+            self.names = outer
         return node
 
 
@@ -182,6 +217,7 @@ def inline_call(
     a plain function (no receiver: `receiver is NO_RECEIVER`) binds every parameter to an argument.
     """
     fdef = callee.node
+    desugar.check_deletes(callee)
     args = fdef.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
         raise source.error(

@@ -45,7 +45,7 @@ class LoopOverTensor(nn.Module):
 
 class WithStatement(nn.Module):
     def forward(self, x):
-        with torch.no_grad():  # REJECT
+        with torch.enable_grad():  # REJECT (no_grad blocks are compiled as their body)
             x = x * 2
         return x
 

@@ -1,0 +1,727 @@
+"""Desugarings on the Python AST, applied while `rewrite.lower` walks a forward's statements.
+
+What research code writes for training or for a GPU, and what means nothing else at
+inference on the host, is rewritten to its inference meaning; everything else keeps its
+Python meaning exactly:
+
+- `with torch.no_grad():` / `torch.inference_mode()` / `torch.set_grad_enabled(False)`:
+  the block becomes its body (grad mode does not change values). Other `with` stay refused.
+- `E.data` -> `__dycl_data(E)`, `E.cuda(...)` / `E.cpu()` / `E.to(...)` -> `__dycl_cuda(E, ...)`
+  & co.: helpers that decide on the object at run time. On a tensor, `.data` is `.detach()`
+  (the same memory: an in-place change through it changes the original), `.cuda()`/`.cpu()`
+  and `.to(<device>)` are the tensor itself, `.to(dtype / other tensor, ...)` is kept (with a
+  device argument dropped); on any other object the original method is called.
+- `Variable(x)` / `torch.autograd.Variable(x)`, when the name resolves to
+  `torch.autograd.Variable` in the function's globals, is `x` (Variable shares x's memory).
+- `del a, b[k]` becomes one `del` per target; `del name` is checked here: a name read on
+  some path after its `del` (before it is assigned again) is refused at the read.
+- A `lst.pop(...)` inside a larger statement is hoisted: `__popN = lst[i]`, then the bare
+  `lst.pop(i)` statement, then the statement reading `__popN` (the compiler only meets list
+  mutations as statements of their own, never inside an expression it may evaluate twice).
+
+The helpers are callable objects (never inlined by the compiler) that every source
+function's namespace holds (`HELPERS`, added by `rewrite.parse_function`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+from typing import Any
+
+import torch
+
+from dycl.frontend.errors import FrontendError
+
+# ----- run-time helpers -----------------------------------------------------------------
+
+
+class _Helper:
+    """A named callable the rewritten code calls; not a FunctionType, so never inlined."""
+
+    def __init__(self, name: str, function):
+        self.name = name
+        self.function = function
+
+    def __call__(self, *args, **kwargs):
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<dycl helper {self.name}>"
+
+
+def _data(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.detach()
+    return obj.data
+
+
+def _cuda(obj, *args, **kwargs):
+    if isinstance(obj, torch.Tensor):
+        return obj  # inference runs on the host: the tensor itself
+    return obj.cuda(*args, **kwargs)
+
+
+def _cpu(obj, *args, **kwargs):
+    if isinstance(obj, torch.Tensor):
+        return obj  # a CPU tensor's .cpu() is the tensor itself
+    return obj.cpu(*args, **kwargs)
+
+
+def _is_device(value) -> bool:
+    return isinstance(value, (str, torch.device)) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _to(obj, *args, **kwargs):
+    if not isinstance(obj, torch.Tensor):
+        return obj.to(*args, **kwargs)
+    args = list(args)
+    if args and _is_device(args[0]):
+        args.pop(0)
+    kwargs.pop("device", None)
+    if not args and set(kwargs) <= {"non_blocking"}:
+        return obj  # only a device: the tensor itself
+    return obj.to(*args, **kwargs)
+
+
+def _select_first_best(keys, items, largest: bool):
+    """The item whose key is the first maximum (minimum), as Python's max/min choose it:
+    Python's strict `>`/`<` on the keys (a NaN key never wins), tensors in their own dtype."""
+
+    def tensor(value):  # (no torch.as_tensor on tensors: it traces as a dtype conversion)
+        if isinstance(value, torch.Tensor):
+            return value
+        return torch.tensor(value, dtype=torch.float64 if isinstance(value, float) else None)
+
+    best_key, best = tensor(keys[0]).reshape(()), tensor(items[0])
+    for key, item in zip(keys[1:], items[1:]):
+        key = tensor(key).reshape(())
+        better = key > best_key if largest else key < best_key
+        best_key = torch.where(better, key, best_key)
+        best = torch.where(better, tensor(item), best)
+    return best
+
+
+DATA, CUDA, CPU, TO = "__dycl_data", "__dycl_cuda", "__dycl_cpu", "__dycl_to"
+HELPERS: dict[str, Any] = {
+    DATA: _Helper(DATA, _data),
+    CUDA: _Helper(CUDA, _cuda),
+    CPU: _Helper(CPU, _cpu),
+    TO: _Helper(TO, _to),
+    "__dycl_select": _Helper("__dycl_select", _select_first_best),
+    "__dycl_torch": torch,
+    "__dycl_builtins": builtins,
+}
+# Helpers that return a tensor argument itself or an alias of its memory (same values).
+IDENTITY_ON_TENSORS = {HELPERS[DATA], HELPERS[CUDA], HELPERS[CPU]}
+_METHOD_HELPERS = {"cuda": CUDA, "cpu": CPU, "to": TO}
+
+
+# ----- name resolution ----------------------------------------------------------------
+
+
+def local_names(fdef: ast.FunctionDef) -> set[str]:
+    """Parameters and every name the function binds (Python makes them local)."""
+    names = {a.arg for a in fdef.args.args + fdef.args.posonlyargs + fdef.args.kwonlyargs}
+    for extra in (fdef.args.vararg, fdef.args.kwarg):
+        if extra is not None:
+            names.add(extra.arg)
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+    return names
+
+
+_MISSING = object()
+
+
+def resolve(source, expr: ast.expr, locals_: set[str] | None = None):
+    """The object a dotted name (`torch.no_grad`, `Variable`) denotes in the function's
+    module, or _MISSING when it is not a plain global/closure name."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return _MISSING
+    if locals_ is None:
+        locals_ = local_names(source.node)
+    if expr.id in locals_:
+        return _MISSING
+    namespace = {**source.globals, **source.closure}
+    if expr.id in namespace:
+        value = namespace[expr.id]
+    else:
+        value = getattr(builtins, expr.id, _MISSING)
+    for part in reversed(parts):
+        value = getattr(value, part, _MISSING)
+        if value is _MISSING:
+            break
+    return value
+
+
+# ----- with torch.no_grad() -----------------------------------------------------------
+
+
+def _constant(node: ast.expr):
+    return node.value if isinstance(node, ast.Constant) else _MISSING
+
+
+def _is_no_grad_item(source, item: ast.withitem, locals_) -> bool:
+    if item.optional_vars is not None or not isinstance(item.context_expr, ast.Call):
+        return False
+    call = item.context_expr
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    func = resolve(source, call.func, locals_)
+    values = [_constant(a) for a in call.args] + [_constant(k.value) for k in call.keywords]
+    names = [k.arg for k in call.keywords]
+    if func is torch.no_grad:
+        return not values
+    if func is torch.inference_mode:
+        return len(values) <= 1 and all(v is True for v in values) and set(names) <= {"mode"}
+    if func is torch.set_grad_enabled:
+        return len(values) == 1 and values[0] is False and set(names) <= {"mode"}
+    return False
+
+
+def is_no_grad_block(source, stmt: ast.With) -> bool:
+    """`with torch.no_grad():` (or inference_mode / set_grad_enabled(False)), no `as`."""
+    locals_ = local_names(source.node)
+    return bool(stmt.items) and all(_is_no_grad_item(source, item, locals_) for item in stmt.items)
+
+
+# ----- expression rewrites: .data, .cuda(), .cpu(), .to(device), Variable(x) -----------
+
+
+class _InferenceNoOps(ast.NodeTransformer):
+    def __init__(self, source):
+        self.source = source
+        self.locals = local_names(source.node)
+
+    def visit_Attribute(self, node: ast.Attribute):
+        self.generic_visit(node)
+        if node.attr == "data" and isinstance(node.ctx, ast.Load):
+            return _call(DATA, [node.value], [], node)
+        return node
+
+    def visit_Call(self, node: ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _METHOD_HELPERS:
+            receiver = self.visit(func.value)
+            args = [self.visit(a) for a in node.args]
+            keywords = [self.visit(k) for k in node.keywords]
+            return _call(_METHOD_HELPERS[func.attr], [receiver, *args], keywords, node)
+        self.generic_visit(node)
+        if (
+            len(node.args) == 1
+            and not isinstance(node.args[0], ast.Starred)
+            and all(k.arg in ("requires_grad", "volatile") for k in node.keywords)
+            and resolve(self.source, node.func, self.locals) is torch.autograd.Variable
+        ):
+            return node.args[0]  # Variable(x) shares x's memory: it is x
+        return node
+
+
+def _call(name: str, args, keywords, where: ast.AST) -> ast.Call:
+    call = ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=list(keywords))
+    ast.copy_location(call.func, where)
+    return ast.copy_location(call, where)
+
+
+def _rewrite_expr(source, expr):
+    if expr is None:
+        return None
+    return rename_comprehension_variables(_InferenceNoOps(source).visit(copy.deepcopy(expr)), {})
+
+
+# ----- comprehension variables are local to their comprehension -------------------------------
+
+COMPREHENSION_PREFIX = "__comp"
+_PREFIXED = __import__("re").compile(r"__comp\d+_")
+
+
+def source_text(node: ast.AST) -> str:
+    """`ast.unparse` with comprehension variables under their own names again."""
+    return _PREFIXED.sub("", ast.unparse(node))
+
+
+def rename_comprehension_variables(node: ast.AST, mapping: dict[str, str]) -> ast.AST:
+    """Give each comprehension's variables fresh names (`l` -> `__comp7_l`), as Python scopes
+    them: liveness and runs then never take them for the function's own variables (a run
+    returning a comprehension's `l` raised NameError). In place; returns the node."""
+    from dycl.frontend.rewrite import fresh_id
+
+    if isinstance(node, ast.Name):
+        if node.id in mapping:
+            return ast.copy_location(ast.Name(mapping[node.id], node.ctx), node)
+        return node
+    if isinstance(node, ast.Lambda):
+        node.args = rename_comprehension_variables(node.args, mapping)
+        params = {a.arg for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+        node.body = rename_comprehension_variables(node.body, {k: v for k, v in mapping.items() if k not in params})
+        return node
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        inner = dict(mapping)
+        for k, generator in enumerate(node.generators):
+            # the first iterable is evaluated in the enclosing scope, the others inside
+            generator.iter = rename_comprehension_variables(generator.iter, mapping if k == 0 else inner)
+            uid = fresh_id()
+            for name in {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}:
+                inner[name] = f"{COMPREHENSION_PREFIX}{uid}_{name}"
+            generator.target = rename_comprehension_variables(generator.target, inner)
+            generator.ifs = [rename_comprehension_variables(c, inner) for c in generator.ifs]
+        if isinstance(node, ast.DictComp):
+            node.key = rename_comprehension_variables(node.key, inner)
+            node.value = rename_comprehension_variables(node.value, inner)
+        else:
+            node.elt = rename_comprehension_variables(node.elt, inner)
+        return node
+    for field, old in ast.iter_fields(node):
+        if isinstance(old, list):
+            setattr(node, field, [rename_comprehension_variables(v, mapping) if isinstance(v, ast.AST) else v for v in old])
+        elif isinstance(old, ast.AST):
+            setattr(node, field, rename_comprehension_variables(old, mapping))
+    return node
+
+
+# ----- list mutations inside expressions ----------------------------------------------
+
+MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear")
+
+
+def _mutator_receiver(node: ast.AST) -> str | None:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MUTATORS
+        and isinstance(node.func.value, ast.Name)
+    ):
+        return node.func.value.id
+    return None
+
+
+def _describe_call(node: ast.Call) -> str:
+    return f"`{source_text(node)}`"
+
+
+class _PopHoister:
+    """Finds `name.pop(...)` calls in one statement's expressions, in evaluation order."""
+
+    def __init__(self, source, stmt):
+        self.source = source
+        self.stmt = stmt
+        self.found: list[ast.Call] = []
+
+    def scan(self, node: ast.AST, conditional: str | None = None) -> None:
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            conditional = "a lambda or comprehension"
+        children = list(ast.iter_child_nodes(node))
+        if isinstance(node, ast.IfExp):
+            self.scan(node.test, conditional)
+            for branch in (node.body, node.orelse):
+                self.scan(branch, conditional or "a conditional expression")
+            children = []
+        elif isinstance(node, ast.BoolOp):
+            self.scan(node.values[0], conditional)
+            for value in node.values[1:]:
+                self.scan(value, conditional or f"an `{'and' if isinstance(node.op, ast.And) else 'or'}`")
+            children = []
+        for child in children:
+            self.scan(child, conditional)
+        name = _mutator_receiver(node)
+        if name is None:
+            return
+        if node.func.attr != "pop":
+            raise self.source.error(
+                node,
+                f"{_describe_call(node)} used as a value (it changes `{name}` and returns None)",
+                f"call `{source_text(node)}` as a statement of its own",
+            )
+        if conditional is not None:
+            raise self.source.error(
+                node,
+                f"{_describe_call(node)} inside {conditional}",
+                f"pop into a variable first (`item = {source_text(node)}`) where it always runs, "
+                "or write the condition as an `if` statement",
+            )
+        if len(node.args) > 1 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.source.error(
+                node, f"{_describe_call(node)} inside an expression",
+                f"pop into a variable first: `item = {source_text(node)}`",
+            )
+        self.found.append(node)
+
+
+def hoist_pops(source, stmt: ast.stmt, exprs: list[ast.expr]) -> tuple[list[ast.stmt], dict[int, str]]:
+    """Statements computing each `lst.pop(i)` found in `exprs` (in evaluation order) and the
+    temporary name that replaces each call (by id of the call node)."""
+    hoister = _PopHoister(source, stmt)
+    for expr in exprs:
+        hoister.scan(expr)
+    prelude: list[ast.stmt] = []
+    replaced: dict[int, str] = {}
+    for call in hoister.found:
+        name = call.func.value.id
+        own = {id(n) for a in call.args for n in ast.walk(a)} | {id(call.func.value)}
+        others = [
+            n for expr in exprs for n in ast.walk(expr)
+            if isinstance(n, ast.Name) and n.id == name and id(n) not in own
+        ]
+        if others:
+            raise source.error(
+                call,
+                f"{_describe_call(call)} in a statement that also uses `{name}`",
+                f"pop into a variable first (`item = {source_text(call)}`), then use `item` and `{name}`",
+            )
+        from dycl.frontend.rewrite import fresh_id
+
+        uid = fresh_id()
+        index = call.args[0] if call.args else ast.Constant(-1)
+        if not isinstance(index, (ast.Constant, ast.Name)) and not (
+            isinstance(index, ast.UnaryOp) and isinstance(index.operand, ast.Constant)
+        ):
+            index_name = f"__popindex{uid}"
+            prelude.append(_assign(index_name, index, call))
+            index = ast.Name(index_name, ast.Load())
+        temp = f"__pop{uid}"
+        read = ast.Subscript(value=ast.Name(name, ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load())
+        prelude.append(_assign(temp, read, call))
+        pop = ast.Call(
+            func=ast.Attribute(value=ast.Name(name, ast.Load()), attr="pop", ctx=ast.Load()),
+            args=[copy.deepcopy(index)] if call.args else [],
+            keywords=[],
+        )
+        prelude.append(_located(ast.Expr(value=pop), call))
+        replaced[id(call)] = temp
+    return prelude, replaced
+
+
+def _assign(name: str, value: ast.expr, where: ast.AST) -> ast.Assign:
+    return _located(ast.Assign(targets=[ast.Name(name, ast.Store())], value=value), where)
+
+
+def _located(node: ast.AST, where: ast.AST) -> ast.AST:
+    for sub in ast.walk(node):
+        if "lineno" in sub._attributes and getattr(sub, "lineno", None) is None:
+            ast.copy_location(sub, where)
+    return node
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, replaced: dict[int, str]):
+        self.replaced = replaced
+
+    def visit(self, node):
+        name = self.replaced.get(id(node))
+        if name is not None:
+            return ast.copy_location(ast.Name(name, ast.Load()), node)
+        return super().visit(node)
+
+
+# ----- one statement -----------------------------------------------------------------
+
+
+def _expression_fields(stmt: ast.stmt) -> list[str]:
+    """The fields of a statement holding expressions evaluated when it runs (not bodies)."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)):
+        return ["value"]
+    if isinstance(stmt, (ast.If, ast.While)):
+        return ["test"]
+    if isinstance(stmt, ast.For):
+        return ["iter"]
+    return []
+
+
+def prepare(source, stmt: ast.stmt) -> list[ast.stmt]:
+    """`stmt` with its expressions rewritten (inference no-ops) and its nested pops hoisted:
+    the statements that replace it (bodies of compound statements are left for `lower`)."""
+    fields = _expression_fields(stmt)
+    if not fields:
+        return [stmt]
+    new = copy.copy(stmt)
+    for field in fields:
+        setattr(new, field, _rewrite_expr(source, getattr(stmt, field)))
+    # Targets of assignments keep their syntax, but `.data` etc. in their indices are rewritten.
+    if isinstance(stmt, ast.Assign):
+        new.targets = [_rewrite_target(source, t) for t in stmt.targets]
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        new.target = _rewrite_target(source, stmt.target)
+
+    exprs = [getattr(new, f) for f in fields if getattr(new, f) is not None]
+    if isinstance(new, ast.Expr) and _mutator_receiver(new.value) is not None:
+        exprs = list(new.value.args) + [k.value for k in new.value.keywords]  # the call itself stays
+    targets = new.targets if isinstance(new, ast.Assign) else [getattr(new, "target", None)]
+    for target in targets:
+        if target is None:
+            continue
+        for node in ast.walk(target):
+            if _mutator_receiver(node) is not None:
+                raise source.error(
+                    node, f"{_describe_call(node)} inside an assignment target",
+                    f"compute it first: `item = {source_text(node)}`",
+                )
+    if isinstance(new, ast.While):
+        for expr in exprs:
+            for node in ast.walk(expr):
+                if _mutator_receiver(node) is not None:
+                    raise source.error(
+                        node, f"{_describe_call(node)} in a `while` condition",
+                        "change the list inside the loop body and test a variable in the condition",
+                    )
+        return [new]
+    prelude, replaced = hoist_pops(source, new, exprs)
+    if not replaced:
+        return [new]
+    for field in fields:
+        setattr(new, field, _Replace(replaced).visit(getattr(new, field)))
+    return prelude + [new]
+
+
+def _rewrite_target(source, target: ast.expr) -> ast.expr:
+    if isinstance(target, ast.Name):
+        return target
+    if isinstance(target, ast.Subscript):
+        rewritten = copy.copy(target)
+        rewritten.value = _rewrite_target(source, target.value) if isinstance(target.value, ast.Subscript) else _rewrite_expr(source, target.value)
+        rewritten.slice = _rewrite_expr(source, target.slice)
+        return rewritten
+    if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+        rewritten = copy.copy(target)
+        if isinstance(target, ast.Starred):
+            rewritten.value = _rewrite_target(source, target.value)
+        else:
+            rewritten.elts = [_rewrite_target(source, e) for e in target.elts]
+        return rewritten
+    return target
+
+
+# ----- del ------------------------------------------------------------------------------
+
+
+def split_delete(source, stmt: ast.Delete) -> list[ast.stmt]:
+    """One `del` per target (in order); only names and items of named lists can be deleted."""
+    out = []
+    stack = list(stmt.targets)
+    flat = []
+    while stack:
+        target = stack.pop(0)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            stack = list(target.elts) + stack
+        else:
+            flat.append(target)
+    for target in flat:
+        text = f"`del {source_text(target)}`"
+        if isinstance(target, ast.Attribute) or (
+            isinstance(target, ast.Subscript) and isinstance(_root(target), ast.Attribute)
+        ):
+            raise source.error(
+                target, f"{text} in forward",
+                "module state must not change in forward: keep values in local variables and return them",
+            )
+        if isinstance(target, ast.Subscript) and not isinstance(target.value, ast.Name):
+            inner = source_text(target.value)
+            raise source.error(
+                target, f"{text} (an item of `{inner}`, not of a variable)",
+                f"bind it to a variable first: `inner = {inner}` then `del inner[{source_text(target.slice)}]`",
+            )
+        if not isinstance(target, (ast.Name, ast.Subscript)):
+            raise source.error(target, f"{text}", "`del` a variable or an item of a list variable")
+        if isinstance(target, ast.Subscript):
+            for node in ast.walk(target.slice):
+                if _mutator_receiver(node) is not None:
+                    raise source.error(node, f"{_describe_call(node)} inside `del`", f"compute it first: `k = {source_text(node)}`")
+            target = copy.deepcopy(target)
+            target.slice = _rewrite_expr(source, target.slice)
+        new = ast.Delete(targets=[target])
+        out.append(ast.copy_location(new, target))
+    return out
+
+
+def _root(expr: ast.expr) -> ast.expr:
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    return expr
+
+
+# ----- names used after `del` -------------------------------------------------------------
+
+
+class _Dead:
+    pass
+
+
+DEAD = _Dead()  # the state after `return`/`break`/`continue`: no path continues
+
+
+class DeleteChecker:
+    """Forward may-analysis over a function's structured AST: which names may be deleted
+    (`del name`, not assigned since) at each point. Reading such a name, or deleting it
+    again, raises NameError on that path in Python: refused at the read."""
+
+    def __init__(self, source):
+        self.source = source
+        self.loops: list[tuple[list, list]] = []  # (break states, continue states)
+
+    def check(self) -> None:
+        fdef = self.source.node
+        if not any(isinstance(n, ast.Delete) for n in ast.walk(fdef)):
+            return
+        self.block(fdef.body, {})
+
+    # state: dict name -> line of the `del`, or DEAD
+
+    def block(self, stmts, state):
+        for stmt in stmts:
+            if state is DEAD:
+                return DEAD
+            state = self.statement(stmt, state)
+        return state
+
+    def reads(self, node: ast.AST | None, state) -> None:
+        if node is None or state is DEAD:
+            return
+        for name, where in _loads(node):
+            if name in state:
+                raise self.source.error(
+                    where, f"`{name}` is used after `del`",
+                    f"the `del {name}` on line {state[name]} unbinds it on this path: "
+                    f"remove that `del`, or assign `{name}` again before this line",
+                )
+
+    @staticmethod
+    def stores(targets, state):
+        if state is DEAD:
+            return state
+        state = dict(state)
+        for target in targets:
+            if target is None:
+                continue
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    state.pop(node.id, None)
+        return state
+
+    def statement(self, stmt, state):
+        if isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                names = [target] if isinstance(target, ast.Name) else (
+                    [e for e in target.elts if isinstance(e, ast.Name)] if isinstance(target, (ast.Tuple, ast.List)) else []
+                )
+                if not names:
+                    self.reads(target, state)
+                for name in names:
+                    if name.id in state:
+                        raise self.source.error(
+                            name, f"`{name.id}` is used after `del` (deleted again)",
+                            f"the `del {name.id}` on line {state[name.id]} already unbinds it on this path: remove one of them",
+                        )
+                    state = {**state, name.id: stmt.lineno}
+            return state
+        if isinstance(stmt, ast.If):
+            self.reads(stmt.test, state)
+            return _join(self.block(stmt.body, dict(state)), self.block(stmt.orelse, dict(state)))
+        if isinstance(stmt, (ast.For, ast.While)):
+            return self.loop(stmt, state)
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self.reads(item.context_expr, state)
+                state = self.stores([item.optional_vars], state)
+            return self.block(stmt.body, state)
+        if isinstance(stmt, ast.Try):
+            end = self.block(stmt.body, dict(state))
+            for handler in stmt.handlers:
+                end = _join(end, self.block(handler.body, dict(state)))
+            return self.block(stmt.finalbody, _join(end, self.block(stmt.orelse, dict(state))))
+        if isinstance(stmt, ast.Return):
+            self.reads(stmt.value, state)
+            return DEAD
+        if isinstance(stmt, (ast.Break, ast.Continue)):
+            if self.loops:
+                self.loops[-1][0 if isinstance(stmt, ast.Break) else 1].append(state)
+            return DEAD
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            self.reads(stmt, state)
+            return self.stores([ast.Name(stmt.name, ast.Store())], state)
+        if isinstance(stmt, ast.Assign):
+            self.reads(stmt.value, state)
+            for target in stmt.targets:
+                self.reads(target, state)
+            return self.stores(stmt.targets, state)
+        if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+            self.reads(stmt.value, state)
+            target = stmt.target
+            if isinstance(stmt, ast.AugAssign) and isinstance(target, ast.Name):
+                self.reads(ast.Name(target.id, ast.Load(), lineno=target.lineno, col_offset=0), state)
+            else:
+                self.reads(target, state)
+            return self.stores([target], state)
+        self.reads(stmt, state)
+        return state
+
+    def loop(self, stmt, entry):
+        header = entry
+        for _ in range(len(entry) + 64):
+            self.loops.append(([], []))
+            if isinstance(stmt, ast.For):
+                self.reads(stmt.iter, header)
+                body_entry = self.stores([stmt.target], header)
+            else:
+                self.reads(stmt.test, header)
+                body_entry = header
+            end = self.block(stmt.body, dict(body_entry))
+            breaks, continues = self.loops.pop()
+            again = header
+            for state in [end, *continues]:
+                again = _join(again, state)
+            if again == header:
+                break
+            header = again
+        after = header
+        for state in breaks:
+            after = _join(after, state)
+        return self.block(stmt.orelse, after) if stmt.orelse else after
+
+
+def _join(a, b):
+    if a is DEAD:
+        return b
+    if b is DEAD:
+        return a
+    return {**b, **a}
+
+
+def _loads(node: ast.AST):
+    """(name, node) for every name a node reads, lambda/comprehension variables excluded."""
+    bound: set[str] = set()
+    stack = [(node, bound)]
+    while stack:
+        current, bound = stack.pop()
+        if isinstance(current, ast.Lambda):
+            inner = bound | {a.arg for a in current.args.args + current.args.kwonlyargs + current.args.posonlyargs}
+            stack.append((current.body, inner))
+            stack.extend((d, bound) for d in current.args.defaults)
+            continue
+        if isinstance(current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = set(bound)
+            for gen in current.generators:
+                stack.append((gen.iter, set(inner)))
+                inner |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+                stack.extend((cond, inner) for cond in gen.ifs)
+            elements = [current.key, current.value] if isinstance(current, ast.DictComp) else [current.elt]
+            stack.extend((e, inner) for e in elements)
+            continue
+        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load) and current.id not in bound:
+            yield current.id, current
+        for child in ast.iter_child_nodes(current):
+            stack.append((child, bound))
+
+
+def check_deletes(source) -> None:
+    try:
+        DeleteChecker(source).check()
+    except FrontendError:
+        raise
+    except RecursionError:  # pragma: no cover - absurdly deep code
+        raise source.error(source.node, "function too deeply nested to check its `del` statements")

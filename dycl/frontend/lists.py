@@ -1,0 +1,622 @@
+"""Python lists in forward: reading, slicing and changing them, with Python's semantics.
+
+A list variable holds one of:
+- `V.Const(list)`: every item known when importing (`[1, 2]`, `self.sizes`);
+- `V.Tup(items, "list")`: a fixed structure mixing tensors and Python values (`[logits, 3]`);
+- `StaticList`: a runtime list of tensors (an IR `!torch.list<vtensor>`) whose items are known
+  here because it was built in straight-line code (`outs = []` + appends in unrolled loops):
+  its length is a constant and its items are the IR values that were put in;
+- a plain `V.Dyn` of type `TENSOR_LIST`: a list whose length is only known at runtime (it
+  grew under a runtime condition or in a runtime loop).
+
+Lists are values in the IR (`append.t` returns a new list), so a change to a list is a new
+value bound to every variable that refers to the same list (`b = a; a.pop()` changes `b`
+too); a list that is module state (`self.sizes.append(...)`) is refused. On the first three
+kinds every operation is done here on the item values with Python's own list semantics
+(negative indices, clamped slices, IndexError). On runtime lists, slices, `pop`, `del`,
+`insert`, `extend` and `+` are built from `len.t`, `__getitem__.t`, `append.t` and host int
+ops in an `scf.while` that copies the kept items.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import torch
+from torch_mlir import ir
+
+from dycl.frontend import values as V
+from dycl.frontend.desugar import source_text
+from dycl.frontend.errors import FrontendError
+
+
+@dataclass(frozen=True)
+class StaticList(V.Dyn):
+    """A runtime list value whose items (IR values) are known: built in straight-line code."""
+
+    items: tuple = ()
+
+
+def static_list(c, items) -> StaticList:
+    op = c.builder.op("torch.prim.ListConstruct", [i.value for i in items], [V.TENSOR_LIST])
+    return StaticList(op.result, V.TENSOR_LIST, [i.example for i in items], items=tuple(items))
+
+
+def is_runtime_list(value) -> bool:
+    return isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST and not isinstance(value, StaticList)
+
+
+def is_list(value) -> bool:
+    return (
+        (isinstance(value, V.Const) and isinstance(value.value, list))
+        or (isinstance(value, V.Tup) and value.kind == "list")
+        or (isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST)
+    )
+
+
+def items_of(value) -> tuple | None:
+    """The items of a list/tuple value known here (None for a runtime list or a non-sequence)."""
+    if isinstance(value, StaticList):
+        return value.items
+    if isinstance(value, V.Tup):
+        return value.items
+    if isinstance(value, V.Const) and isinstance(value.value, (list, tuple)):
+        return tuple(V.Const(v) for v in value.value)
+    return None
+
+
+def const_key(key):
+    """A list key (an index value, or a `slice` of index values/None) as the Python int or
+    slice it is when every part is a constant; None when some part is known only at runtime."""
+    if isinstance(key, slice):
+        bounds = []
+        for bound in (key.start, key.stop, key.step):
+            if bound is None or (isinstance(bound, V.Const) and bound.value is None):
+                bounds.append(None)
+            elif isinstance(bound, V.Const) and _is_int(bound.value):
+                bounds.append(bound.value)
+            else:
+                return None
+        return slice(*bounds)
+    if isinstance(key, V.Const) and (_is_int(key.value) or isinstance(key.value, slice)):
+        return key.value
+    return None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# ----- host ints (Python ints fold; V.Dyn ints become host ops) ------------------------
+
+
+def _example(x):
+    return x.example if isinstance(x, V.Dyn) else x
+
+
+def _binary(c, name: str, a, b, fold):
+    if not isinstance(a, V.Dyn) and not isinstance(b, V.Dyn):
+        return fold(a, b)
+    operands = [c.builder.materialize(V.Const(x)) if not isinstance(x, V.Dyn) else x for x in (a, b)]
+    example = fold(_example(a), _example(b))
+    return c.builder.host_op(name, operands, V.type_of_example(example), example)
+
+
+def _add(c, a, b):
+    return _binary(c, "torch.aten.add.int", a, b, lambda x, y: x + y)
+
+
+def _mul(c, a, b):
+    return _binary(c, "torch.aten.mul.int", a, b, lambda x, y: x * y)
+
+
+def _max(c, a, b):
+    return _binary(c, "torch.prim.max.int", a, b, max)
+
+
+def _min(c, a, b):
+    return _binary(c, "torch.prim.min.int", a, b, min)
+
+
+def _is_negative(c, a):
+    """int(a < 0) as a host int."""
+    if not isinstance(a, V.Dyn):
+        return int(a < 0)
+    less = c.builder.host_op("torch.aten.lt.int", [a, c.builder.constant(0)], V.BOOL, a.example < 0)
+    return c.builder.host_op("torch.aten.Int.bool", [less], V.INT, int(less.example))
+
+
+def length(c, lst):
+    """len(lst): a Python int for lists whose items are known, else a host op."""
+    items = items_of(lst)
+    if items is not None:
+        return len(items)
+    return c.builder.host_op("torch.aten.len.t", [lst], V.INT, len(lst.example))
+
+
+def _wrapped(c, k, n):
+    """k + n if k < 0 else k (no clamping)."""
+    if not isinstance(k, V.Dyn):
+        return _add(c, k, n) if k < 0 else k
+    return _add(c, k, _mul(c, _is_negative(c, k), n))
+
+
+def _clamped(c, k, n):
+    """A slice bound as Python normalizes it: wrapped, then clamped to [0, n]."""
+    return _min(c, _max(c, _wrapped(c, k, n), 0), n)
+
+
+# ----- runtime lists ------------------------------------------------------------------
+
+
+def item_type(examples) -> str:
+    types = [V.type_of_example(e) for e in examples if isinstance(e, torch.Tensor)]
+    if not types:
+        return f"{V.UNRANKED_PREFIX}f32>"
+    joined = types[0]
+    for t in types[1:]:
+        try:
+            joined = V.join_types(joined, t)
+        except FrontendError:
+            return types[0]
+    return joined
+
+
+def _append_items(c, dest: V.Dyn, items) -> V.Dyn:
+    for item in items:
+        op = c.builder.op("torch.aten.append.t", [dest.value, item.value], [V.TENSOR_LIST])
+        dest = V.Dyn(op.result, V.TENSOR_LIST, dest.example + [item.example])
+    return dest
+
+
+def _copy_range(c, src: V.Dyn, start, stop, dest: V.Dyn) -> V.Dyn:
+    """dest + src[start:stop] for bounds already in [0, len(src)] (an `scf.while` on host ops)."""
+    items = items_of(src)
+    if items is not None and not isinstance(start, V.Dyn) and not isinstance(stop, V.Dyn):
+        return _append_items(c, dest, items[start:stop])
+    builder = c.builder
+    start_value = builder.materialize(V.Const(start)) if not isinstance(start, V.Dyn) else start
+    stop_value = builder.materialize(V.Const(stop)) if not isinstance(stop, V.Dyn) else stop
+    example = dest.example + src.example[_example(start):_example(stop)]
+    item_ir_type = item_type(src.example)
+    int_type, list_type = builder.type(V.INT), builder.type(V.TENSOR_LIST)
+    op = ir.Operation.create(
+        "scf.while", results=[int_type, list_type], operands=[start_value.value, dest.value], regions=2
+    )
+    before = op.regions[0].blocks.append(int_type, list_type)
+    with ir.InsertionPoint(before):
+        index = V.Dyn(before.arguments[0], V.INT, _example(start))
+        more = builder.host_op("torch.aten.lt.int", [index, stop_value], V.BOOL, True)
+        ir.Operation.create("scf.condition", operands=[builder.to_i1(more), *before.arguments])
+    after = op.regions[1].blocks.append(int_type, list_type)
+    with ir.InsertionPoint(after):
+        index = V.Dyn(after.arguments[0], V.INT, _example(start))
+        item_example = src.example[0] if src.example else None
+        item = builder.host_op("torch.aten.__getitem__.t", [src, index], item_ir_type, item_example)
+        grown = builder.op("torch.aten.append.t", [after.arguments[1], item.value], [V.TENSOR_LIST])
+        following = builder.host_op("torch.aten.add.int", [index, builder.constant(1)], V.INT, _example(start) + 1)
+        ir.Operation.create("scf.yield", operands=[following.value, grown.result])
+    return V.Dyn(op.results[1], V.TENSOR_LIST, example)
+
+
+def _empty(c) -> V.Dyn:
+    return V.Dyn(c.builder.op("torch.prim.ListConstruct", [], [V.TENSOR_LIST]).result, V.TENSOR_LIST, [])
+
+
+def _runtime_pieces(c, pieces) -> V.Dyn:
+    """A runtime list made of `pieces`: (list, start, stop) ranges and [items] in order."""
+    out = _empty(c)
+    for piece in pieces:
+        if isinstance(piece, list):
+            out = _append_items(c, out, piece)
+        else:
+            source, start, stop = piece
+            out = _copy_range(c, source, start, stop, out)
+    return out
+
+
+# ----- operations -------------------------------------------------------------------------
+
+
+class ListOps:
+    """The list operations of one statement; `c` is the FunctionCompiler, `node` the AST node
+    errors are located at, `what` the operation as the user wrote it. A key is an index value
+    or a Python `slice` of index values (V.Const/V.Dyn) and None."""
+
+    def __init__(self, c, node: ast.AST, what: str):
+        self.c = c
+        self.node = node
+        self.what = what
+
+    def error(self, construct: str, hint: str = "") -> FrontendError:
+        return self.c.error(self.node, construct, hint)
+
+    def python(self, lst, change):
+        """Run `change` on a Python list of the items (known here): Python's own semantics."""
+        items = list(items_of(lst))
+        try:
+            result = change(items)
+        except IndexError as error:
+            raise self.error(
+                f"{self.what}: IndexError: {error}",
+                "the list is shorter than that on this path (check the index or the example inputs)",
+            ) from None
+        except (TypeError, ValueError) as error:
+            raise self.error(f"{self.what}: {type(error).__name__}: {error}") from None
+        return items, result
+
+    def rebuild(self, like, items):
+        """A list of the kind `like` is, holding `items` (a new list value): a fixed
+        structure stays one, a list of tensors stays a list of tensors."""
+        if isinstance(like, V.Const) and all(isinstance(i, V.Const) for i in items):
+            return V.Const([i.value for i in items])
+        if isinstance(like, V.Tup):
+            return V.Tup(tuple(items), "list")
+        self.check_items(like, items)
+        return self.c._list_value(V.Tup(tuple(items), "list"))
+
+    def check_items(self, lst, items):
+        """A list of tensors (which may grow at runtime) holds tensors only."""
+        if isinstance(lst, V.Dyn):
+            for item in items:
+                if not (isinstance(item, V.Dyn) and V.is_tensor_type(item.type)):
+                    raise self.error(
+                        f"{self.what}: putting a non-tensor into a list of tensors",
+                        "keep Python scalars in their own variables (a list that grows at runtime holds only tensors)",
+                    )
+
+    # reads
+
+    def get(self, lst, key):
+        """lst[key]; None for an int index the caller reads with `__getitem__.t`."""
+        items, constant = items_of(lst), const_key(key)
+        if items is not None and constant is not None:
+            if isinstance(lst, V.Const):
+                _, picked = self.python(lst, lambda values: lst.value[constant])
+                return V.Const(picked)
+            _, picked = self.python(lst, lambda values: values[constant])
+            return self.rebuild(lst, picked) if isinstance(constant, slice) else picked
+        if isinstance(key, slice):
+            return self.runtime_slice(self.runtime(lst), key)
+        return None
+
+    def runtime_slice(self, lst: V.Dyn, key: slice) -> V.Dyn:
+        self.unit_step(key)
+        n = length(self.c, lst)
+        start = self.bound(key.start, 0, n)
+        stop = _max(self.c, start, self.bound(key.stop, n, n))
+        return _copy_range(self.c, lst, start, stop, _empty(self.c))
+
+    def unit_step(self, key: slice) -> None:
+        step = key.step.value if isinstance(key.step, V.Const) else key.step
+        if step not in (None, 1):
+            raise self.error(
+                f"{self.what}: a slice step on a list whose length or bounds are only known at runtime",
+                "stack it first and slice the tensor (`torch.stack(lst)[::2]`), "
+                "or build the list you need in the loop that fills it",
+            )
+
+    def bound(self, bound, default, n):
+        if bound is None or (isinstance(bound, V.Const) and bound.value is None):
+            return default
+        return _clamped(self.c, self.int(bound), n)
+
+    # changes: each returns the new list value
+
+    def pop(self, lst, key):
+        """(new list, popped item); key None is the last item."""
+        constant = -1 if key is None else const_key(key)
+        if items_of(lst) is not None and _is_int(constant):
+            items, popped = self.python(lst, lambda values: values.pop(constant))
+            return self.rebuild(lst, items), popped
+        lst = self.runtime(lst)
+        k = -1 if key is None else self.int(key)
+        if not lst.example:
+            raise self.error(
+                f"{self.what} of a list that is empty on the example path",
+                "check DyCL's example inputs: the list must have items when the model is imported",
+            )
+        index = self.c.builder.materialize(V.Const(k)) if not isinstance(k, V.Dyn) else k
+        popped = self.c.builder.host_op(
+            "torch.aten.__getitem__.t", [lst, index], item_type(lst.example), safe_item(lst.example, _example(k))
+        )
+        return self.without(lst, k), popped
+
+    def delete(self, lst, key):
+        constant = const_key(key)
+        if items_of(lst) is not None and constant is not None:
+            def change(values):
+                del values[constant]
+            items, _ = self.python(lst, change)
+            return self.rebuild(lst, items)
+        lst = self.runtime(lst)
+        if isinstance(key, slice):
+            self.unit_step(key)
+            n = length(self.c, lst)
+            start = self.bound(key.start, 0, n)
+            stop = _max(self.c, start, self.bound(key.stop, n, n))
+            return _runtime_pieces(self.c, [(lst, 0, start), (lst, stop, n)])
+        return self.without(lst, self.int(key))
+
+    def insert(self, lst, key, item):
+        constant = const_key(key)
+        if items_of(lst) is not None and _is_int(constant):
+            items, _ = self.python(lst, lambda values: values.insert(constant, item))
+            return self.rebuild(lst, items)
+        lst = self.runtime(lst)
+        self.check_items(lst, [item])
+        n = length(self.c, lst)
+        at = _clamped(self.c, self.int(key), n)
+        return _runtime_pieces(self.c, [(lst, 0, at), [item], (lst, at, n)])
+
+    def concat(self, left, right):
+        """left + right, both lists (the result is a new list)."""
+        left_items, right_items = items_of(left), items_of(right)
+        if left_items is not None and right_items is not None:
+            like = left if isinstance(left, V.Dyn) or not isinstance(right, V.Dyn) else right
+            if isinstance(left, V.Const) and isinstance(right, V.Const):
+                return V.Const(list(left.value) + list(right.value))
+            return self.rebuild(like, left_items + right_items)
+        runtime = left if items_of(left) is None else right
+        pieces = []
+        for side, items in ((left, left_items), (right, right_items)):
+            if items is None:
+                pieces.append((self.runtime(side), 0, length(self.c, side)))
+            else:
+                self.check_items(runtime, items)
+                pieces.append([self.c._materialize(i, "list item") for i in items])
+        if isinstance(pieces[0], tuple):  # grow the left list's value
+            first, rest = pieces[0][0], pieces[1]
+            if isinstance(rest, list):
+                return _append_items(self.c, first, rest)
+            return _copy_range(self.c, rest[0], rest[1], rest[2], first)
+        return _runtime_pieces(self.c, pieces)
+
+    def clear(self, lst):
+        if isinstance(lst, V.Const):
+            return V.Const([])
+        return self.c._list_value(V.Tup((), "list"))
+
+    # helpers
+
+    def runtime(self, lst) -> V.Dyn:
+        if isinstance(lst, V.Dyn) and lst.type == V.TENSOR_LIST:
+            return lst
+        raise self.error(
+            f"{self.what}: a position computed at runtime in a list of Python values",
+            "use a constant position, or keep only tensors in the list",
+        )
+
+    def int(self, value):
+        if isinstance(value, V.Const) and _is_int(value.value):
+            return value.value
+        if isinstance(value, V.Dyn) and value.type == V.INT:
+            return value
+        if _is_int(value):
+            return value
+        raise self.error(f"{self.what}: a list position that is not an int", "index lists with ints")
+
+    def without(self, lst: V.Dyn, k) -> V.Dyn:
+        """lst without its item at position k (k < 0 counts from the end)."""
+        n = length(self.c, lst)
+        at = _min(self.c, _max(self.c, _wrapped(self.c, k, n), 0), n)
+        after = _min(self.c, _add(self.c, at, 1), n)
+        return _runtime_pieces(self.c, [(lst, 0, at), (lst, after, n)])
+
+
+def _any_dyn(*values):
+    for value in values:
+        if isinstance(value, V.Dyn):
+            return value
+    return values[0]
+
+
+def safe_item(examples: list, k):
+    try:
+        return examples[k]
+    except (IndexError, TypeError):
+        return examples[0] if examples else None
+
+
+# ----- aliasing: every variable bound to the changed list sees the change ---------------
+
+
+def rebind(c, env: dict, name: str, old, new, node, what: str) -> None:
+    """`name` (and every variable or tuple holding the same list) now holds `new`."""
+    if isinstance(old, V.Const):
+        owner = module_state_owner(c, old.value)
+        if owner is not None:
+            raise c.error(
+                node,
+                f"{what} changes `{owner}`, a list that is module state",
+                f"module state must not change in forward: copy it first (`{name} = list({owner})`)",
+            )
+    replace_everywhere(env, old, new)
+    env[name] = new
+
+
+def bound_list(c, value, env: dict):
+    """A list display bound to a name becomes its list value (`c._list_value`); a list that
+    another variable already holds (`b = a`) is converted for both: they stay one list."""
+    if isinstance(value, V.Tup) and value.kind == "list":
+        converted = c._list_value(value)
+        if converted is not value:
+            replace_everywhere(env, value, converted)
+        return converted
+    return value
+
+
+def replace_everywhere(env: dict, old, new) -> None:
+    """Every variable (or tuple item) bound to the list `old` is bound to `new`."""
+    for key, value in list(env.items()):
+        replaced = _replace(value, old, new)
+        if replaced is not value:
+            env[key] = replaced
+
+
+def _same_list(value, old) -> bool:
+    if value is old:
+        return True
+    return (
+        isinstance(value, V.Const) and isinstance(old, V.Const)
+        and isinstance(old.value, list) and value.value is old.value
+    )
+
+
+def _replace(value, old, new):
+    if _same_list(value, old):
+        return new
+    if isinstance(value, V.Tup):
+        items = tuple(_replace(i, old, new) for i in value.items)
+        if any(a is not b for a, b in zip(items, value.items)):
+            return V.Tup(items, value.kind)
+        return value
+    if isinstance(value, V.Const) and isinstance(old, V.Const) and isinstance(value.value, (tuple, list)):
+        if _contains(value.value, old.value):
+            as_tup = V.Tup(tuple(_replace(V.Const(v), old, new) for v in value.value), "list" if isinstance(value.value, list) else "tuple")
+            if all(isinstance(i, V.Const) for i in as_tup.items):
+                items = [i.value for i in as_tup.items]
+                return V.Const(items if isinstance(value.value, list) else tuple(items))
+            return as_tup
+    return value
+
+
+def _contains(container, obj, depth: int = 0) -> bool:
+    if depth > 8:
+        return False
+    for item in container:
+        if item is obj or (isinstance(item, (list, tuple)) and _contains(item, obj, depth + 1)):
+            return True
+    return False
+
+
+def module_state_owner(c, obj) -> str | None:
+    """`self.<name>` (or a global's name) when `obj` is held by the model or the module namespace."""
+    if not isinstance(obj, list):
+        return None
+    for prefix, module in c.model.named_modules():
+        for attr, value in vars(module).items():
+            if value is obj or (isinstance(value, (list, tuple)) and _contains(value, obj)) or (
+                isinstance(value, dict) and any(v is obj for v in value.values())
+            ):
+                return "self." + (f"{prefix}.{attr}" if prefix else attr)
+    for global_name, value in c.scope.namespace.items():
+        if value is obj:
+            return global_name
+    return None
+
+
+# ----- statements: `lst.pop()`, `lst.insert(0, m)`, `del lst[k]`, `del name` -----------
+
+LIST_METHODS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse")
+# Methods that change other Python containers in place (refused: no value semantics here).
+CONTAINER_MUTATORS = {
+    dict: ("pop", "popitem", "clear", "update", "setdefault"),
+    set: ("add", "discard", "remove", "pop", "clear", "update"),
+}
+
+
+def subscript_key(c, node: ast.expr, env):
+    """The key of `x[node]`: an index value, or a `slice` of index values and None."""
+    if isinstance(node, ast.Slice):
+        parts = [None if part is None else c.expression(part, env) for part in (node.lower, node.upper, node.step)]
+        return slice(*parts)
+    return c.expression(node, env)
+
+
+def mutate(c, call: ast.Call, env: dict) -> None:
+    """A bare `name.method(...)` statement on a Python list (or a refused container change)."""
+    name, method = call.func.value.id, call.func.attr
+    holder = env[name]
+    what = f"`{source_text(call)}`"
+    ops = ListOps(c, call, what)
+    if isinstance(holder, V.Const) and not isinstance(holder.value, list):
+        kind = type(holder.value).__name__
+        raise c.error(
+            call, f"{what} changes a {kind} in forward",
+            f"build a new {kind} instead (e.g. with a comprehension) and bind it to `{name}`",
+        )
+    if method in ("sort", "reverse"):
+        rewrite = f"{name} = sorted({name})" if method == "sort" else f"{name} = {name}[::-1]"
+        raise c.error(call, f"{what} (reorders a list in place)", f"build the list in the order you need, or write `{rewrite}` on a list of Python values")
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        raise c.error(call, f"{what} with keyword or starred arguments", "pass the arguments by position")
+    arity = {"append": (1, 1), "extend": (1, 1), "insert": (2, 2), "pop": (0, 1), "remove": (1, 1), "clear": (0, 0)}[method]
+    if not arity[0] <= len(call.args) <= arity[1]:
+        raise c.error(call, f"{what}: wrong number of arguments for list.{method}")
+    args = [c.expression(a, env) for a in call.args]
+    if method == "append":
+        new = append(c, holder, args[0], call)
+    elif method == "pop":
+        new, _ = ops.pop(holder, args[0] if args else None)
+    elif method == "insert":
+        new = ops.insert(holder, args[0], args[1])
+    elif method == "extend":
+        new = ops.concat(holder, as_list(ops, args[0]))
+    elif method == "clear":
+        new = ops.clear(holder)
+    else:  # remove
+        if not (isinstance(holder, V.Const) and isinstance(args[0], V.Const)):
+            raise c.error(
+                call, f"{what}: removing an item by equality from a list of runtime values",
+                f"delete it by position: `del {name}[i]`",
+            )
+        items, _ = ops.python(holder, lambda values: values.remove(args[0]))
+        new = V.Const([i.value for i in items])
+    rebind(c, env, name, holder, new, call, what)
+
+
+def append(c, holder, item, node):
+    """holder + [item] as the new list value (a runtime list stays one)."""
+    if isinstance(holder, V.Dyn):
+        return c._runtime_append(holder, item, node)
+    items = holder.items if isinstance(holder, V.Tup) else tuple(V.Const(v) for v in holder.value)
+    return c._list_value(V.Tup(items + (item,), "list"))
+
+
+def as_list(ops: ListOps, value):
+    """The operand of `extend`/`+` as a list value (a tuple's items count as a list's)."""
+    if is_list(value):
+        return value
+    if isinstance(value, V.Tup) or (isinstance(value, V.Const) and isinstance(value.value, (tuple, range))):
+        items = items_of(value) if not isinstance(value, V.Const) else tuple(V.Const(v) for v in value.value)
+        return V.Tup(tuple(items), "list")
+    raise ops.error(
+        f"{ops.what}: extending a list with a {_kind(value)}",
+        "extend it with a list or tuple (a tensor's rows: `list(t.unbind(0))`)",
+    )
+
+
+def _kind(value) -> str:
+    if isinstance(value, V.Const):
+        return type(value.value).__name__
+    if isinstance(value, V.Dyn):
+        return "tensor" if V.is_tensor_type(value.type) else value.type.removeprefix("!torch.")
+    return "value"
+
+
+def delete(c, stmt: ast.Delete, env: dict) -> None:
+    """`del name` (unbinds it) or `del name[key]` (a new list value for every alias)."""
+    (target,) = stmt.targets
+    if isinstance(target, ast.Name):
+        value = env.get(target.id, V.UNDEF)
+        if value is V.UNDEF:
+            raise c.error(target, f"`del {target.id}` before `{target.id}` is assigned")
+        env[target.id] = V.UNDEF
+        return
+    name = target.value.id
+    what = f"`del {source_text(target)}`"
+    holder = env.get(name, V.UNDEF)
+    if holder is V.UNDEF:
+        raise c.error(target, f"`{name}` may be used before it is assigned")
+    if not is_list(holder):
+        kind = _kind(holder)
+        hint = (
+            "module state and containers other than lists cannot change in forward: build a new one"
+            if isinstance(holder, V.Const) else "only items of Python lists can be deleted"
+        )
+        raise c.error(target, f"{what} on a {kind}", hint)
+    ops = ListOps(c, target, what)
+    new = ops.delete(holder, subscript_key(c, target.slice, env))
+    rebind(c, env, name, holder, new, target, what)
