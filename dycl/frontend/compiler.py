@@ -21,7 +21,7 @@ from torch_mlir import ir
 
 from dycl.frontend import aliases
 from dycl.frontend import expressions as X
-from dycl.frontend import lists
+from dycl.frontend import host_builtins, lists
 from dycl.frontend import nodes
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
@@ -476,6 +476,14 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                     raise self.error(sub, *X.REJECTED_CALLS[func])
                 if X.known(X.SCALAR_BUILTINS, func) or X.known(X.HOST_TORCH_FUNCTIONS, func) or func is builtins.len:
                     return True
+                # any()/all() (and max/min with a key or over a comprehension) decide with
+                # Python `bool()` on their items: on the host when an item is a runtime value
+                if X.known(host_builtins.DECIDING, func) or (
+                    func in (builtins.max, builtins.min)
+                    and (any(k.arg == "key" for k in sub.keywords) or any(isinstance(a, host_builtins.COMPREHENSIONS) for a in sub.args))
+                ):
+                    if any(n in written_in_run or not self._is_constant_name(n, env) for n in names_read(sub)):
+                        return True
             elif isinstance(sub, (ast.BoolOp, ast.IfExp)):
                 return True
             elif isinstance(sub, ast.UnaryOp) and isinstance(sub.op, ast.Not):

@@ -15,7 +15,7 @@ import copy
 import torch
 
 from dycl.frontend import expressions as X
-from dycl.frontend import lists
+from dycl.frontend import host_builtins, lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.rewrite import fresh_id
@@ -33,6 +33,11 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
         example = tensor.example.item()
         return self.builder.host_op("torch.aten.item", [tensor], V.type_of_example(example), example)
     func = self._try_constant(expr.func, env, quiet=True)
+    handler = _handler(host_builtins.HANDLERS, func)
+    if handler is not None:
+        result = handler(self, expr, env)
+        if result is not None:
+            return result
     args = [self.expression(a, env) for a in expr.args]
     if func in X.SCALAR_BUILTINS and len(args) == 1 and not expr.keywords:
         (arg,) = args
@@ -63,6 +68,13 @@ def _call_operands(expr: ast.Call, receiver, args: list) -> list:
     """Values for `_apply`'s operand slots of a call: the receiver (or the func's root), the
     positional arguments; keyword values are computed by `_apply` itself."""
     return [receiver, *args]
+
+
+def _handler(table: dict, func):
+    try:
+        return table.get(func)
+    except TypeError:  # an unhashable constant
+        return None
 
 
 def _stack_or_cat(self, expr, func, args, env):
@@ -240,6 +252,10 @@ HOST_EXPRESSIONS = {
     ast.Tuple: host_tuple,
     ast.List: host_tuple,
     ast.IfExp: _host_ifexp,
+    ast.ListComp: host_builtins.host_list_comprehension,
+    ast.GeneratorExp: host_builtins.host_generator,
+    ast.SetComp: host_builtins.host_generator,
+    ast.DictComp: host_builtins.host_generator,
 }
 
 
