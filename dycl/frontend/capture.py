@@ -201,13 +201,13 @@ class RunCapturer:
             warnings.simplefilter("ignore")
             program = None
             if skeleton is not None:
-                wrapper = _RunModule(self.model, skeleton, run)
+                wrapper = _RunModule(self.model, skeleton, run).eval()
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
                 if _lifts_model_weights(program, self._weight_ids):
                     program = None
             if program is None:
                 key = None  # weights reached outside the called modules: do not rename them
-                wrapper = _RunModule(self.model, self.model, run)
+                wrapper = _RunModule(self.model, self.model, run).eval()
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
             _check_int_inputs_used(program)
             _drop_detaches(program)
@@ -253,7 +253,7 @@ class RunCapturer:
 
     def _decompose_unknown_ops(self, program):
         """Decompose only the ops torch-mlir has no named op for (keeps linear/conv2d)."""
-        table = get_decomposition_table()
+        table = {**get_decomposition_table(), **_DECOMPOSITIONS}
         for _ in range(4):
             unknown = {
                 node.target
@@ -277,6 +277,24 @@ class RunCapturer:
         if mlir_name not in self._missing_ops:
             self._missing_ops[mlir_name] = not self.context.is_registered_operation(mlir_name)
         return self._missing_ops[mlir_name]
+
+
+def _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
+    """Eval-mode batch norm as arithmetic. A functionalized run (one with an in-place op)
+    holds `_native_batch_norm_legit_no_training`, which torch-mlir has no op for, and whose
+    torch-mlir decomposition (`_native_batch_norm_legit`) mutates the running statistics."""
+    shape = [1, -1] + [1] * (input.dim() - 2)
+    scale = torch.rsqrt(running_var + eps)
+    if weight is not None:
+        scale = scale * weight
+    out = (input - running_mean.view(shape)) * scale.view(shape)
+    if bias is not None:
+        out = out + bias.view(shape)
+    empty = input.new_zeros((0,))
+    return out, empty, empty
+
+
+_DECOMPOSITIONS = {torch.ops.aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training}
 
 
 def _check_int_inputs_used(program) -> None:

@@ -105,7 +105,8 @@ class RunCompiler:
             kwonlyargs=[], kw_defaults=[], defaults=[],
         )
         ret = ast.Return(returned)
-        fdef = ast.FunctionDef(name="__dycl_run", args=args, body=list(stmts) + [ret], decorator_list=[], type_params=[])
+        body = [_DetachIsIdentity().visit(copy.deepcopy(s)) for s in [*stmts, ret]]
+        fdef = ast.FunctionDef(name="__dycl_run", args=args, body=body, decorator_list=[], type_params=[])
         module = ast.Module(body=[fdef], type_ignores=[])
         fix_locations(module, line)
         namespace = dict(self.scope.namespace)
@@ -147,6 +148,7 @@ class RunCompiler:
             return {name: _substitute(value, lambda leaf: flat[slots[leaf.value]]) for name, value in input_specs}
 
         examples = {name: V.example_of(value) if value is not V.UNDEF else None for name, value in input_specs}
+        versions = [leaf.example._version if isinstance(leaf.example, torch.Tensor) else None for leaf in flat_inputs]
         called: list[torch.nn.Module] | None = []
         try:
             with torch.no_grad(), warnings.catch_warnings():
@@ -193,7 +195,7 @@ class RunCompiler:
                         for name, value in input_specs
                     ),
                 )
-                captured = self.capturer.capture(run, [l.example for l in flat_inputs], dynamic, called, cache_key)
+                captured = self.capturer.capture(run, _distinct_examples(flat_inputs), dynamic, called, cache_key)
             except FrontendError:
                 raise
             except SpecializedInput as error:
@@ -208,6 +210,20 @@ class RunCompiler:
                 raise self._capture_error(stmts, lines, error) from None
             values = self.capturer.splice(captured.func_name, [l.value for l in flat_inputs])
             mutated = len(captured.mutated_inputs)
+            memory = [aliases.storage_of(leaf.example) for leaf in flat_inputs]
+            seen = {memory[k] for k in captured.mutated_inputs}
+            for leaf, version, place in zip(flat_inputs, versions, memory):
+                # The example run changed this input in place, and export did not say so:
+                # never drop a mutation, whatever way it was written.
+                if version is not None and leaf.example._version != version and place not in seen:
+                    raise self.error(
+                        stmts[0], f"an in-place change of `{_bound_name(inputs, leaf)}` that DyCL cannot follow",
+                        "compute a new tensor instead (`t = t * 2` rather than an in-place method)",
+                    )
+            for k in captured.mutated_inputs:
+                if memory[k] is not None and memory.count(memory[k]) > 1:
+                    # another input of this run shares the memory, but export saw two values
+                    raise _path_dependent_alias(self, stmts[0], _bound_name(inputs, flat_inputs[k]))
             self._rebind_mutated(
                 env, live, stmts[0],
                 [
@@ -296,12 +312,18 @@ class RunCompiler:
             )
 
     def _scalars_as_tensors(self, value: V.EnvValue) -> V.EnvValue:
-        """A runtime float enters tensor math as a 0-d f64 tensor (same promotion as a
-        Python float: 0-d tensors never widen the other operand's dtype)."""
+        """A runtime float enters tensor math as a 0-d f64 tensor, a runtime int as a 0-d
+        i64 tensor (same promotion as a Python scalar: 0-d tensors never widen the other
+        operand's dtype). Inside a run they stay data: `h * l` and `y[0, k] = v` compile to
+        tensor ops whatever the value is, where an int would be frozen to its example (an
+        index) or left on the host (arithmetic) -- and a use as a size is refused by export."""
         if isinstance(value, V.Tup):
             return V.Tup(tuple(self._scalars_as_tensors(i) for i in value.items), value.kind)
         if isinstance(value, V.Dyn) and value.type == V.FLOAT:
             example = torch.tensor(value.example, dtype=torch.float64)
+            return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
+        if isinstance(value, V.Dyn) and value.type == V.INT:
+            example = torch.tensor(value.example, dtype=torch.int64)
             return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
         return value
 
@@ -311,16 +333,37 @@ class RunCompiler:
         return [k for k, d in enumerate(parsed[0]) if d is None] if parsed else []
 
     def _capture_error(self, stmts, lines, error) -> FrontendError:
+        """What torch.export could not capture, in Python terms (its own message stays in
+        the error's `detail`, not in what the user reads first)."""
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        if "Constraints violated" in text:  # a runtime int used where the graph needs a constant
-            ints = [n for n in names_read(ast.Module(body=list(stmts), type_ignores=[]))]
-            return _specialized_int(self, stmts[0], " / ".join(sorted(ints)))
-        hint = "write data-dependent control flow in forward (or a helper on self) so that DyCL can see it"
-        if "data-dependent" in text or "guard" in text.lower():
-            hint = ("a Python `if`/`while` on a tensor inside a function DyCL does not inline "
-                    "(call it from forward as `x = self.helper(x)` / `x = self.block(x)`), or "
-                    "use torch.cond")
-        return self.error(stmts[0], f"cannot capture lines {lines} with torch.export ({type(error).__name__}: {text})", hint)
+        if "Constraints violated" in text or "specialized integer from data-dependent" in text:
+            # a runtime int used where the graph needs a constant (a size, an index it reads)
+            return _specialized_int(self, stmts[0])
+        source = _statement_text(stmts)
+        if "data-dependent" in text.lower() or "guard" in text.lower():
+            failure = self.error(
+                stmts[0], f"`{source}` uses a tensor's value as a Python value (a condition, an "
+                "index or a size) inside code that DyCL captures as one block",
+                "if it is a condition in a helper or a submodule, call that from forward "
+                "(`x = self.helper(x)`, `x = self.block(x)`) so that DyCL compiles the branch, or "
+                "use torch.cond; if it is an index or a size, keep it a tensor (masks, "
+                "`index_select`, `gather`)",
+            )
+        else:
+            failure = self.error(
+                stmts[0], f"`{source}` cannot be captured as a tensor program "
+                f"(torch.export raised {type(error).__name__})",
+                "rewrite it with torch operations on tensors; Python-level work on tensor "
+                "values belongs in forward, where DyCL compiles it",
+            )
+        failure.detail = text
+        return failure
+
+
+def _statement_text(stmts) -> str:
+    text = ast.unparse(stmts[0]).splitlines()[0]
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return text + (f" (and {len(stmts) - 1} more line(s))" if len(stmts) > 1 else "")
 
 
 @contextlib.contextmanager
@@ -338,13 +381,41 @@ def _record_calls(called: list):
 # ----- small helpers -------------------------------------------------------------------
 
 
-def _specialized_int(self, stmt, name: str) -> FrontendError:
+class _DetachIsIdentity(ast.NodeTransformer):
+    """`t.detach()` is `t` at inference: the same memory and values. Export would lose an
+    in-place change made through the detached alias (`x.detach().mul_(0.9)` changes x)."""
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "detach" and not node.args and not node.keywords:
+            return node.func.value
+        return node
+
+
+def _distinct_examples(flat_inputs: list[V.Dyn]) -> list:
+    """Example inputs for export, one tensor per IR value. Two values may share an example
+    (after `if c: y = x else: y = x * 0.5`, the join's example of `y` is `x`'s); export
+    would take one tensor passed twice for one input and compute `x + y` as `x + x`."""
+    seen: set = set()
+    examples = []
+    for leaf in flat_inputs:
+        example = leaf.example
+        memory = aliases.storage_of(example)
+        if memory is not None and memory in seen:
+            example = example.clone()
+        seen.add(memory)
+        examples.append(example)
+    return examples
+
+
+def _specialized_int(self, stmt, name: str | None = None) -> FrontendError:
+    what = f"`{name}`" if name and not name.startswith("operand") else "a runtime Python int"
     return self.error(
-        stmt, f"a runtime Python int (from `{name}`) is used where the captured tensor code "
-        "needs a constant, such as an index or a size",
-        "index with a 0-d tensor instead of an int (`t.index_select(dim, idx)`, "
-        "`torch.where(torch.arange(n) == idx, v, t)`): keep the value a tensor rather than "
-        "calling int() or .item() on it",
+        stmt, f"{what} is used where the captured tensor code needs a constant (an index or a "
+        "size); export would freeze it to its example value",
+        "index with a 1-element index tensor instead (`y[0, idx] = v` with "
+        "`idx = t.argmax().reshape(1)`, or `y.index_select(dim, idx)`), keeping the value a "
+        "tensor rather than calling int() or .item() on it",
     )
 
 

@@ -28,7 +28,6 @@ CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="frontend-error: _native_batch_norm_legit in a functionalized run")
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_batchnorm_then_in_place_change_compiles(case):
     from dycl.fuzz.oracle import check_program

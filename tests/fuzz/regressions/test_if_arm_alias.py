@@ -59,7 +59,6 @@ MUTATION_IN_ONE_ARM = _program([
 ])
 
 
-@pytest.mark.xfail(strict=True, reason="hcfg-mismatch: the else arm's y is read as x after the if")
 def test_alias_in_one_arm_matches_eager_in_the_interpreter():
     from dycl.fuzz.oracle import check_program
 
@@ -67,7 +66,6 @@ def test_alias_in_one_arm_matches_eager_in_the_interpreter():
     assert outcome.status == "ok", outcome.detail
 
 
-@pytest.mark.xfail(strict=True, reason="hcfg-mismatch: `keep1 = x` then `x = x` / `x = x * 0.5`")
 def test_seed_50005_matches_eager_in_the_interpreter():
     from dycl.fuzz.oracle import check_program
 
@@ -75,7 +73,6 @@ def test_seed_50005_matches_eager_in_the_interpreter():
     assert outcome.status == "ok", outcome.detail
 
 
-@pytest.mark.xfail(strict=True, reason="hcfg-mismatch: an in-place change in one arm of a variable aliased before the if")
 def test_mutation_in_one_arm_of_an_alias_is_exact_or_refused():
     from dycl.fuzz.oracle import check_program
 
@@ -83,7 +80,6 @@ def test_mutation_in_one_arm_of_an_alias_is_exact_or_refused():
     assert outcome.status in ("ok", "frontend-error"), outcome.detail
 
 
-@pytest.mark.xfail(strict=True, reason="the compiled model is wrong on the else path (y + y for x + y)")
 def test_alias_in_one_arm_compiled_for_onnxruntime_matches_eager():
     import torch
 

@@ -18,7 +18,6 @@ PROGRAM = Program(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="frontend-error: out= under autograd in torch.export")
 def test_out_argument_after_a_layer_compiles():
     from dycl.fuzz.oracle import check_program
 
