@@ -21,7 +21,7 @@ from torch_mlir import ir
 
 from dycl.frontend import aliases
 from dycl.frontend import expressions as X
-from dycl.frontend import host_builtins, lists
+from dycl.frontend import host_builtins, host_numpy, lists
 from dycl.frontend import nodes
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
@@ -360,6 +360,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         raise self.error(stmt, f"`{type(stmt).__name__}` statement", "")
 
     def _assign(self, target: ast.expr, value: V.EnvValue, env: dict) -> None:
+        if isinstance(target, ast.Name) and target.id == RETURN_VAR:
+            host_numpy.refuse_numpy_result(self, target, value)
         if isinstance(target, ast.Name):
             env[target.id] = lists.bound_list(self, value, env)
             return
@@ -468,9 +470,14 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                     isinstance(l, V.Dyn) and not V.is_tensor_type(l.type) for l in V.leaves(value)
                 ):
                     return True
+                if host_numpy.is_numpy(value):  # numpy semantics are checked on the host
+                    return True
             elif isinstance(sub, ast.Call):
                 if isinstance(sub.func, ast.Attribute) and sub.func.attr in X.SCALAR_METHODS:
                     return True
+                if isinstance(sub.func, ast.Attribute) and sub.func.attr == "numpy" and not sub.args:
+                    if any(n in written_in_run or not self._is_constant_name(n, env) for n in names_read(sub)):
+                        return True  # `t.cpu().numpy()` of a runtime tensor: a numpy value
                 func = self._try_constant(sub.func, env, quiet=True)
                 if X.known(X.REJECTED_CALLS, func):
                     raise self.error(sub, *X.REJECTED_CALLS[func])
@@ -478,6 +485,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                     return True
                 # any()/all() (and max/min with a key or over a comprehension) decide with
                 # Python `bool()` on their items: on the host when an item is a runtime value
+                if host_numpy.is_numpy_function(func) and any(
+                    n in written_in_run or not self._is_constant_name(n, env) for n in names_read(sub)
+                ):
+                    return True  # numpy on runtime values: lowered to torch on the host
                 if X.known(host_builtins.DECIDING, func) or (
                     func in (builtins.max, builtins.min)
                     and (any(k.arg == "key" for k in sub.keywords) or any(isinstance(a, host_builtins.COMPREHENSIONS) for a in sub.args))

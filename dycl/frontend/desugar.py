@@ -7,10 +7,12 @@ Python meaning exactly:
 - `with torch.no_grad():` / `torch.inference_mode()` / `torch.set_grad_enabled(False)`:
   the block becomes its body (grad mode does not change values). Other `with` stay refused.
 - `E.data` -> `__dycl_data(E)`, `E.cuda(...)` / `E.cpu()` / `E.to(...)` -> `__dycl_cuda(E, ...)`
-  & co.: helpers that decide on the object at run time. On a tensor, `.data` is `.detach()`
-  (the same memory: an in-place change through it changes the original), `.cuda()`/`.cpu()`
+  & co.: helpers that decide on the object at run time. On a tensor, `.data` is its
+  `.detach()` (the same memory: an in-place change through it changes the original), `.cuda()`/`.cpu()`
   and `.to(<device>)` are the tensor itself, `.to(dtype / other tensor, ...)` is kept (with a
   device argument dropped); on any other object the original method is called.
+  (`.data` of a tensor is the tensor itself, as runs treat `.detach()`: `runs._DetachIsIdentity`;
+  the same memory either way, and the functionalization of export keeps the aliasing.)
 - `Variable(x)` / `torch.autograd.Variable(x)`, when the name resolves to
   `torch.autograd.Variable` in the function's globals, is `x` (Variable shares x's memory).
 - `del a, b[k]` becomes one `del` per target; `del name` is checked here: a name read on
@@ -53,7 +55,7 @@ class _Helper:
 
 def _data(obj):
     if isinstance(obj, torch.Tensor):
-        return obj.detach()
+        return obj  # at inference `.data` is the tensor itself (see runs.DetachIsIdentity)
     return obj.data
 
 

@@ -15,7 +15,7 @@ import copy
 import torch
 
 from dycl.frontend import expressions as X
-from dycl.frontend import host_builtins, lists
+from dycl.frontend import host_builtins, host_numpy, lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.rewrite import fresh_id
@@ -30,7 +30,7 @@ def _is_tensor(value: V.EnvValue) -> bool:
 def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
     if isinstance(expr.func, ast.Attribute) and expr.func.attr in X.SCALAR_METHODS and not expr.args:
         tensor = self._materialize(self.expression(expr.func.value, env), "tensor")
-        example = tensor.example.item()
+        example = _eager(self, expr, lambda: tensor.example.item())
         return self.builder.host_op("torch.aten.item", [tensor], V.type_of_example(example), example)
     func = self._try_constant(expr.func, env, quiet=True)
     handler = _handler(host_builtins.HANDLERS, func)
@@ -38,11 +38,25 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
         result = handler(self, expr, env)
         if result is not None:
             return result
+    if host_numpy.is_numpy_function(func):
+        return host_numpy.numpy_call(self, expr, env, func)
+    receiver = None
+    if func is V.MISSING and isinstance(expr.func, ast.Attribute) and (
+        expr.func.attr == "numpy" or isinstance(expr.func.value, ast.Name) or self._needs_host(expr.func.value, env, set())
+    ):
+        receiver = self.expression(expr.func.value, env)  # `t.numpy()`, `probs.max()` on a numpy value
+        result = host_numpy.method_call(self, expr, env, receiver)
+        if result is not None:
+            return result
+    if X.known(host_numpy.TORCH_FROM_NUMPY, func):
+        result = host_numpy.torch_from_numpy(self, expr, env, func)
+        if result is not None:
+            return result
     args = [self.expression(a, env) for a in expr.args]
-    if func in X.SCALAR_BUILTINS and len(args) == 1 and not expr.keywords:
+    if X.known(X.SCALAR_BUILTINS, func) and len(args) == 1 and not expr.keywords:
         (arg,) = args
         arg = self._materialize(arg, "argument")
-        example = func(arg.example)
+        example = _eager(self, expr, lambda: func(arg.example))
         source_kind = "Tensor" if V.is_tensor_type(arg.type) else X.scalar_kind(arg.type)
         if V.type_of_example(example) == arg.type:
             return arg
@@ -52,16 +66,26 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
         return self.builder.host_op("torch.aten.equal", [a, b], V.BOOL, torch.equal(a.example, b.example))
     if func is torch.is_nonzero:
         (a,) = (self._materialize(a, "argument") for a in args)
-        return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, bool(a.example))
+        return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, _eager(self, expr, lambda: bool(a.example)))
     if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
         return self.builder.host_op("torch.aten.len.t", [args[0]], V.INT, len(args[0].example))
+    host_numpy.refuse_numpy_argument(self, expr, args, func)
     if X.known(X.LIST_FUNCTIONS, func) and args and isinstance(args[0], lists.StaticList) and args[0].items:
         # items known: stacked inside a run, with a static shape
-        return _apply(self, expr, env, _call_operands(expr, None, [V.Tup(args[0].items, "list"), *args[1:]]))
+        return _apply(self, expr, env, _call_operands(expr, receiver, [V.Tup(args[0].items, "list"), *args[1:]]))
     if X.known(X.LIST_FUNCTIONS, func) and args and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
         return _stack_or_cat(self, expr, func, args, env)
     # Anything else: tensor math over the already-computed operands.
-    return _apply(self, expr, env, _call_operands(expr, None, args))
+    return _apply(self, expr, env, _call_operands(expr, receiver, args))
+
+
+def _eager(self, node, compute):
+    """A Python conversion of an example value, as eager Python would do it; its error (a
+    tensor of several elements to a bool, ...) is the program's, located at `node`."""
+    try:
+        return compute()
+    except (RuntimeError, ValueError, TypeError) as error:
+        raise self.error(node, f"`{source_text(node)}`: {type(error).__name__}: {error}") from None
 
 
 def _call_operands(expr: ast.Call, receiver, args: list) -> list:
@@ -96,7 +120,7 @@ def _stack_or_cat(self, expr, func, args, env):
 def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
     operands = [self.expression(e, env) for e in [expr.left, *expr.comparators]]
     if any(_is_tensor(o) for o in operands):
-        return _apply(self, expr, env, operands)
+        return host_numpy.mark(_apply(self, expr, env, operands), operands)
     result = None
     for (op, left, right) in zip(expr.ops, operands, operands[1:]):
         name = X.COMPARE_OPS.get(type(op))
@@ -113,19 +137,24 @@ def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
 
 
 def _scalar_pair(self, left, right, node):
-    """Both operands as IR scalars of one kind (ints and bools promote to float if mixed)."""
+    """Both operands as IR scalars of one kind, as Python's numeric tower mixes them: a bool
+    with an int is an int, anything with a float is a float."""
     left, right = self._materialize(left, "operand"), self._materialize(right, "operand")
     for side in (left, right):
         if side.type not in (V.INT, V.FLOAT, V.BOOL):
             raise self.error(node, f"arithmetic on a runtime {side.type}")
     if left.type == right.type:
         return left, right
-    return tuple(
-        side if side.type == V.FLOAT else self.builder.host_op(
-            f"torch.aten.Float.{'Scalar' if side.type == V.INT else 'bool'}", [side], V.FLOAT, float(side.example)
-        )
-        for side in (left, right)
-    )
+    target = V.FLOAT if V.FLOAT in (left.type, right.type) else V.INT
+
+    def convert(side):
+        if side.type == V.BOOL:
+            side = self.builder.host_op("torch.aten.Int.bool", [side], V.INT, int(side.example))
+        if side.type == V.INT and target == V.FLOAT:
+            side = self.builder.host_op("torch.aten.Float.Scalar", [side], V.FLOAT, float(side.example))
+        return side
+
+    return convert(left), convert(right)
 
 
 def _host_binop(self, expr: ast.BinOp, env) -> V.EnvValue:
@@ -136,7 +165,9 @@ def _host_binop(self, expr: ast.BinOp, env) -> V.EnvValue:
             raise self.error(expr, f"`{source_text(expr)}` adds a list and a {lists._kind(right if lists.is_list(left) else left)}", "add lists to lists")
         return ops.concat(left, right)
     if _is_tensor(left) or _is_tensor(right):
-        return _apply(self, expr, env, [left, right])
+        if host_numpy.is_numpy(left) or host_numpy.is_numpy(right):
+            host_numpy.check_binary(self, expr, expr.op, left, right)
+        return host_numpy.mark(_apply(self, expr, env, [left, right]), [left, right])
     spec = X.BINARY_OPS.get(type(expr.op))
     if spec is None:
         raise self.error(expr, f"`{type(expr.op).__name__}` on runtime Python scalars")
@@ -160,7 +191,7 @@ def _host_unary(self, expr: ast.UnaryOp, env) -> V.EnvValue:
             return V.Const(not as_bool.value)
         return self.builder.host_op("torch.aten.__not__", [as_bool], V.BOOL, not as_bool.example)
     if _is_tensor(operand):
-        return _apply(self, expr, env, [operand])
+        return host_numpy.mark(_apply(self, expr, env, [operand]), [operand])
     if isinstance(expr.op, ast.USub):
         value = self._materialize(operand, "operand")
         return self.builder.host_op(f"torch.aten.neg.{X.scalar_kind(value.type)}", [value], value.type, -value.example)
@@ -168,17 +199,7 @@ def _host_unary(self, expr: ast.UnaryOp, env) -> V.EnvValue:
 
 
 def _to_bool(self, value: V.EnvValue, node) -> V.EnvValue:
-    if isinstance(value, V.Const):
-        return V.Const(bool(value.value))
-    if isinstance(value, V.Tup):
-        return V.Const(bool(value.items))
-    if value.type == V.BOOL:
-        return value
-    if V.is_tensor_type(value.type):
-        return self.builder.host_op("torch.aten.Bool.Tensor", [value], V.BOOL, bool(value.example))
-    if value.type in (V.INT, V.FLOAT):
-        return self.builder.host_op(f"torch.aten.Bool.{X.scalar_kind(value.type)}", [value], V.BOOL, bool(value.example))
-    raise self.error(node, "truth value of a runtime list", "test `len(lst) > 0`")
+    return host_builtins.truth(self, value, node)
 
 
 def _host_boolop(self, expr: ast.BoolOp, env) -> V.EnvValue:
@@ -202,7 +223,7 @@ def _host_boolop(self, expr: ast.BoolOp, env) -> V.EnvValue:
 def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
     holder = self.expression(expr.value, env)
     if not (lists.is_list(holder) or isinstance(holder, V.Tup)):
-        return _apply(self, expr, env, [holder])
+        return host_numpy.mark(_apply(self, expr, env, [holder]), [holder])
     key = lists.subscript_key(self, expr.slice, env)
     ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
     if isinstance(holder, V.Tup) and holder.kind != "list":  # a tuple: items known
@@ -230,6 +251,14 @@ def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
     return self.builder.host_op("torch.aten.__getitem__.t", [holder, index], lists.item_type(holder.example), example)
 
 
+def _host_attribute(self, expr: ast.Attribute, env) -> V.EnvValue:
+    value = self.expression(expr.value, env)
+    result = host_numpy.attribute(self, expr, value)
+    if result is not None:
+        return result
+    return _apply(self, expr, env, [value])
+
+
 def host_tuple(self, expr, env) -> V.EnvValue:
     kind = "list" if isinstance(expr, ast.List) else "tuple"
     return V.Tup(tuple(self.expression(e, env) for e in expr.elts), kind)
@@ -252,6 +281,7 @@ HOST_EXPRESSIONS = {
     ast.Tuple: host_tuple,
     ast.List: host_tuple,
     ast.IfExp: _host_ifexp,
+    ast.Attribute: _host_attribute,
     ast.ListComp: host_builtins.host_list_comprehension,
     ast.GeneratorExp: host_builtins.host_generator,
     ast.SetComp: host_builtins.host_generator,

@@ -31,7 +31,7 @@ def check_paths(model, inputs, reference=None, *, all_branches=True, tolerance=1
     coverage = BranchCoverage()
     for args in inputs:
         with torch.no_grad():
-            expected = reference(*copy.deepcopy(args))
+            expected = _python_scalars(reference(*copy.deepcopy(args)))
         actual = run(program, copy.deepcopy(args), coverage)
         assert max_abs_error(expected, actual) <= tolerance, (args, expected, actual)
     if all_branches:
@@ -39,6 +39,17 @@ def check_paths(model, inputs, reference=None, *, all_branches=True, tolerance=1
         taken = sum(len(coverage.taken[id(op)]) for op in branches)
         assert taken == 2 * len(branches), f"{2 * len(branches) - taken} branch(es) never ran"
     return program
+
+
+def _python_scalars(value):
+    """numpy scalars an eager forward returns (`np.argmax(...)`) as the Python numbers they are."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_python_scalars(v) for v in value)
+    return value
 
 
 def refused(model, inputs, construct: str, line: int | None = None, hint: str | None = None) -> FrontendError:
