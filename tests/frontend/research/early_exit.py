@@ -1,0 +1,467 @@
+"""Early-exit classifiers written the way SDN, BranchyNet and MSDNet code is written.
+
+Every class declares `example_inputs()` (what `dycl.compile` sees), `path_inputs()` (inputs
+that together take every path) and `N_PATHS`, the number of distinct paths; `path_key`, when
+present, says which path an eager run took (the default is the sequence of submodule calls).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.autograd import Variable
+
+from tests.frontend.research.common import conv_bn, images, pooled_head, randn
+
+
+class SDNConfidence(nn.Module):
+    """Shallow-Deep Networks: return at the first internal classifier that is confident."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('early-return', 'mixed-return')
+
+    def __init__(self, num_classes=10, threshold=0.5):
+        super().__init__()
+        self.layers = nn.ModuleList([conv_bn(3, 8), conv_bn(8, 8), conv_bn(8, 8)])
+        self.heads = nn.ModuleList([pooled_head(8, num_classes) for _ in range(3)])
+        self.threshold = threshold
+
+    def forward(self, x):
+        confs = []
+        for i, (layer, head) in enumerate(zip(self.layers, self.heads)):
+            x = layer(x)
+            y = head(x)
+            confs.append(torch.max(F.softmax(y, 1)))
+            if confs[-1] > self.threshold and i < len(self.layers) - 1:
+                return y, i, True
+        return y, len(self.layers) - 1, False
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 30.0), (1, 30.0)])
+
+
+class SDNNumpyArgmax(nn.Module):
+    """Run every internal classifier and keep the most confident one (numpy on 0-d tensors)."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('np-on-list', 'np.argmax', '.data')
+    WEIGHT_SEED = 1
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.layers = nn.ModuleList([conv_bn(3, 8), conv_bn(8, 8), conv_bn(8, 8)])
+        self.heads = nn.ModuleList([pooled_head(8, num_classes) for _ in range(3)])
+
+    def forward(self, x):
+        outs, confs = [], []
+        for layer, head in zip(self.layers, self.heads):
+            x = layer(x)
+            y = head(x)
+            outs.append(y)
+            confs.append(torch.max(F.softmax(y, 1)).data)
+        k = np.argmax(confs)
+        return outs[k], int(k)
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 0.3), (3, 30.0)])
+
+
+def entropy(p):
+    return -torch.sum(p * torch.log(p + 1e-12), dim=1)
+
+
+class BranchyNetEntropy(nn.Module):
+    """BranchyNet: exit when the entropy of a branch's softmax is below its threshold
+    (thresholds compared in numpy, as in the original evaluation scripts)."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('np-on-tensor', '.data', '.cpu()', 'early-return')
+    WEIGHT_SEED = 3
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.stages = nn.ModuleList([conv_bn(3, 8), conv_bn(8, 8), conv_bn(8, 8)])
+        self.exits = nn.ModuleList([pooled_head(8, num_classes) for _ in range(3)])
+        self.thresholds = [1.6, 1.9]
+
+    def forward(self, x):
+        for i in range(len(self.stages)):
+            x = self.stages[i](x)
+            y = self.exits[i](x)
+            if i == len(self.stages) - 1:
+                return y, i
+            e = entropy(F.softmax(y, dim=1)).data.cpu().numpy()
+            if e < self.thresholds[i]:
+                return y, i
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 30.0), (18, 30.0)])
+
+
+class SDNLayer(nn.Module):
+    """An SDN layer: `only_forward` returns the features, whether it has an output, and the output."""
+
+    def __init__(self, cin, cout, add_output, num_classes=10):
+        super().__init__()
+        self.layers = conv_bn(cin, cout)
+        self.output = pooled_head(cout, num_classes) if add_output else None
+        self.no_output = not add_output
+
+    def only_forward(self, x):
+        fwd = self.layers(x)
+        if self.no_output:
+            return fwd, 0, None
+        return fwd, 1, self.output(fwd)
+
+
+class SDNEarlyExitOverride(nn.Module):
+    """SDN's `early_exit` installed over `forward` (`model.forward = model.early_exit`);
+    the last resort picks the most confident output with `np.argmax(confidences)`."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('forward-override', 'np-on-list', 'np.argmax', 'no_grad', '.detach()', 'early-return', 'mixed-return')
+    WEIGHT_SEED = 29
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.init_conv = conv_bn(3, 8)
+        self.layers = nn.ModuleList([SDNLayer(8, 8, True), SDNLayer(8, 8, False), SDNLayer(8, 8, True)])
+        self.end_layers = pooled_head(8, num_classes)
+        self.confidence_threshold = 0.6
+        self.forward = self.early_exit
+
+    def early_exit(self, x):
+        confidences = []
+        outputs = []
+        fwd = self.init_conv(x)
+        output_id = 0
+        for layer in self.layers:
+            fwd, is_output, output = layer.only_forward(fwd)
+            if is_output:
+                outputs.append(output)
+                with torch.no_grad():
+                    softmax = F.softmax(output[0].detach(), dim=0)
+                confidence = torch.max(softmax)
+                confidences.append(confidence)
+                if confidence >= self.confidence_threshold:
+                    is_early = True
+                    return output, output_id, is_early
+                output_id += is_output
+        output = self.end_layers(fwd)
+        outputs.append(output)
+        softmax = F.softmax(output[0], dim=0)
+        confidence = torch.max(softmax)
+        confidences.append(confidence)
+        max_confidence_output = np.argmax(confidences)
+        is_early = False
+        return outputs[max_confidence_output], max_confidence_output, is_early
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return int(output[1]), output[2]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (0, 30.0), (11, 3.0)])
+
+
+class MSDNetBreak(nn.Module):
+    """Anytime prediction: `logits = None` before a loop that assigns it and may break."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('none-start',)
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.nBlocks = 3
+        self.blocks = nn.ModuleList([conv_bn(3, 8), conv_bn(8, 8), conv_bn(8, 8)])
+        self.classifiers = nn.ModuleList([pooled_head(8, num_classes) for _ in range(3)])
+        self.T = [0.5, 0.45, 0.0]
+
+    def forward(self, x):
+        logits = None
+        for i in range(self.nBlocks):
+            x = self.blocks[i](x)
+            logits = self.classifiers[i](x)
+            prob = F.softmax(logits, dim=1)
+            if prob.max().item() >= self.T[i]:
+                break
+        return logits, i
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 30.0), (1, 30.0)])
+
+
+class SDNNumpyMaxMean(nn.Module):
+    """Confidences as numpy arrays: `np.max(probs)` to exit, `np.mean(confs)` reported."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('np-on-tensor', 'np.max', 'np.mean', '.detach()', '.cpu()')
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.blocks = nn.ModuleList([conv_bn(3, 8), conv_bn(8, 8), conv_bn(8, 8)])
+        self.heads = nn.ModuleList([pooled_head(8, num_classes) for _ in range(3)])
+        self.threshold = 0.5
+
+    def forward(self, x):
+        confs = []
+        for i, (block, head) in enumerate(zip(self.blocks, self.heads)):
+            x = block(x)
+            logits = head(x)
+            probs = F.softmax(logits, dim=1).detach().cpu().numpy()
+            confs.append(np.max(probs))
+            if np.max(probs) > self.threshold:
+                break
+        return logits, i, float(np.mean(confs))
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 30.0), (1, 30.0)])
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, planes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + x)
+
+
+class GroupGetattrExit(nn.Module):
+    """ResNet groups built with setattr and walked with `getattr(self, 'group{}_layer{}'...)`,
+    one exit per group."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('getattr-format', 'early-return')
+    WEIGHT_SEED = 1
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.num_groups, self.num_layers = 3, 2
+        self.stem = conv_bn(3, 8)
+        for g in range(self.num_groups):
+            for i in range(self.num_layers):
+                setattr(self, "group{}_layer{}".format(g, i), BasicBlock(8))
+            setattr(self, "exit{}".format(g), nn.Linear(8, num_classes))
+        self.threshold = 0.5
+
+    def forward(self, x):
+        x = self.stem(x)
+        for g in range(self.num_groups):
+            for i in range(self.num_layers):
+                x = getattr(self, "group{}_layer{}".format(g, i))(x)
+            out = getattr(self, "exit{}".format(g))(F.adaptive_avg_pool2d(x, 1).view(x.size(0), -1))
+            if F.softmax(out, 1).max() > self.threshold:
+                return out, g
+        return out, self.num_groups - 1
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (0, 30.0)])
+
+
+class VariableThresholdExit(nn.Module):
+    """Old-style code: `Variable(x)`, per-exit thresholds as a tensor moved `.to(x.device)`."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('Variable', '.to(device)', 'early-return')
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.stem = conv_bn(3, 8)
+        self.blocks = nn.ModuleList([conv_bn(8, 8), conv_bn(8, 8)])
+        self.heads = nn.ModuleList([pooled_head(8, num_classes) for _ in range(2)])
+        self.final = pooled_head(8, num_classes)
+        self.thresholds = [0.5, 0.45]
+
+    def forward(self, x):
+        x = Variable(x)
+        thresholds = torch.tensor(self.thresholds).to(x.device)
+        h = self.stem(x)
+        for i in range(len(self.blocks)):
+            h = self.blocks[i](h)
+            y = self.heads[i](h)
+            if torch.max(F.softmax(y, 1)) > thresholds[i]:
+                return y, i
+        return self.final(h), len(self.blocks)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (13, 30.0), (67, 30.0)])
+
+
+class NpWhereExit(nn.Module):
+    """Oracle-style evaluation inside the model: all exits, then the first confident one
+    found with `np.where(np.array(confs) > t)`."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('np-on-list', 'np.array', 'np.where', '.detach()')
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.blocks = nn.ModuleList([conv_bn(3, 8), conv_bn(8, 8), conv_bn(8, 8)])
+        self.heads = nn.ModuleList([pooled_head(8, num_classes) for _ in range(3)])
+        self.t = 0.5
+
+    def forward(self, x):
+        outs, confs = [], []
+        for block, head in zip(self.blocks, self.heads):
+            x = block(x)
+            y = head(x)
+            outs.append(y)
+            confs.append(torch.max(F.softmax(y, 1)).detach())
+        hits = np.where(np.array(confs) > self.t)[0]
+        k = hits[0] if len(hits) > 0 else len(confs) - 1
+        return outs[k], int(k)
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 30.0), (1, 30.0)])
+
+
+class ExitConfHistory(nn.Module):
+    """Exits that may only predict some classes (`logits.masked_fill_`), inplace ReLUs, and a
+    confidence history written through a view (`v = hist.view(-1); v[i] = conf`)."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('masked_fill_', 'inplace-relu', 'view-store', 'early-return')
+
+    def __init__(self, num_classes=6):
+        super().__init__()
+        self.blocks = nn.ModuleList([conv_bn(3, 8, inplace=True), conv_bn(8, 8, inplace=True), conv_bn(8, 8, inplace=True)])
+        self.heads = nn.ModuleList([nn.Linear(8, num_classes) for _ in range(3)])
+        invalid = torch.zeros(3, 1, num_classes, dtype=torch.bool)
+        invalid[0, :, 3:] = True  # the first exit only knows the coarse classes
+        self.register_buffer("invalid", invalid)
+        self.threshold = 0.55
+
+    def forward(self, x):
+        conf_hist = torch.zeros(1, len(self.blocks))
+        v = conf_hist.view(-1)
+        for i, block in enumerate(self.blocks):
+            x = block(x)
+            logits = self.heads[i](x.mean((2, 3)))
+            logits.masked_fill_(self.invalid[i], -1e4)
+            conf = F.softmax(logits, 1).max()
+            v[i] = conf
+            if conf > self.threshold:
+                return logits, conf_hist
+        return logits, conf_hist
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (241, 30.0)])
+
+
+class MultiHeadAnyMaxKey(nn.Module):
+    """Several heads on one trunk: `[head(h) for head in self.heads]`, a score table filled
+    with `scores[:, i] = ...`, `any(...)` over a generator and `max(range(n), key=...)`."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('list-comp', 'genexp', 'any', 'max-key', 'index-assign')
+    WEIGHT_SEED = 4
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.body = nn.Sequential(conv_bn(3, 8), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.heads = nn.ModuleList([nn.Linear(8, num_classes) for _ in range(3)])
+        self.threshold = 0.5
+
+    def forward(self, x):
+        h = self.body(x)
+        logits_all = [head(h) for head in self.heads]
+        scores = torch.zeros(1, len(self.heads))
+        for i, l in enumerate(logits_all):
+            scores[:, i] = F.softmax(l, 1).max()
+        if any(scores[0, i] > self.threshold for i in range(len(self.heads))):
+            k = max(range(len(self.heads)), key=lambda j: scores[0, j])
+            return logits_all[k], k
+        return torch.stack(logits_all).mean(0), -1
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 30.0), (1, 30.0), (3, 30.0)])
+
+
+MODELS = [
+    SDNConfidence,
+    SDNNumpyArgmax,
+    BranchyNetEntropy,
+    SDNEarlyExitOverride,
+    MSDNetBreak,
+    SDNNumpyMaxMean,
+    GroupGetattrExit,
+    VariableThresholdExit,
+    NpWhereExit,
+    ExitConfHistory,
+    MultiHeadAnyMaxKey,
+]

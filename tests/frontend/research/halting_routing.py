@@ -1,0 +1,436 @@
+"""Adaptive computation (ACT, PonderNet, Universal Transformer halting) and mixture-of-experts
+routing, written the way their reference implementations are written."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from tests.frontend.research.common import images, randn
+
+
+class ACTHalting(nn.Module):
+    """Graves' ACT: cumulative halting probability updated in place (`halting_prob += p`),
+    the remainder taken when it would pass 1 - eps, `break`."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('augassign',)
+    WEIGHT_SEED = 7
+
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.hidden = hidden
+        self.cell = nn.RNNCell(8 + 1, hidden)
+        self.halt = nn.Linear(hidden, 1)
+        self.max_ponder = 4
+        self.eps = 0.2
+
+    def forward(self, x):
+        h = x.new_zeros(1, self.hidden)
+        halting_prob = x.new_zeros(1)
+        remainders = x.new_zeros(1)
+        out = x.new_zeros(1, self.hidden)
+        n_updates = 0
+        for n in range(self.max_ponder):
+            flag = x.new_ones(1, 1) if n == 0 else x.new_zeros(1, 1)
+            h = self.cell(torch.cat([x, flag], 1), h)
+            p = torch.sigmoid(self.halt(h)).squeeze(1)
+            n_updates += 1
+            if (halting_prob + p).item() > 1 - self.eps or n == self.max_ponder - 1:
+                remainders = 1 - halting_prob
+                out = out + remainders * h
+                break
+            halting_prob += p
+            out = out + p * h
+        return out, n_updates, remainders
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (20, 10.0), (62, 30.0)], shape=(1, 8))
+
+
+class ACTNoGradLSTM(nn.Module):
+    """Pondering with an LSTMCell whose `state` starts as None; the halting decision computed
+    `with torch.no_grad()` and accumulated in a Python float."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('no_grad', 'none-start', 'states-none-tuple')
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.LSTMCell(8, 8)
+        self.proj = nn.Linear(8, 4)
+        self.halter = nn.Linear(8 + 8, 1)
+        self.max_steps = 4
+        self.threshold = 0.9
+
+    def forward(self, x):
+        state = None
+        cum = 0.0
+        outputs = []
+        for step in range(self.max_steps):
+            state = self.cell(x, state)
+            h, c = state
+            outputs.append(self.proj(h))
+            with torch.no_grad():
+                halt = torch.sigmoid(self.halter(torch.cat([h, x], 1))).item()
+            cum += halt
+            if cum >= self.threshold:
+                break
+        return torch.stack(outputs).mean(0), step + 1, cum
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (2, 1.0), (2, 10.0)], shape=(1, 8))
+
+
+class PonderNetInference(nn.Module):
+    """PonderNet at inference: halt when lambda_n passes a threshold; `ys`/`ps` lists, the
+    probabilities before the last step reported as `ps[:-1]`."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('slice[:-1]',)
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(8, 8)
+        self.output_layer = nn.Linear(8, 3)
+        self.lambda_layer = nn.Linear(8, 1)
+        self.max_steps = 4
+        self.threshold = 0.5
+
+    def forward(self, x):
+        h = torch.zeros(x.size(0), 8)
+        un_halted_prob = x.new_ones(1)
+        ys, ps = [], []
+        for n in range(self.max_steps):
+            h = self.cell(x, h)
+            lambda_n = torch.sigmoid(self.lambda_layer(h)).squeeze()
+            ys.append(self.output_layer(h))
+            ps.append(un_halted_prob * lambda_n)
+            un_halted_prob = un_halted_prob * (1 - lambda_n)
+            if lambda_n.item() > self.threshold:
+                break
+        return torch.cat(ys), torch.cat(ps[:-1]) if len(ps) > 1 else None, len(ys)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (2, 3.0), (3, 3.0), (4, 3.0)], shape=(1, 8))
+
+
+class MoETop1(nn.Module):
+    """Dense mixture evaluated with a comprehension over the experts, the top-1 output picked
+    with `int(gate.argmax())`."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('list-comp',)
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(8, 3)
+        self.experts = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4)) for _ in range(3)])
+
+    def forward(self, x):
+        gate = F.softmax(self.gate(x), 1)
+        expert_outputs = [e(x) for e in self.experts]
+        k = int(gate.argmax())
+        y = expert_outputs[k] * gate[0, k]
+        return y, k
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 0.3), (3, 10.0)], shape=(1, 8))
+
+
+class MoEHardRouting(nn.Module):
+    """Hard routing: `k = max(range(len(self.experts)), key=lambda i: gate[0, i].item())`, then
+    only `self.experts[k]` runs."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('max-key',)
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(8, 3)
+        self.experts = nn.ModuleList([nn.Linear(8, 4), nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 4)), nn.Linear(8, 4)])
+
+    def forward(self, x):
+        gate = F.softmax(self.gate(x), dim=1)
+        k = max(range(len(self.experts)), key=lambda i: gate[0, i].item())
+        return self.experts[k](x) * gate[0, k], k
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 0.3), (3, 10.0)], shape=(1, 8))
+
+
+class MoETopKMask(nn.Module):
+    """Top-2 gating: a boolean mask of the other experts, `gate.masked_fill_(mask, 0.0)`, the
+    output a `sum(...)` of a generator over the experts."""
+
+    N_PATHS = 6
+    CONSTRUCTS = ('masked_fill_', 'genexp', 'index-assign')
+
+    def __init__(self):
+        super().__init__()
+        self.k = 2
+        self.gate = nn.Linear(8, 4)
+        self.experts = nn.ModuleList([nn.Linear(8, 4) for _ in range(4)])
+
+    def forward(self, x):
+        gate = F.softmax(self.gate(x), dim=1)
+        topk_idx = gate.topk(self.k, dim=1).indices
+        mask = torch.ones_like(gate, dtype=torch.bool)
+        mask[0, topk_idx[0]] = False
+        gate.masked_fill_(mask, 0.0)
+        gate = gate / gate.sum(1, keepdim=True)
+        out = sum(gate[:, i : i + 1] * e(x) for i, e in enumerate(self.experts))
+        return out, topk_idx
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return tuple(sorted(output[1][0].tolist()))
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0), (1, 0.3), (2, 1.0), (3, 10.0), (7, 1.0)], shape=(1, 8))
+
+
+class RouterNumpyArgsort(nn.Module):
+    """Experts run in order of their gate (`np.argsort(-scores)`) until the accumulated gate
+    mass passes a threshold; the router's confidence reported as `np.max(scores)`."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('np-on-tensor', 'np.max', '.detach()', '.cpu()')
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(8, 3)
+        self.experts = nn.ModuleList([nn.Linear(8, 4) for _ in range(3)])
+        self.mass = 0.8
+
+    def forward(self, x):
+        gate = F.softmax(self.gate(x), dim=1)
+        scores = gate.detach().cpu().numpy()[0]
+        order = np.argsort(-scores)
+        total = 0.0
+        out = 0
+        for k in order:
+            out = out + self.experts[k](x) * gate[0, k]
+            total += scores[k]
+            if total > self.mass:
+                break
+        return out, float(total), float(np.max(scores))
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return len([name for name in trace if name.startswith("experts.")])
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 3.0), (0, 30.0)], shape=(1, 8))
+
+
+class UniversalTransformerACT(nn.Module):
+    """The Universal Transformer's ACT loop: `while ((halting_probability < threshold) &
+    (n_updates < max_hop)).byte().any():` with the per-position state updated in place."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('augassign',)
+
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.p = nn.Linear(hidden, 1)
+        self.fn = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh())
+        self.threshold = 0.99
+        self.max_hop = 4
+
+    def forward(self, state):
+        # state: [batch, length, hidden]
+        halting_probability = torch.zeros(state.shape[0], state.shape[1])
+        remainders = torch.zeros(state.shape[0], state.shape[1])
+        n_updates = torch.zeros(state.shape[0], state.shape[1])
+        previous_state = torch.zeros_like(state)
+        step = 0
+        while ((halting_probability < self.threshold) & (n_updates < self.max_hop)).byte().any():
+            p = torch.sigmoid(self.p(state)).squeeze(-1)
+            still_running = (halting_probability < 1.0).float()
+            new_halted = (halting_probability + p * still_running > self.threshold).float() * still_running
+            still_running = (halting_probability + p * still_running <= self.threshold).float() * still_running
+            halting_probability += p * still_running
+            remainders += new_halted * (1 - halting_probability)
+            halting_probability += new_halted * remainders
+            n_updates += still_running + new_halted
+            update_weights = p * still_running + new_halted * remainders
+            state = self.fn(state)
+            previous_state = (state * update_weights.unsqueeze(-1)) + (previous_state * (1 - update_weights.unsqueeze(-1)))
+            step += 1
+        return previous_state, (remainders, n_updates)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (5, 3.0), (6, 30.0)], shape=(1, 3, 8))
+
+
+class SharedExpertGate(nn.Module):
+    """Expert 0 is a shared expert that always runs, forced through a view of the gate
+    (`g = gate.view(-1); g[0] = 1.0`); routed experts apply `y.relu_()`; `out += ...`;
+    `out.clamp_(-5, 5)`."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('view-store', 'relu_-in-branch', 'augassign', 'clamp_')
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(8, 3)
+        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+
+    def forward(self, x):
+        gate = torch.sigmoid(self.gate(x))
+        g = gate.view(-1)
+        g[0] = 1.0
+        out = torch.zeros_like(x)
+        for i, expert in enumerate(self.experts):
+            if gate[0, i] > 0.5:
+                y = expert(x)
+                if i > 0:
+                    y.relu_()
+                out += gate[0, i] * y
+        out.clamp_(-5.0, 5.0)
+        return out, (gate > 0.5).sum().item()
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (2, 1.0), (4, 1.0), (6, 1.0)], shape=(1, 8))
+
+
+class RoutingSelfAttribute(nn.Module):
+    """MoE layer bookkeeping on the module: `self.gate_probs` and `self.aux_loss` written in
+    forward, `self.gate_probs` read and `self.last_expert` written in the `_route` helper."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('self-attr',)
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(8, 3)
+        self.experts = nn.ModuleList([nn.Linear(8, 4) for _ in range(3)])
+
+    def _route(self, x):
+        probs = self.gate_probs
+        k = int(probs.argmax(1))
+        self.last_expert = k
+        return self.experts[k](x) * probs[0, k]
+
+    def forward(self, x):
+        self.gate_probs = F.softmax(self.gate(x), dim=1)
+        self.aux_loss = (self.gate_probs.mean(0) ** 2).sum() * len(self.experts)
+        y = self._route(x)
+        return y, self.last_expert, self.aux_loss
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 0.3), (3, 10.0)], shape=(1, 8))
+
+
+class ACTConstantLSTM(nn.Module):
+    """A constant-trip ponder loop `for i in range(4): h, states = self.lstm(x, states)` with
+    `states` None then a tuple; halting probabilities binarised in place (`p[p >= 0.5] = 1.0`)
+    and the first halting step selected afterwards."""
+
+    N_PATHS = 5
+    CONSTRUCTS = ('carry-structure', 'states-none-tuple', 'masked-assign')
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 8)
+        self.halter = nn.Linear(8, 1)
+        self.steps = 4
+
+    def forward(self, x):
+        states = None
+        halt, outs = [], []
+        for i in range(self.steps):
+            h, states = self.lstm(x, states)
+            outs.append(h)
+            halt.append(torch.sigmoid(self.halter(h)).squeeze())
+        p = torch.stack(halt)
+        p[p >= 0.5] = 1.0
+        p[p < 0.5] = 0.0
+        first = int(p.argmax())
+        if p.sum() == 0:
+            first = self.steps - 1
+        return outs[first], first, p
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1], bool(output[2].sum() == 0)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (2, 3.0), (10, 10.0), (13, 1.0), (58, 30.0)], shape=(1, 1, 8))
+
+
+MODELS = [
+    ACTHalting,
+    ACTNoGradLSTM,
+    PonderNetInference,
+    MoETop1,
+    MoEHardRouting,
+    MoETopKMask,
+    RouterNumpyArgsort,
+    UniversalTransformerACT,
+    SharedExpertGate,
+    RoutingSelfAttribute,
+    ACTConstantLSTM,
+]

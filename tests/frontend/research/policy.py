@@ -1,0 +1,341 @@
+"""RL policies at inference (argmax / thresholded Bernoulli), written the way pytorch/examples,
+BlockDrop and recurrent-attention code is written."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.autograd import Variable
+from torch.distributions import Bernoulli, Categorical
+
+from tests.frontend.research.common import images, randn
+
+SavedAction = namedtuple("SavedAction", ["log_prob", "value"])
+
+
+class ActorCriticArgmax(nn.Module):
+    """pytorch/examples actor_critic: `self.saved_actions.append(SavedAction(...))`, the greedy
+    action returned as a Python int."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('saved-actions', 'self-attr')
+
+    def __init__(self):
+        super().__init__()
+        self.affine1 = nn.Linear(8, 16)
+        self.action_head = nn.Linear(16, 3)
+        self.value_head = nn.Linear(16, 1)
+        self.saved_actions = []
+        self.rewards = []
+
+    def forward(self, x):
+        x = F.relu(self.affine1(x))
+        action_prob = F.softmax(self.action_head(x), dim=-1)
+        state_values = self.value_head(x)
+        return self.select_action(action_prob, state_values)
+
+    def select_action(self, probs, state_value):
+        m = Categorical(probs)
+        action = probs.argmax()  # greedy at evaluation; training samples m.sample()
+        self.saved_actions.append(SavedAction(m.log_prob(action), state_value))
+        return action.item()
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (7, 3.0)], shape=(1, 8))
+
+
+class ReinforceExpertPolicy(nn.Module):
+    """Hand-rolled REINFORCE controller choosing which expert runs (log-probabilities from
+    `F.log_softmax(...).gather`, no torch.distributions): `self.saved_log_probs.append`, an
+    `if/elif` chain on the action."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('saved-actions', 'self-attr')
+
+    def __init__(self, num_classes=4):
+        super().__init__()
+        self.policy = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+        self.expert0 = nn.Linear(8, num_classes)
+        self.expert1 = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, num_classes))
+        self.expert2 = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, num_classes))
+        self.saved_log_probs = []
+
+    def forward(self, x):
+        logits = self.policy(x)
+        action = torch.argmax(logits, 1)
+        self.saved_log_probs.append(F.log_softmax(logits, dim=1).gather(1, action.view(-1, 1)))
+        a = int(action)
+        if a == 0:
+            y = self.expert0(x)
+        elif a == 1:
+            y = self.expert1(x)
+        else:
+            y = self.expert2(x)
+        return y, a
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (7, 3.0)], shape=(1, 8))
+
+
+class BlockDropAgentNumpy(nn.Module):
+    """Agent probabilities thresholded in place, a `Bernoulli` for the log-probability,
+    and the policy walked as a numpy array (`policy.data.cpu().numpy()[0]`)."""
+
+    N_PATHS = 8
+    CONSTRUCTS = ('masked-assign', 'np-on-tensor', 'np.mean', '.data', '.cpu()', 'saved-actions')
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.agent = nn.Linear(8, 3)
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(3)])
+        self.head = nn.Linear(8, num_classes)
+        self.saved_actions = []
+
+    def forward(self, x):
+        probs = torch.sigmoid(self.agent(x))
+        policy = probs.clone()
+        policy[policy < 0.5] = 0.0
+        policy[policy >= 0.5] = 1.0
+        distr = Bernoulli(probs)
+        self.saved_actions.append(distr.log_prob(policy).sum())
+        actions = policy.data.cpu().numpy()[0]
+        for i, a in enumerate(actions):
+            if a == 1:
+                x = x + self.blocks[i](x)
+        block_usage = float(np.mean(actions))
+        return self.head(x), policy, block_usage
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0), (2, 1.0), (4, 1.0), (4, 0.3), (6, 1.0), (8, 1.0), (14, 3.0)], shape=(1, 8))
+
+
+class GlimpsePolicyStop(nn.Module):
+    """Recurrent attention with a learned stop action: `h = None` before the loop, an RNNCell
+    called with `hx=None` first, `break` when the stop policy fires."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('none-start', '.detach()')
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.num_glimpses = 4
+        self.glimpse = nn.Linear(16 + 2, 8)
+        self.rnn = nn.RNNCell(8, 8)
+        self.locator = nn.Linear(8, 2)
+        self.stop = nn.Linear(8, 1)
+        self.classifier = nn.Linear(8, num_classes)
+
+    def forward(self, x):
+        h = None
+        loc = torch.zeros(x.size(0), 2)
+        for t in range(self.num_glimpses):
+            g = F.relu(self.glimpse(torch.cat([x.view(x.size(0), -1), loc], 1)))
+            h = self.rnn(g, h)
+            loc = torch.tanh(self.locator(h)).detach()
+            stop = torch.sigmoid(self.stop(h))
+            if stop.item() > 0.5:
+                break
+        return self.classifier(h), t + 1
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 1, 4, 4),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (91, 30.0), (103, 3.0), (103, 10.0)], shape=(1, 1, 4, 4))
+
+
+class NumpyWhereLayerSelect(nn.Module):
+    """A policy that lists the layers to run: `np.where(probs > 0.5)[0]`, then a loop over
+    that data-dependent index array."""
+
+    N_PATHS = 8
+    CONSTRUCTS = ('np-on-tensor', 'np.where', '.detach()', '.cpu()')
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.policy = nn.Linear(8, 3)
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(3)])
+        self.head = nn.Linear(8, num_classes)
+
+    def forward(self, x):
+        probs = torch.sigmoid(self.policy(x)).detach().cpu().numpy()[0]
+        keep = np.where(probs > 0.5)[0]
+        for i in keep:
+            x = x + self.blocks[i](x)
+        return self.head(x), len(keep)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0), (2, 1.0), (4, 1.0), (4, 0.3), (6, 1.0), (8, 1.0), (14, 3.0)], shape=(1, 8))
+
+
+class DQNNoGradAct(nn.Module):
+    """The DQN tutorial's `select_action`: `with torch.no_grad(): policy_net(state).max(1).indices.view(1, 1)`,
+    then a network per action."""
+
+    N_PATHS = 2
+    CONSTRUCTS = ('no_grad',)
+
+    def __init__(self):
+        super().__init__()
+        self.policy_net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+        self.left = nn.Linear(8, 4)
+        self.right = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+
+    def forward(self, state):
+        with torch.no_grad():
+            action = self.policy_net(state).max(1).indices.view(1, 1)
+        if action.item() == 0:
+            return self.left(state), action
+        return self.right(state), action
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0)], shape=(1, 8))
+
+
+class BernoulliPolicySaved(nn.Module):
+    """A `Bernoulli(logits=...)` policy made deterministic at test time (`dist.probs > 0.5`),
+    actions saved on the module (`self.saved_actions.append(actions.data)`)."""
+
+    N_PATHS = 8
+    CONSTRUCTS = ('saved-actions', '.data')
+
+    def __init__(self):
+        super().__init__()
+        self.policy = nn.Linear(8, 3)
+        self.layers = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(3)])
+        self.saved_actions = []
+        self.saved_log_probs = []
+
+    def forward(self, x):
+        dist = Bernoulli(logits=self.policy(x))
+        actions = (dist.probs > 0.5).float()
+        self.saved_actions.append(actions.data)
+        self.saved_log_probs.append(dist.log_prob(actions).sum())
+        for i in range(actions.size(1)):
+            if actions[0, i] == 1:
+                x = self.layers[i](x)
+        return x, actions
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0), (2, 1.0), (4, 1.0), (4, 0.3), (6, 1.0), (8, 1.0), (14, 3.0)], shape=(1, 8))
+
+
+class PolicyVariableNumpy(nn.Module):
+    """Old pytorch/examples reinforce: `Variable(state)`, `np.argmax(probs.data.numpy())`,
+    then `self.heads[action]` indexed with the numpy integer."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('Variable', 'np-on-tensor', 'np.argmax', '.data')
+
+    def __init__(self):
+        super().__init__()
+        self.affine1 = nn.Linear(8, 16)
+        self.affine2 = nn.Linear(16, 3)
+        self.heads = nn.ModuleList([nn.Linear(8, 4) for _ in range(3)])
+
+    def forward(self, x):
+        state = Variable(x)
+        action_scores = self.affine2(F.relu(self.affine1(state)))
+        probs = F.softmax(action_scores, dim=1)
+        action = np.argmax(probs.data.numpy())
+        out = self.heads[action](state)
+        return out, int(action)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 10.0), (7, 3.0)], shape=(1, 8))
+
+
+class PolicyHiddenState(nn.Module):
+    """An LSTM controller that decides per block: `self.hidden = self.init_hidden(b)` at the
+    top of forward, `self.decide` reads and rewrites it."""
+
+    N_PATHS = 8
+    CONSTRUCTS = ('init-hidden', 'self-attr')
+    WEIGHT_SEED = 3
+
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.hidden_size = hidden
+        self.controller = nn.LSTMCell(8, hidden)
+        self.act_head = nn.Linear(hidden, 1)
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(3)])
+
+    def init_hidden(self, batch_size):
+        return (torch.zeros(batch_size, self.hidden_size), torch.zeros(batch_size, self.hidden_size))
+
+    def decide(self, feat):
+        self.hidden = self.controller(feat, self.hidden)
+        return torch.sigmoid(self.act_head(self.hidden[0])) > 0.5
+
+    def forward(self, x):
+        self.hidden = self.init_hidden(x.size(0))
+        for block in self.blocks:
+            if self.decide(x):
+                x = block(x)
+        return x
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 0.3), (1, 1.0), (1, 0.3), (1, 10.0), (8, 1.0), (8, 3.0), (12, 30.0)], shape=(1, 8))
+
+
+MODELS = [
+    ActorCriticArgmax,
+    ReinforceExpertPolicy,
+    BlockDropAgentNumpy,
+    GlimpsePolicyStop,
+    NumpyWhereLayerSelect,
+    DQNNoGradAct,
+    BernoulliPolicySaved,
+    PolicyVariableNumpy,
+    PolicyHiddenState,
+]
