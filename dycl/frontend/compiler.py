@@ -367,7 +367,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return
         if isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, V.Const):
-                items = [V.Const(v) for v in value.value]
+                # `outs, confs = [], []`: each `[]` is a new list, as `outs = []` makes one
+                items = [V.Tup((), "list") if type(v) is list and not v else V.Const(v) for v in value.value]
             elif isinstance(value, V.Tup):
                 items = list(value.items)
             else:
@@ -410,7 +411,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         """A list-changing method call statement (`append`, `pop`, `insert`, ...): lists.py."""
         lists.mutate(self, expr, env)
 
-    def _runtime_append(self, holder: V.Dyn, item: V.EnvValue, expr: ast.Call) -> V.Dyn:
+    def _runtime_append(self, holder: V.Dyn, item: V.EnvValue, expr: ast.Call) -> V.EnvValue:
+        if isinstance(holder, lists.StaticList) and not (isinstance(item, V.Dyn) and V.is_tensor_type(item.type)):
+            return V.Tup(holder.items + (item,), "list")  # items known: a fixed structure (`[x, 3]`)
         item = self._materialize(item, "list item")
         if not V.is_tensor_type(item.type):
             raise self.error(

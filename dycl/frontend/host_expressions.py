@@ -13,11 +13,13 @@ import builtins
 import copy
 
 import torch
+from torch_mlir import ir
 
 from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
+from dycl.frontend.errors import FrontendError
 from dycl.frontend.rewrite import fresh_id
 
 
@@ -265,10 +267,55 @@ def host_tuple(self, expr, env) -> V.EnvValue:
 
 
 def _host_ifexp(self, expr: ast.IfExp, env) -> V.EnvValue:
-    test = self.condition(expr.test, env)
+    """`a if cond else b`: a constant condition picks a branch; a runtime one becomes an
+    `scf.if` whose regions compute only their own branch (as Python evaluates only one)."""
+    test = host_builtins.truth(self, self.expression(expr.test, env), expr.test)
     if isinstance(test, V.Const):
         return self.expression(expr.body if test.value else expr.orelse, env)
-    raise self.error(expr, "conditional expression on a runtime value", "write it as an `if` statement")
+    flag = self.builder.to_i1(test)
+    draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
+    blocks, values = [], []
+    for region, branch in zip(draft.regions, (expr.body, expr.orelse)):
+        block = region.blocks.append()
+        with ir.InsertionPoint(block):
+            scope = dict(env)
+            values.append(self.expression(branch, scope))
+        changed = sorted(n for n in env if scope.get(n) is not env[n])
+        if changed:
+            draft.erase()
+            raise self.error(
+                branch, f"conditional expression `{source_text(expr)}` whose branch changes `{changed[0]}`",
+                "write it as an `if` statement",
+            )
+        blocks.append(block)
+    then_value, else_value = values
+    name = source_text(expr)
+    saved, self._join_node = self._join_node, expr
+    try:
+        with ir.InsertionPoint(blocks[0]):
+            then_leaves, structure = self._leaves_for_join(then_value, else_value, name)
+        with ir.InsertionPoint(blocks[1]):
+            else_leaves, _ = self._leaves_for_join(else_value, then_value, name)
+        types = [self._join_type(a.type, b.type, name) for a, b in zip(then_leaves, else_leaves)]
+    except FrontendError:
+        draft.erase()
+        raise
+    finally:
+        self._join_node = saved
+    for block, leaves in zip(blocks, (then_leaves, else_leaves)):
+        with ir.InsertionPoint(block):
+            ir.Operation.create("scf.yield", operands=[self._cast(leaf, t).value for leaf, t in zip(leaves, types)])
+    if_op = ir.Operation.create(
+        "scf.if", results=[self.builder.type(t) for t in types], operands=[flag], regions=2, ip=ir.InsertionPoint(draft)
+    )
+    for old, new in zip(blocks, if_op.regions):
+        new_block = new.blocks.append()
+        for op in list(old.operations):
+            new_block.append(op)
+    draft.erase()
+    taken = then_leaves if test.example else else_leaves  # the example path's values
+    leaves = [V.Dyn(result, t, leaf.example) for result, t, leaf in zip(if_op.results, types, taken)]
+    return V.rebuild(structure, leaves)
 
 
 HOST_EXPRESSIONS = {

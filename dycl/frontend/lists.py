@@ -257,8 +257,9 @@ class ListOps:
         return self.c._list_value(V.Tup(tuple(items), "list"))
 
     def check_items(self, lst, items):
-        """A list of tensors (which may grow at runtime) holds tensors only."""
-        if isinstance(lst, V.Dyn):
+        """A list whose length is only known at runtime holds tensors only (a list whose
+        items are known becomes a fixed structure when a Python value joins them)."""
+        if isinstance(lst, V.Dyn) and not isinstance(lst, StaticList):
             for item in items:
                 if not (isinstance(item, V.Dyn) and V.is_tensor_type(item.type)):
                     raise self.error(
