@@ -54,7 +54,7 @@ MAX_CONDITIONS = 2  # `branch_one_arm` statements (each adds a threshold slot)
 # (a form's weight when a mutation statement is drawn)
 TARGET_WEIGHTS = {"x": 5.0, "scratch": 2.5, "acc": 2.0, "acc_feed": 1.0, "loop_fill": 0.6, "branch_one_arm": 0.8}
 
-VALUES = ["0.0", "0.5", "1.0", "-1.0", "0.25", "2.0"]
+VALUES = ["0.0", "0.5", "1.0", "-1.0", "0.25", "2.0"]  # (VALUES[1:] for `+=`: no no-op stores)
 FACTORS = ["0.5", "1.5", "-1.0", "0.9"]
 CUTS = ["0.5", "1.0", "0.0"]
 
@@ -109,7 +109,7 @@ class Mutator:
                         f"{t}[:, torch.tensor([{a}, {b}])] = {t}[:, torch.tensor([{b}, {a}])]",
                         f"{t}[0, torch.arange(0, {w}, 2)] = {v}"]
         elif form == "aug_subscript":
-            variants = [f"{t}[0, {k}] += {v}", f"{t}[:, :2] *= {m}", f"{t}[{t} > {c}] -= 0.25",
+            variants = [f"{t}[0, {k}] += {nonzero}", f"{t}[:, :2] *= {m}", f"{t}[{t} > {c}] -= 0.25",
                         f"{t}[..., 0] /= 2.0"]
         elif form == "aug_add":
             variants = [f"{t} += {nonzero}", f"{t} += 0.5 * torch.tanh({t})", f"{t} -= {mean}"]
@@ -211,7 +211,7 @@ class Mutator:
         r = self.rng
         targets = ["x"] + ([] if in_helper or not self.acc else ["acc"])
         t = r.choice(targets)
-        variants = [f"{t}[:, {index}] = {t}[:, {index}] * {r.choice(FACTORS)}", f"{t}[:, {index}] += {r.choice(VALUES)}",
+        variants = [f"{t}[:, {index}] = {t}[:, {index}] * {r.choice(FACTORS)}", f"{t}[:, {index}] += {r.choice(VALUES[1:])}",
                     f"{t}[0, {index}].mul_({r.choice(FACTORS)})"]
         if t == "acc":
             s = self.summary[stage]
