@@ -9,7 +9,7 @@ Names are imported lazily so that `import dycl` stays cheap and torch-free: a de
 artifact is loaded with numpy and the backend runtime only.
 """
 
-from importlib import import_module
+import importlib
 
 _EXPORTS = {
     "compile": ("dycl.api", "compile"),
@@ -31,6 +31,6 @@ def __getattr__(name: str):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'dycl' has no attribute {name!r}")
     module, attribute = _EXPORTS[name]
-    value = getattr(import_module(module), attribute)
+    value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value
     return value

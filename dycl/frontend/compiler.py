@@ -22,7 +22,7 @@ from torch_mlir import ir
 from dycl.frontend import aliases
 from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists
-from dycl.frontend import nodes
+from dycl.frontend import nodes, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
 from dycl.frontend.capture import RunCapturer
@@ -80,10 +80,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         given = params[1 : 1 + len(example_inputs)]
         if len(example_inputs) > len(params) - 1:
             raise source.error(fdef, f"{len(example_inputs)} example inputs for {len(params) - 1} parameters")
-        # The frontend runs the forward on its example inputs: copies, so that a forward that
-        # mutates its input (refused) leaves the caller's tensors alone.
-        example_inputs = tuple(e.clone() if isinstance(e, torch.Tensor) else e for e in example_inputs)
-        input_types = [V.type_of_example(e) for e in example_inputs]
+        leaves: list[tuple[str, object]] = []  # the function's arguments: (name, example)
+        input_tree = [self._flatten_input(fdef, name, e, leaves) for name, e in zip(given, example_inputs)]
+        input_types = [V.type_of_example(e) for _, e in leaves]
 
         func_type = ir.FunctionType.get([self.builder.type(t) for t in input_types], [], self.builder.context)
         module_body = ir.InsertionPoint(self.capturer.module.body)
@@ -96,8 +95,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         entry = func.regions[0].blocks.append(*[self.builder.type(t) for t in input_types])
 
         env: dict[str, V.EnvValue] = {params[0]: V.Const(self.model), RETURN_VAR: V.Const(None)}
-        for param, arg, example, type_ in zip(given, entry.arguments, example_inputs, input_types):
-            env[param] = V.Dyn(arg, type_, example)
+        arguments = [V.Dyn(arg, type_, example) for arg, type_, (_, example) in zip(entry.arguments, input_types, leaves)]
+        for param, tree in zip(given, input_tree):
+            env[param] = _input_value(tree, arguments)
             for memory in aliases.storages(env[param]):
                 self.memory_of_inputs[memory] = param
         defaults = fdef.args.defaults
@@ -116,7 +116,24 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             [self.builder.type(t) for t in input_types], [self.builder.type(o.type) for o in outputs]
         )
         func.attributes["function_type"] = ir.TypeAttr.get(func_type)
-        return func, tree, given
+        return func, tree, [name for name, _ in leaves], input_tree
+
+    def _flatten_input(self, fdef, name: str, example, leaves: list):
+        """An example input as a tree of argument indices (like the output tree): a list or
+        tuple keeps its length and kind, its items are runtime values (`lengths: list[int]`).
+        Tensors are copied: a forward that mutates its input (refused) leaves the caller's alone."""
+        if isinstance(example, (list, tuple)):
+            kind = "list" if isinstance(example, list) else "tuple"
+            return {kind: [self._flatten_input(fdef, f"{name}_{k}", e, leaves) for k, e in enumerate(example)]}
+        if example is None:
+            return None
+        if not isinstance(example, (torch.Tensor, bool, int, float)):
+            raise self.error(
+                fdef, f"forward input `{name}` is a {type(example).__name__}",
+                "pass tensors, Python ints/floats/bools, None, or lists and tuples of them",
+            )
+        leaves.append((name, example.clone() if isinstance(example, torch.Tensor) else example))
+        return len(leaves) - 1
 
     def _flatten_result(self, value: V.EnvValue, where: ast.AST):
         """Result leaves as IR values and the output tree; errors are located at `where`."""
@@ -149,7 +166,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             elif isinstance(stmt, nodes.Jump):
                 i = self._label_index(stmts, stmt.id, i)
             elif isinstance(stmt, nodes.BindConst):
-                env[stmt.name] = V.Const(stmt.value)
+                value = stmt.value
+                env[stmt.name] = value if isinstance(value, (V.Dyn, V.Tup)) else V.Const(value)
                 i += 1
             elif isinstance(stmt, _SwitchScope):
                 self.scope = self._scope_for(stmt.source)
@@ -447,6 +465,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         constant = self._try_constant(expr, env)
         if constant is not V.MISSING:
             return V.Const(constant)
+        shaped = self.try_structure(expr, env)  # `len(lengths)`, `lengths[1:]`, `lengths[0]`
+        if shaped is not V.MISSING:
+            value = structure.env_value(shaped)
+            return value if isinstance(value, (V.Dyn, V.Tup)) else V.Const(value)
         if isinstance(expr, ast.Name):
             value = env.get(expr.id, V.UNDEF)
             if value is V.UNDEF:
@@ -518,6 +540,23 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         except Exception:
             return V.MISSING
         if any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(value)):
+            return V.MISSING
+        return value
+
+    def try_structure(self, expr: ast.expr, env):
+        """`expr` evaluated on the structure of its runtime values (structure.py): the
+        items of `for l in lengths`, `len(lengths)`; V.MISSING if it looks inside them."""
+        if not structure.is_structural(expr) or not structure.is_builtin_namespace_clean(self.scope.namespace):
+            return V.MISSING
+        local = {n: structure.tokens(v) for n, v in env.items() if v is not V.UNDEF}
+        code = compile(ast.Expression(_located(expr)), self.scope.source.file, "eval")
+        try:
+            value = eval(code, self.scope.namespace, local)
+            if isinstance(value, (range, enumerate, zip, reversed, map)):
+                value = list(value)
+        except Exception:
+            return V.MISSING
+        if isinstance(value, torch.Tensor):
             return V.MISSING
         return value
 
@@ -600,6 +639,15 @@ class _SwitchScope(ast.stmt):
         super().__init__()
         self.source = source
         self.lineno = 0
+
+
+def _input_value(tree, arguments: list) -> V.EnvValue:
+    if tree is None:
+        return V.Const(None)
+    if isinstance(tree, int):
+        return arguments[tree]
+    (kind, items), = tree.items()
+    return V.Tup(tuple(_input_value(t, arguments) for t in items), kind)
 
 
 def _return_node(fdef: ast.FunctionDef) -> ast.AST:

@@ -50,15 +50,30 @@ def import_module(
     model.eval()
     capturer = RunCapturer(model)
     compiler = FunctionCompiler(model, capturer)
-    with capturer.context, ir.Location.unknown(capturer.context):
-        _, tree, input_names = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
-        text = capturer.module.operation.get_asm(print_generic_op_form=True)
+    # Inference: no weight requires grad while runs execute and export (`out=` arguments
+    # and functionalized in-place ops fail under autograd); restored afterwards.
+    needs_grad = [p for p in model.parameters() if p.requires_grad]
+    # torch.distributions checks its arguments' values by default (a Python branch on tensor
+    # data in every Bernoulli/Categorical): it only ever raises for invalid arguments.
+    validate = torch.distributions.Distribution._validate_args
+    try:
+        torch.distributions.Distribution.set_default_validate_args(False)
+        for parameter in needs_grad:
+            parameter.requires_grad_(False)
+        with capturer.context, ir.Location.unknown(capturer.context):
+            _, tree, input_names, input_tree = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
+            text = capturer.module.operation.get_asm(print_generic_op_form=True)
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(validate)
+        for parameter in needs_grad:
+            parameter.requires_grad_(True)
     module = parse_module(text, source_name=f"<{type(model).__name__}.{method}>")
     inline_private_calls(module, method)
     program = ImportedProgram(module, WeightStore(), method)
     function = program.function
     function.attributes["dycl.output_tree"] = StringAttr(json.dumps(tree))
     function.attributes["dycl.input_names"] = ArrayAttr([StringAttr(n) for n in input_names])
+    function.attributes["dycl.input_tree"] = StringAttr(json.dumps(input_tree))
     used = {op.attributes["name"].data for op in module.walk() if op.name == "dycl.param"}
     program.weights = WeightStore.from_module(model).subset(sorted(used))
     return program

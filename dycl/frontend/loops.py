@@ -14,7 +14,7 @@ from typing import Any
 
 from torch_mlir import ir
 
-from dycl.frontend import aliases, nodes
+from dycl.frontend import aliases, nodes, structure
 from dycl.frontend.errors import FrontendError
 from dycl.frontend import values as V
 from dycl.frontend.liveness import live_before, names_read, written_in
@@ -38,6 +38,10 @@ class LoopCompiler:
         node: ast.For = loop.node
         iterable = self._try_constant(node.iter, env)
         if iterable is V.MISSING:
+            iterable = self.try_structure(node.iter, env)  # `for l in lengths` (a list input)
+            if not isinstance(iterable, (list, tuple)):
+                iterable = V.MISSING  # a tensor or runtime list: not a structure to unroll
+        if iterable is V.MISSING:
             raise self.error(
                 node,
                 "`for` over a value computed at runtime",
@@ -45,7 +49,9 @@ class LoopCompiler:
             )
         target_names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
         body_reads = set().union(*(names_read(s) for s in node.body))
-        if isinstance(iterable, range) and not (target_names & body_reads):
+        # a runtime loop binds no index: unroll when the body or the code after it reads it
+        read_after = target_names & live_before(rest, live_out)
+        if isinstance(iterable, range) and not (target_names & body_reads) and not read_after:
             try:
                 with self._undone_on(LoopStructureError):
                     return self._compile_runtime_loop(loop, rest, env, live_out, trip=iterable)
@@ -75,9 +81,9 @@ class LoopCompiler:
 
     def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
-            return [nodes.BindConst(target.id, item, target.lineno)]
+            return [nodes.BindConst(target.id, structure.env_value(item), target.lineno)]
         if isinstance(target, (ast.Tuple, ast.List)):
-            items = list(item)
+            items = list(item.items) if isinstance(item, V.Tup) else list(item)
             if len(items) != len(target.elts):
                 raise self.error(target, "loop target does not match the items")
             return [s for t, v in zip(target.elts, items) for s in self._bind_target(t, v)]

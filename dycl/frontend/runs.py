@@ -340,7 +340,14 @@ class RunCompiler:
             # a runtime int used where the graph needs a constant (a size, an index it reads)
             return _specialized_int(self, stmts[0])
         source = _statement_text(stmts)
-        if "data-dependent" in text.lower() or "guard" in text.lower():
+        if "conflicts between user-specified ranges" in text or "specialized" in text:
+            failure = self.error(
+                stmts[0], f"`{source}` does tensor math on a tensor whose size depends on runtime "
+                "control flow (e.g. the stack of a list that grows until a `break`)",
+                "DyCL's sub-networks have static shapes: reduce as you go (a running sum and a "
+                "count), or pad to a fixed length and mask",
+            )
+        elif "data-dependent" in text.lower() or "guard" in text.lower():
             failure = self.error(
                 stmts[0], f"`{source}` uses a tensor's value as a Python value (a condition, an "
                 "index or a size) inside code that DyCL captures as one block",

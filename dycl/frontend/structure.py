@@ -1,0 +1,84 @@
+"""Structural evaluation: what Python computes from the *shape* of values whose items are
+only known at runtime, such as a forward argument `lengths: list[int]` (a fixed-length list
+of runtime ints).
+
+`for l in lengths`, `enumerate(lengths)`, `zip(lengths, self.heads)`, `range(len(lengths))`,
+`lengths[1:]` depend only on how many items there are, never on their values: they are
+evaluated in Python with every runtime leaf replaced by an opaque `Leaf` token, and the
+tokens are mapped back to their values afterwards. Anything that looks inside a token
+(arithmetic, comparison, a call other than the structural builtins below) fails, and the
+expression is compiled the ordinary way.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Any
+
+from dycl.frontend import values as V
+
+# Builtins that only look at the structure of their arguments.
+STRUCTURAL_CALLS = frozenset({"len", "range", "enumerate", "zip", "reversed", "list", "tuple"})
+
+
+class Leaf:
+    """Stands for a runtime value inside a structurally evaluated expression."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: V.EnvValue):
+        self.value = value
+
+
+def is_structural(expr: ast.expr) -> bool:
+    """Only names, attributes, subscripts, constants and calls of structural builtins."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id in STRUCTURAL_CALLS):
+                return False
+        elif not isinstance(
+            node,
+            (ast.Name, ast.Attribute, ast.Subscript, ast.Slice, ast.Constant, ast.Tuple, ast.List,
+             ast.Load, ast.UnaryOp, ast.USub, ast.BinOp, ast.Add, ast.Sub, ast.keyword),
+        ):
+            return False
+    return True
+
+
+def tokens(value: V.EnvValue) -> Any:
+    """The Python value an expression sees: constants as they are, runtime leaves as tokens."""
+    if isinstance(value, V.Const):
+        return value.value
+    if isinstance(value, V.Tup):
+        items = [tokens(item) for item in value.items]
+        return items if value.kind == "list" else tuple(items)
+    return Leaf(value)
+
+
+def has_leaf(obj: Any) -> bool:
+    if isinstance(obj, Leaf):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(has_leaf(o) for o in obj)
+    return False
+
+
+def env_value(obj: Any) -> Any:
+    """Tokens back to their values: a tuple or list holding tokens becomes a `V.Tup`; a
+    value without tokens stays a plain Python value (bound as a constant)."""
+    if isinstance(obj, Leaf):
+        return obj.value
+    if isinstance(obj, (list, tuple)) and has_leaf(obj):
+        return V.Tup(tuple(_as_env_value(o) for o in obj), "list" if isinstance(obj, list) else "tuple")
+    return obj
+
+
+def _as_env_value(obj: Any) -> V.EnvValue:
+    value = env_value(obj)
+    return value if isinstance(value, (V.Const, V.Dyn, V.Tup)) else V.Const(value)
+
+
+def is_builtin_namespace_clean(namespace: dict) -> bool:
+    """The structural builtins are Python's own in this scope (not shadowed)."""
+    return all(namespace.get(name, getattr(builtins, name)) is getattr(builtins, name) for name in STRUCTURAL_CALLS)
