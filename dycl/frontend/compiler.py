@@ -27,7 +27,7 @@ from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.errors import FrontendError
-from dycl.frontend.host_expressions import HOST_EXPRESSIONS, host_tuple
+from dycl.frontend.host_expressions import HOST_EXPRESSIONS, host_tuple, refuse_truth_value
 from dycl.frontend.liveness import live_before, names_read, written_in
 from dycl.frontend.loops import LoopCompiler
 from dycl.frontend.rewrite import (
@@ -380,6 +380,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     def _assign(self, target: ast.expr, value: V.EnvValue, env: dict) -> None:
         if isinstance(target, ast.Name) and target.id == RETURN_VAR:
             host_numpy.refuse_numpy_result(self, target, value)
+        refuse_truth_value(self, target, value)
         if isinstance(target, ast.Name):
             env[target.id] = lists.bound_list(self, value, env)
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+from dataclasses import dataclass
 
 import torch
 from torch_mlir import ir
@@ -90,10 +91,18 @@ def _eager(self, node, compute):
         raise self.error(node, f"`{source_text(node)}`: {type(error).__name__}: {error}") from None
 
 
-def _call_operands(expr: ast.Call, receiver, args: list) -> list:
-    """Values for `_apply`'s operand slots of a call: the receiver (or the func's root), the
-    positional arguments; keyword values are computed by `_apply` itself."""
-    return [receiver, *args]
+def _call_operands(expr: ast.Call, receiver, args: list) -> dict:
+    """Values already computed for a call's operands (see `_apply`): the receiver of a
+    method call, the positional arguments."""
+    known = _known_values(list(expr.args), args)
+    if receiver is not None and isinstance(expr.func, ast.Attribute):
+        known[id(expr.func.value)] = receiver
+    return known
+
+
+def _known_values(nodes, values) -> dict:
+    """{id(node): value} of sub-expressions already computed (never computed twice)."""
+    return {id(node): value for node, value in zip(nodes, values) if not isinstance(node, ast.Starred)}
 
 
 def _handler(table: dict, func):
@@ -122,7 +131,7 @@ def _stack_or_cat(self, expr, func, args, env):
 def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
     operands = [self.expression(e, env) for e in [expr.left, *expr.comparators]]
     if any(_is_tensor(o) for o in operands):
-        return host_numpy.mark(_apply(self, expr, env, operands), operands)
+        return host_numpy.mark(_apply(self, expr, env, _known_values([expr.left, *expr.comparators], operands)), operands)
     result = None
     for (op, left, right) in zip(expr.ops, operands, operands[1:]):
         name = X.COMPARE_OPS.get(type(op))
@@ -141,10 +150,14 @@ def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
 def _scalar_pair(self, left, right, node):
     """Both operands as IR scalars of one kind, as Python's numeric tower mixes them: a bool
     with an int is an int, anything with a float is a float."""
+    for side in (left, right):
+        refuse_truth_value(self, node, side)
+        if not (isinstance(side, V.Dyn) or (isinstance(side, V.Const) and isinstance(side.value, (bool, int, float)))):
+            raise self.error(node, f"`{source_text(node)}`: arithmetic on a {lists._kind(side)} and runtime values")
     left, right = self._materialize(left, "operand"), self._materialize(right, "operand")
     for side in (left, right):
         if side.type not in (V.INT, V.FLOAT, V.BOOL):
-            raise self.error(node, f"arithmetic on a runtime {side.type}")
+            raise self.error(node, f"`{source_text(node)}`: arithmetic on a runtime {side.type.removeprefix('!torch.')}")
     if left.type == right.type:
         return left, right
     target = V.FLOAT if V.FLOAT in (left.type, right.type) else V.INT
@@ -166,10 +179,19 @@ def _host_binop(self, expr: ast.BinOp, env) -> V.EnvValue:
         if not (lists.is_list(left) and lists.is_list(right)):
             raise self.error(expr, f"`{source_text(expr)}` adds a list and a {lists._kind(right if lists.is_list(left) else left)}", "add lists to lists")
         return ops.concat(left, right)
+    if isinstance(expr.op, ast.Mult) and (lists.is_list(left) or lists.is_list(right)):
+        lst, count = (left, right) if lists.is_list(left) else (right, left)
+        ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
+        if not (isinstance(count, V.Const) and type(count.value) is int):
+            raise self.error(expr, f"`{source_text(expr)}` repeats a list a number of times computed at runtime", "repeat it a constant number of times")
+        items = lists.items_of(lst)
+        if items is None:
+            raise self.error(expr, f"`{source_text(expr)}` repeats a list whose length is only known at runtime", "build the list in a loop")
+        return ops.rebuild(lst, list(items) * count.value)
     if _is_tensor(left) or _is_tensor(right):
         if host_numpy.is_numpy(left) or host_numpy.is_numpy(right):
             host_numpy.check_binary(self, expr, expr.op, left, right)
-        return host_numpy.mark(_apply(self, expr, env, [left, right]), [left, right])
+        return host_numpy.mark(_apply(self, expr, env, _known_values([expr.left, expr.right], [left, right])), [left, right])
     spec = X.BINARY_OPS.get(type(expr.op))
     if spec is None:
         raise self.error(expr, f"`{type(expr.op).__name__}` on runtime Python scalars")
@@ -193,7 +215,7 @@ def _host_unary(self, expr: ast.UnaryOp, env) -> V.EnvValue:
             return V.Const(not as_bool.value)
         return self.builder.host_op("torch.aten.__not__", [as_bool], V.BOOL, not as_bool.example)
     if _is_tensor(operand):
-        return host_numpy.mark(_apply(self, expr, env, [operand]), [operand])
+        return host_numpy.mark(_apply(self, expr, env, _known_values([expr.operand], [operand])), [operand])
     if isinstance(expr.op, ast.USub):
         value = self._materialize(operand, "operand")
         return self.builder.host_op(f"torch.aten.neg.{X.scalar_kind(value.type)}", [value], value.type, -value.example)
@@ -205,33 +227,62 @@ def _to_bool(self, value: V.EnvValue, node) -> V.EnvValue:
 
 
 def _host_boolop(self, expr: ast.BoolOp, env) -> V.EnvValue:
-    # Both sides are evaluated: operands of conditions are side-effect free here.
-    name = "__and__" if isinstance(expr.op, ast.And) else "__or__"
-    result = None
-    for operand in expr.values:
-        value = _to_bool(self, self.expression(operand, env), expr)
-        if isinstance(value, V.Const):
-            if value.value == isinstance(expr.op, ast.Or):
-                return V.Const(value.value)  # short-circuits whatever the others are
-            continue
-        if result is None:
-            result = value
-        else:
-            example = (result.example and value.example) if name == "__and__" else (result.example or value.example)
-            result = self.builder.host_op(f"torch.aten.{name}.bool", [result, value], V.BOOL, example)
-    return result if result is not None else V.Const(isinstance(expr.op, ast.And))
+    """`a and b` / `a or b` as Python evaluates them: an operand is computed only when the
+    ones before it do not decide (an `scf.if` when they decide at runtime), and the value is
+    the operand that decided (a bool when all operands are bools)."""
+    return _boolop(self, expr, list(expr.values), env, isinstance(expr.op, ast.And))
+
+
+def _boolop(self, expr, values, env, is_and: bool) -> V.EnvValue:
+    first = self.expression(values[0], env)
+    if len(values) == 1:
+        return first
+    truth = host_builtins.truth(self, first, values[0])
+    if isinstance(truth, V.Const):
+        return _boolop(self, expr, values[1:], env, is_and) if truth.value == is_and else first
+    if _is_bool(first) and all(_is_simple(v) for v in values[1:]):
+        # the rest cannot fail or cost anything: computed eagerly, combined on the host
+        rest = _boolop(self, expr, values[1:], env, is_and)
+        if _is_bool(rest):
+            rest = host_builtins.truth(self, rest, expr)
+            if isinstance(rest, V.Const):
+                return rest if rest.value != is_and else truth
+            name = "__and__" if is_and else "__or__"
+            example = (truth.example and rest.example) if is_and else (truth.example or rest.example)
+            return self.builder.host_op(f"torch.aten.{name}.bool", [truth, rest], V.BOOL, example)
+
+    def rest(scope):
+        return _boolop(self, expr, values[1:], scope, is_and)
+
+    def decided(scope):
+        return first
+
+    then_fn, else_fn = (rest, decided) if is_and else (decided, rest)
+    return _conditional(self, expr, env, truth, then_fn, else_fn, truth_if_mixed=True)
+
+
+def _is_bool(value) -> bool:
+    return (isinstance(value, V.Const) and isinstance(value.value, bool)) or (isinstance(value, V.Dyn) and value.type == V.BOOL)
+
+
+def _is_simple(node: ast.AST) -> bool:
+    """Names, constants, comparisons and `not`/and/or of them: nothing that can raise."""
+    return all(
+        isinstance(n, (ast.Name, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Load, ast.cmpop, ast.boolop, ast.Not))
+        for n in ast.walk(node)
+    )
 
 
 def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
     holder = self.expression(expr.value, env)
     if not (lists.is_list(holder) or isinstance(holder, V.Tup)):
-        return host_numpy.mark(_apply(self, expr, env, [holder]), [holder])
+        return host_numpy.mark(_apply(self, expr, env, _known_values([expr.value], [holder])), [holder])
     key = lists.subscript_key(self, expr.slice, env)
     ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
     if isinstance(holder, V.Tup) and holder.kind != "list":  # a tuple: items known
         constant = lists.const_key(key)
         if constant is None:
-            return _apply(self, expr, env, [holder])
+            return _apply(self, expr, env, _known_values([expr.value], [holder]))
         _, picked = ops.python(holder, lambda items: items[constant])
         return V.Tup(tuple(picked), holder.kind) if isinstance(constant, slice) else picked
     picked = ops.get(holder, key)
@@ -240,7 +291,7 @@ def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
     if isinstance(holder, V.Tup) and holder.items and all(_is_tensor(i) and isinstance(i, V.Dyn) for i in holder.items):
         holder = lists.static_list(self, holder.items)  # a runtime index into tensors: a host list
     if not (isinstance(holder, V.Dyn) and holder.type == V.TENSOR_LIST):
-        return _apply(self, expr, env, [holder])  # a Python list indexed at runtime: a run
+        return _apply(self, expr, env, _known_values([expr.value], [holder]))  # a Python list indexed at runtime: a run
     index = self._materialize(key, "index")
     if index.type != V.INT:
         raise self.error(expr, f"indexing a list with a {index.type.removeprefix('!torch.')}", "index it with an int")
@@ -258,7 +309,7 @@ def _host_attribute(self, expr: ast.Attribute, env) -> V.EnvValue:
     result = host_numpy.attribute(self, expr, value)
     if result is not None:
         return result
-    return _apply(self, expr, env, [value])
+    return _apply(self, expr, env, _known_values([expr.value], [value]))
 
 
 def host_tuple(self, expr, env) -> V.EnvValue:
@@ -272,23 +323,41 @@ def _host_ifexp(self, expr: ast.IfExp, env) -> V.EnvValue:
     test = host_builtins.truth(self, self.expression(expr.test, env), expr.test)
     if isinstance(test, V.Const):
         return self.expression(expr.body if test.value else expr.orelse, env)
+    return _conditional(
+        self, expr, env, test,
+        lambda scope: self.expression(expr.body, scope),
+        lambda scope: self.expression(expr.orelse, scope),
+    )
+
+
+def _conditional(self, expr, env, test: V.Dyn, then_fn, else_fn, truth_if_mixed: bool = False) -> V.EnvValue:
+    """The value `then_fn(scope)` or `else_fn(scope)` computes, chosen by the runtime bool
+    `test`: an scf.if whose regions compute only their own branch, joined like an if.
+    With truth_if_mixed (`a and b` of a bool and a tensor), values of different kinds are
+    joined as their truth values: a `TruthValue`, which only a condition may use."""
     flag = self.builder.to_i1(test)
     draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
     blocks, values = [], []
-    for region, branch in zip(draft.regions, (expr.body, expr.orelse)):
+    for region, branch in zip(draft.regions, (then_fn, else_fn)):
         block = region.blocks.append()
+        scope = dict(env)
         with ir.InsertionPoint(block):
-            scope = dict(env)
-            values.append(self.expression(branch, scope))
+            values.append(branch(scope))
         changed = sorted(n for n in env if scope.get(n) is not env[n])
         if changed:
             draft.erase()
             raise self.error(
-                branch, f"conditional expression `{source_text(expr)}` whose branch changes `{changed[0]}`",
+                expr, f"`{source_text(expr)}` changes `{changed[0]}` on one of its paths",
                 "write it as an `if` statement",
             )
         blocks.append(block)
     then_value, else_value = values
+    mixed = truth_if_mixed and _kind_of(then_value) != _kind_of(else_value)
+    if mixed:
+        for k, block in enumerate(blocks):
+            with ir.InsertionPoint(block):
+                values[k] = self._materialize(host_builtins.truth(self, values[k], expr), "truth value")
+        then_value, else_value = values
     name = source_text(expr)
     saved, self._join_node = self._join_node, expr
     try:
@@ -315,7 +384,39 @@ def _host_ifexp(self, expr: ast.IfExp, env) -> V.EnvValue:
     draft.erase()
     taken = then_leaves if test.example else else_leaves  # the example path's values
     leaves = [V.Dyn(result, t, leaf.example) for result, t, leaf in zip(if_op.results, types, taken)]
+    if mixed:
+        (leaf,) = leaves
+        return TruthValue(leaf.value, leaf.type, leaf.example, source=name)
     return V.rebuild(structure, leaves)
+
+
+@dataclass(frozen=True)
+class TruthValue(V.Dyn):
+    """The truth of `a and b` / `a or b` whose operands are of different kinds (a bool and a
+    tensor): exact as a condition; Python's value (one of the operands) has no one type here."""
+
+    source: str = ""
+
+
+def refuse_truth_value(self, node, value) -> None:
+    for leaf in V.leaves(value) if isinstance(value, (V.Tup, V.Dyn)) else ():
+        if isinstance(leaf, TruthValue):
+            raise self.error(
+                node, f"the value of `{leaf.source}` (one of its operands, a bool or a tensor depending on the path)",
+                "use it only as a condition, or write `bool(a) and bool(b)`",
+            )
+
+
+def _kind_of(value) -> str:
+    if isinstance(value, V.Const):
+        return {bool: "bool", int: "int", float: "float", type(None): "none"}.get(type(value.value), "const")
+    if isinstance(value, V.Dyn):
+        if V.is_tensor_type(value.type):
+            return f"tensor {value.example.dtype if isinstance(value.example, torch.Tensor) else ''}"
+        return {V.BOOL: "bool", V.INT: "int", V.FLOAT: "float"}.get(value.type, value.type)
+    if isinstance(value, V.Tup):
+        return f"{value.kind} {len(value.items)}"
+    return "other"
 
 
 HOST_EXPRESSIONS = {
@@ -336,17 +437,22 @@ HOST_EXPRESSIONS = {
 }
 
 
-def _apply(self, expr: ast.expr, env, operands=None) -> V.EnvValue:
-    """Tensor math over sub-expressions that needed host handling: each direct child
-    expression is computed first (host ops or runs) and becomes an input of one run."""
+def _apply(self, expr: ast.expr, env, known: dict | None = None) -> V.EnvValue:
+    """Tensor math over sub-expressions that needed host handling: each operand slot (a
+    direct child expression, a method call's receiver, a slice bound) is computed first (host
+    ops or runs) and becomes an input of one run. `known` holds values already computed for
+    some of these nodes, by id of the node (`_known_values`)."""
+    known = known or {}
     children = list(_operand_slots(expr))
     local = {}
     replacements = {}
-    for k, child in enumerate(children):
+    for child in children:
         if not self._needs_host(child, env, set()):
             continue
-        given = operands[k] if operands is not None and k < len(operands) else None
-        value = given if given is not None else self.expression(child, env)
+        value = known.get(id(child))
+        if value is None:
+            value = self.expression(child, env)
+        refuse_truth_value(self, child, value)
         name = f"__operand{fresh_id()}"
         local[name] = value
         replacements[id(child)] = name

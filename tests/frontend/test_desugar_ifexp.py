@@ -88,6 +88,35 @@ def test_tuple_unpacked_empty_lists_grow_at_runtime():
     check_paths(UnpackedEmptyLists(), gated([-1, -1, 1, 0], [1, 0, 0, 0], [-1, 1, 0, 0], [-1, -1, -1, 1], [-1, -1, -1, -1]), all_branches=False)
 
 
+class ShortCircuit(nn.Module):
+    """`and`/`or` compute an operand only when the ones before it do not decide: `q[0]` of a
+    list that may be empty is never read then; `k or 3` is k's value or 3."""
+
+    def forward(self, x):
+        q = []
+        for i in range(3):
+            if x[0, i] > 0:
+                q.append(x * i)
+        k = int(x[0, 3].item() > 0) * 2
+        fallback = k or 3
+        if len(q) > 0 and q[0].sum() > 0:
+            return x * fallback, len(q)
+        if len(q) == 0 or q[-1].mean() < -1:
+            return -x, fallback
+        return x, len(q) + fallback
+
+
+def test_and_or_compute_operands_as_python_does():
+    check_paths(ShortCircuit(), gated([-1, -1, -1, 1], [-1, -1, -1, -1], [1, 1, -1, 1], [-1, 5, 0, -1], [-1, -1, 3, 1]), all_branches=False)
+
+
+class MixedTruthAsValue(nn.Module):
+    def forward(self, x):
+        n = int(x.sum().item() > 0)
+        y = n > 0 and x.sum() > 1  # REFUSED
+        return y
+
+
 class NoneOnOnePath(nn.Module):
     def forward(self, x):
         y = x * 2 if x.sum() > 0 else None  # REFUSED
@@ -106,6 +135,7 @@ class ChangesInBranch(nn.Module):
     [
         (NoneOnOnePath, "on one path and"),
         (ChangesInBranch, "inside a conditional expression"),
+        (MixedTruthAsValue, "one of its operands, a bool or a tensor depending on the path"),
     ],
 )
 def test_conditional_expressions_that_cannot_be_joined_are_refused(cls, construct):
