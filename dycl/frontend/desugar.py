@@ -123,8 +123,20 @@ _METHOD_HELPERS = {"cuda": CUDA, "cpu": CPU, "to": TO}
 # ----- name resolution ----------------------------------------------------------------
 
 
+_LOCALS: dict[int, tuple[ast.FunctionDef, set[str]]] = {}
+
+
 def local_names(fdef: ast.FunctionDef) -> set[str]:
-    """Parameters and every name the function binds (Python makes them local)."""
+    """Parameters and every name the function binds (Python makes them local); cached."""
+    cached = _LOCALS.get(id(fdef))
+    if cached is not None and cached[0] is fdef:
+        return cached[1]
+    names = _local_names(fdef)
+    _LOCALS[id(fdef)] = (fdef, names)
+    return names
+
+
+def _local_names(fdef: ast.FunctionDef) -> set[str]:
     names = {a.arg for a in fdef.args.args + fdef.args.posonlyargs + fdef.args.kwonlyargs}
     for extra in (fdef.args.vararg, fdef.args.kwarg):
         if extra is not None:

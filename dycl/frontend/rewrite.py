@@ -2,7 +2,10 @@
 
 - `lower`: `return`/`break`/`continue` become assignments plus forward jumps (structured form),
   `pass` is dropped; unsupported statements are rejected here with a FrontendError naming
-  file and line.
+  file and line; the desugarings of `desugar.py` are applied to each statement (no-grad
+  blocks become their body, `.data`/`.cuda()`/`.cpu()`/`.to(device)`/`Variable(x)` their
+  inference meaning, `del` one target per statement, pops hoisted out of expressions,
+  comprehension variables renamed to their own scope).
 - `inline_call`: a helper method (or a submodule's forward) that itself has control flow is
   inlined with its locals renamed, its returns becoming jumps to the end of its body.
 - `unroll`: a `for` over something known at import time (ModuleList, zip/enumerate of them,
