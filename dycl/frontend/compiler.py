@@ -438,7 +438,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             raise self.error(
                 expr,
                 "appending a non-tensor to a list of tensors",
-                "keep Python scalars in their own variables (a list that grows at runtime holds only tensors)",
+                "a list that grows at runtime holds only tensors: append `torch.tensor(v)` and read `int(lst[i])` / `float(lst[i])`, or keep the Python values in their own variables",
             )
         op = ir.Operation.create(
             "torch.aten.append.t", results=[self.builder.type(V.TENSOR_LIST)], operands=[holder.value, item.value]

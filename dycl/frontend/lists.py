@@ -264,7 +264,7 @@ class ListOps:
                 if not (isinstance(item, V.Dyn) and V.is_tensor_type(item.type)):
                     raise self.error(
                         f"{self.what}: putting a non-tensor into a list of tensors",
-                        "keep Python scalars in their own variables (a list that grows at runtime holds only tensors)",
+                        "a list that grows at runtime holds only tensors: append `torch.tensor(v)` and read `int(lst[i])` / `float(lst[i])`, or keep the Python values in their own variables",
                     )
 
     # reads
