@@ -81,9 +81,12 @@ def mark_path_dependent(value: V.EnvValue, memory: frozenset) -> V.EnvValue:
     return value
 
 
-class WeightGuard:
-    """Notices when running user code on example values changed a parameter or buffer in
-    place, and puts the original values back (the frontend then refuses the model)."""
+class StateGuard:
+    """Notices when running user code on example values changed the model: a parameter or
+    buffer in place, an attribute rebound (`self.hidden = h` in a helper that runs inside a
+    captured block), a list/dict/set attribute changed (`self.saved_actions.append(a)`).
+    Such state outlives the call, which a compiled model cannot reproduce: everything is put
+    back as it was and the frontend refuses the statement."""
 
     def __init__(self, model: torch.nn.Module):
         self.weights = [
@@ -92,14 +95,58 @@ class WeightGuard:
         ]
         self.memory = {storage_of(t): name for name, t, _, _ in self.weights}
         self.memory.pop(None, None)
+        self.modules = [(prefix, module) for prefix, module in model.named_modules()]
+        self.attributes = self._attributes()
+
+    def snapshot(self) -> None:
+        """What `changed` compares with: taken right before user code runs (export, between
+        runs, may rebuild attributes such as a conv's `kernel_size` tuple; that is no change)."""
+        self.attributes = self._attributes()
+
+    def _attributes(self) -> dict:
+        """(module path, attribute) -> (the object, a shallow copy of a container)."""
+        state = {}
+        for prefix, module in self.modules:
+            for key, value in module.__dict__.items():
+                if key.startswith("_") and key not in ("_parameters", "_buffers", "_modules"):
+                    continue
+                copy = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else (
+                    set(value) if isinstance(value, set) else None)
+                state[(prefix, key)] = (value, copy)
+        return state
 
     def changed(self) -> str | None:
+        """The first weight or attribute that changed (as `self.<path>`), after restoring all."""
         first = None
         for name, tensor, version, original in self.weights:
             if tensor._version != version:
                 with torch.no_grad():
                     tensor.copy_(original)
-                first = first or name
+                first = first or f"self.{name}"
         if first is not None:  # copying back counts as a change too
             self.weights = [(n, t, t._version, o) for n, t, _, o in self.weights]
+        now = self._attributes()
+        for (prefix, key), (value, copy) in self.attributes.items():
+            current = now.get((prefix, key))
+            if current is not None and current[0] is value and _same_items(copy, current[1]):
+                continue
+            first = first or "self." + ".".join(p for p in (prefix, key.lstrip("_")) if p)
+            module = dict(self.modules)[prefix]
+            module.__dict__[key] = value
+            if copy is not None:
+                value.clear()
+                value.update(copy) if not isinstance(value, list) else value.extend(copy)
+        for (prefix, key) in now.keys() - self.attributes.keys():
+            first = first or f"self.{'.'.join(p for p in (prefix, key) if p)}"
+            del dict(self.modules)[prefix].__dict__[key]
         return first
+
+
+def _same_items(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(a[k] is b[k] for k in a)
+    if isinstance(a, set):
+        return a == b
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))

@@ -63,8 +63,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         self._join_node: ast.AST | None = None
         self._scopes: dict[str, _Scope] = {}
         # Memory that runs must not mutate (aliases.py): the weights, the caller's inputs.
-        self.weight_guard = aliases.WeightGuard(model)
-        self.memory_of_weights = self.weight_guard.memory
+        self.state_guard = aliases.StateGuard(model)
+        self.memory_of_weights = self.state_guard.memory
         self.memory_of_inputs: dict[int, str] = {}
 
     # ----- entry point -----------------------------------------------------------------

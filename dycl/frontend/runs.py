@@ -150,6 +150,7 @@ class RunCompiler:
         examples = {name: V.example_of(value) if value is not V.UNDEF else None for name, value in input_specs}
         versions = [leaf.example._version if isinstance(leaf.example, torch.Tensor) else None for leaf in flat_inputs]
         called: list[torch.nn.Module] | None = []
+        self.state_guard.snapshot()
         try:
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -166,7 +167,7 @@ class RunCompiler:
         except Exception as error:
             raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
         finally:
-            self._check_weights_unchanged(stmts[0])
+            self._check_model_unchanged(stmts, examples)
         out_leaves, out_spec = pytree.tree_flatten(eager)
         # Python scalars a run computes from its inputs are exported too: export tells
         # whether they are constants (shapes, configuration) or runtime values (`.tolist()`,
@@ -301,15 +302,32 @@ class RunCompiler:
             )
         return new
 
-    def _check_weights_unchanged(self, stmt) -> None:
-        """Running a run on example values must not have changed the model (restored if so)."""
-        name = self.weight_guard.changed()
-        if name is not None:
-            raise self.error(
-                stmt, f"in-place change of the weight `{name}` in forward",
-                "module state must not change in forward: compute a new tensor instead "
-                "(`w = self.w * 2`, not `self.w.mul_(2)`)",
-            )
+    def _check_model_unchanged(self, stmts, examples: dict) -> None:
+        """Running a run on example values must not have changed the model (restored if so);
+        the statement that did it is found by running the run once more, one statement at a
+        time (only on this error path)."""
+        name = self.state_guard.changed()
+        if name is None:
+            return
+        culprit = stmts[0]
+        if len(stmts) > 1 and isinstance(stmts[0], ast.stmt):
+            for k, stmt in enumerate(stmts):
+                probe = self._run_function(stmts[: k + 1], sorted(examples), ast.Constant(None))
+                self.state_guard.snapshot()
+                try:
+                    with torch.no_grad(), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        probe(self.model, **examples)
+                except Exception:
+                    pass
+                if self.state_guard.changed() is not None:
+                    culprit = stmt
+                    break
+        raise self.error(
+            culprit, f"a change of the module's state `{name}` in forward (it outlives the call)",
+            "module state must not change in forward: return the value (or keep a local "
+            "list) instead, and compute new tensors rather than changing weights in place",
+        )
 
     def _scalars_as_tensors(self, value: V.EnvValue) -> V.EnvValue:
         """A runtime float enters tensor math as a 0-d f64 tensor, a runtime int as a 0-d

@@ -237,7 +237,7 @@ class MutatesListedTensor(nn.Module):
 
 REFUSED = {
     "mutates_input": (MutatesInput, (torch.ones(1, 3),), "mutates-input", "forward input `x`"),
-    "mutates_weight": (MutatesWeight, (torch.ones(1, 3),), "mutates-weight", "weight `scale`"),
+    "mutates_weight": (MutatesWeight, (torch.ones(1, 3),), "mutates-weight", "`self.scale`"),
     "path_dependent_alias": (PathDependentAlias, (torch.ones(1, 3),), "path-dependent", "on some paths only"),
     "mutates_listed_tensor": (MutatesListedTensor, (torch.ones(1, 3),), "listed", "the list `outs`"),
 }
@@ -306,3 +306,40 @@ class StoreAtRuntimeIndex(nn.Module):
 REFUSED["store_at_runtime_index"] = (
     StoreAtRuntimeIndex, (torch.tensor([[0.1, 0.9, 0.3]]),), "runtime-index", "runtime Python int",
 )
+
+
+class SavesActions(nn.Module):
+    """REINFORCE-style bookkeeping: the module's list grows on every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.saved_actions = []
+
+    def forward(self, x):
+        probs = torch.softmax(self.fc(x), -1)
+        action = probs.argmax(-1)
+        self.saved_actions.append(action)  # line marker: saves-actions
+        return action
+
+
+class HelperSetsState(nn.Module):
+    """A straight-line helper that rebinds a module attribute (it runs inside a block)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.hidden = None
+
+    def remember(self, h):
+        self.hidden = h
+        return h * 2
+
+    def forward(self, x):
+        h = self.fc(x)
+        y = self.remember(h)  # line marker: helper-state
+        return y
+
+
+REFUSED["saves_actions"] = (SavesActions, (torch.ones(1, 3),), "saves-actions", "`self.saved_actions`")
+REFUSED["helper_sets_state"] = (HelperSetsState, (torch.ones(1, 3),), "helper-state", "`self.hidden`")

@@ -77,5 +77,6 @@ def test_mutation_beyond_the_model_is_refused_at_its_line(name):
     # the attempt changed neither the model nor the caller's inputs
     for key, value in model.state_dict().items():
         assert torch.equal(value, before[key]), key
+    assert getattr(model, "saved_actions", []) == [] and getattr(model, "hidden", None) is None
     for a, b in zip(given, args):
         assert a == b if not isinstance(a, torch.Tensor) else torch.equal(a, b)
