@@ -87,6 +87,8 @@ def _run_named_op(name: str, inputs: PythonValues, n_results: int) -> PythonValu
         if call is None:
             call = ReferenceInterpreter._torch_calls[name] = TorchOpCall(name)
         result = call(inputs)
+    if n_results == 0:  # `aten._assert_tensor_metadata` and other checks return None
+        return ()
     if n_results == 1 and name != "torch.prim.ListUnpack":  # unpacking one item is still a tuple
         return (result,)
     return tuple(result)

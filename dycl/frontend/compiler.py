@@ -456,7 +456,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         if isinstance(value, V.Tup):
             return V.Const(bool(value.items))
         if value.type == V.TENSOR_LIST:
-            raise self.error(expr, "condition on a runtime list", "test `len(lst) > 0`")
+            return host_builtins.truth(self, value, expr)  # `if lst:` is `len(lst) != 0`
         return value
 
     def expression(self, expr: ast.expr, env) -> V.EnvValue:
@@ -466,7 +466,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         constant = self._try_constant(expr, env)
         if constant is not V.MISSING:
             return V.Const(constant)
-        shaped = self.try_structure(expr, env)  # `len(lengths)`, `lengths[1:]`, `lengths[0]`
+        shaped = V.MISSING if isinstance(expr, ast.Name) else self.try_structure(expr, env)
+        # (`len(lengths)`, `lengths[1:]`, `lengths[0]`; a bare name keeps its very value)
         if shaped is not V.MISSING:
             value = structure.env_value(shaped)
             return value if isinstance(value, (V.Dyn, V.Tup)) else V.Const(value)

@@ -67,7 +67,9 @@ def names_mutated(node: ast.AST) -> set[str]:
         targets = [node.target]
     elif isinstance(node, ast.Call):
         if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_") and not node.func.attr.startswith("_"):
-            targets = [node.func.value]
+            # `y.relu_()` changes its receiver, `torch.relu_(x)` its first argument: syntax
+            # cannot tell a tensor from a module, so both count (runs.py keeps only variables)
+            targets = [node.func.value, *node.args[:1]]
         targets += [k.value for k in node.keywords if k.arg == "out"]
     found = set()
     for target in targets:

@@ -14,6 +14,7 @@ import torch.utils._pytree as pytree
 
 from dycl.frontend import aliases
 from dycl.frontend import values as V
+from dycl.frontend.desugar import source_text
 from dycl.frontend.capture import SpecializedInput, WeightMutation
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
@@ -58,7 +59,9 @@ class RunCompiler:
 
     def compile_run(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
         inputs = sorted(n for n in live_before(stmts, set()) if n in env)
-        outputs = sorted(written_in(stmts) & live_after)
+        # a name the run changes in place is an output only if it is a variable (not `torch`)
+        bound = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        outputs = sorted(n for n in written_in(stmts) & live_after if n in env or n in bound)
         returned = ast.Tuple([ast.Name(n, ast.Load()) for n in outputs], ast.Load())
         result = self._run_function(stmts, inputs, returned)
         values = self._call_run(result, stmts, {n: env[n] for n in inputs}, env, live_after)
@@ -238,7 +241,10 @@ class RunCompiler:
                 is_scalar = not isinstance(leaf, torch.Tensor)
                 produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf)
         structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
-        return _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder)
+        try:
+            return _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder)
+        except FrontendError as error:  # located here: the statement that built the value
+            raise self.error(stmts[0], error.construct, error.hint) from None
 
     def _rebind_mutated(self, env: dict, live, stmt, mutations: list[tuple[V.Dyn, V.Dyn]]) -> None:
         """Give a tensor mutated in place its new value in every variable bound to it."""
@@ -386,7 +392,7 @@ class RunCompiler:
 
 
 def _statement_text(stmts) -> str:
-    text = ast.unparse(stmts[0]).splitlines()[0]
+    text = source_text(stmts[0]).splitlines()[0]
     text = text if len(text) <= 60 else text[:57] + "..."
     return text + (f" (and {len(stmts) - 1} more line(s))" if len(stmts) > 1 else "")
 

@@ -199,11 +199,6 @@ def test_aliases_see_the_change():
     check_paths(Aliases(), scaled_inputs(1, 8), all_branches=False)
 
 
-@pytest.mark.xfail(
-    strict=False,  # passes without the structural evaluation that is being added to compiler.py
-    reason="compiler.expression's try_structure (structure.py) rebuilds a bare name's V.Tup as a new "
-    "object, so `b = a` no longer binds the same list",
-)
 def test_alias_of_a_list_computed_in_a_run():
     check_paths(AliasOfAComputedList(), scaled_inputs(1, 8), all_branches=False)
 
