@@ -38,6 +38,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return DedupPass
 
+    def get_merge_calls():
+        from dycl.passes.merge_calls import MergeCallsPass
+
+        return MergeCallsPass
+
     def get_pipeline():
         from dycl.passes.pipeline import PipelinePass
 
@@ -50,5 +55,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dycl-outline": get_outline,
         "dycl-hoist-free": get_hoist_free,
         "dycl-dedup": get_dedup,
+        "dycl-merge-calls": get_merge_calls,
         "dycl-pipeline": get_pipeline,
     }

@@ -4,7 +4,10 @@
     dycl-shape-infer                              (marks loop carries whose shape varies)
     dycl-unroll-loops{shape-varying-only=true}    (specialises those loops)
     dycl-shape-infer                              (static shapes in the unrolled copies)
-    dycl-outline -> dycl-hoist-free -> dycl-dedup
+    dycl-outline -> dycl-hoist-free
+    dycl-merge-calls                              (only with merge-calls=true: one call where
+                                                   two were)
+    dycl-dedup
     dycl-const-prop
 
 Shape inference runs before unrolling too, so that the unroller sees the carries whose
@@ -24,6 +27,7 @@ from xdsl.passes import ModulePass
 from dycl.passes.const_prop import ConstPropPass
 from dycl.passes.dedup import DedupPass
 from dycl.passes.hoist_free import HoistFreePass
+from dycl.passes.merge_calls import MergeCallsPass
 from dycl.passes.outline import OutlinePass
 from dycl.passes.shape_infer import ShapeInferPass
 from dycl.passes.unroll_loops import UnrollLoopsPass
@@ -45,7 +49,16 @@ class PipelinePass(ModulePass):
     weights_as_args: bool = False
     """dycl-dedup: also merge sub-DNNs that differ only in their weights."""
 
+    merge_calls: bool = False
+    """dycl-merge-calls: merge back-to-back sub-DNN calls (sinking a call that follows an
+    scf.if into its branches to make them back-to-back). Off by default: on SkipNet it saves
+    9 of 27 calls per inference but, at 2 threads, makes inference ~5% slower (the merged
+    block+gate crosses the runtime's one-thread threshold, so the gate's small ops run on two
+    threads); docs/bench.md. Never with weights-as-args, which asks for the fewest compiled
+    functions: merging makes more of them (a gate alone and fused with each block before it)."""
+
     def passes(self) -> list[ModulePass]:
+        merge = [MergeCallsPass(prefix=self.prefix)] if self.merge_calls and not self.weights_as_args else []
         return [
             ConstPropPass(),
             ShapeInferPass(),
@@ -53,6 +66,7 @@ class PipelinePass(ModulePass):
             ShapeInferPass(),
             OutlinePass(min_ops=self.min_ops, prefix=self.prefix),
             HoistFreePass(),
+            *merge,
             DedupPass(weights_as_args=self.weights_as_args),
             ConstPropPass(),
         ]
