@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 
 QUICK_NETWORKS = ("blockdrop", "skipnet_ff")
-QUICK_SYSTEMS = ("eager", "dycl-ort", "dycl-ort-nohoist", "oracle-ort")
+QUICK_SYSTEMS = ("eager", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "oracle-ort")
 
 
 def _set_threads(threads: int) -> None:
@@ -55,6 +55,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stem", help="output file name stem (default bench-<date>, quick-<date>)")
     p.add_argument("--ort-spinning", action="store_true",
                    help="turn ORT intra-op spin-waiting on (the runtime leaves it off: see docs/bench.md)")
+    p.add_argument("--ort-pool", choices=("session", "shared"), default="session",
+                   help="ORT intra-op threads: one pool per session (the runtime's default) or ORT's process-wide "
+                   "pool for every session of the run, DyCL's and the oracle's (dycl.runtime.runners.ORT_THREAD_POOL; "
+                   "it spins after runs, see docs/bench.md)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -72,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dycl.runtime import runners
 
     runners.ORT_SPINNING = args.ort_spinning  # off by default, as in the runtime
+    runners.ORT_THREAD_POOL = args.ort_pool  # per session by default, as in the runtime
     from dycl.zoo import REGISTRY
 
     if args.only:
@@ -128,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_rounds": settings.max_rounds,
             "limits": {k: list(v) for k, v in limits.items()},
             "ort_intra_op_spinning": bool(args.ort_spinning),
+            "ort_thread_pool": args.ort_pool,
             "timing": "per round, each system runs each path input once (systems in rotated order); "
                       "a round's value is the mean per-inference time over the path inputs; "
                       "median and IQR over rounds. DyCL and oracles take numpy, eager/torch.compile torch tensors.",

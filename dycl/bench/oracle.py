@@ -141,12 +141,13 @@ def _load(path: Path, backend: str, n_inputs: int, threads: int):
 
     if backend == "tvm":
         return tvm_runner(path, {}, n_inputs, threads)
-    import onnxruntime as ort
+    import onnx
 
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    # Output names from the file, not from a throw-away session: with the runtime's shared
+    # pool on (dycl-bench --ort-pool shared) onnxruntime refuses sessions with their own pool.
+    graph = onnx.load(str(path), load_external_data=False).graph
     # ort_runner skips an input the exporter dropped because the graph never reads it
-    meta = {"input_names": [f"in{i}" for i in range(n_inputs)], "output_names": [o.name for o in session.get_outputs()]}
-    del session
+    meta = {"input_names": [f"in{i}" for i in range(n_inputs)], "output_names": [o.name for o in graph.output]}
     return ort_runner(path, meta, n_inputs, threads)
 
 

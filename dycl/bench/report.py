@@ -118,6 +118,7 @@ def summary(records: Sequence[dict]) -> dict:
         "oracle_ort_geomean_speedup_vs_eager": geomean(ratio("oracle-ort/speedup_vs_eager")),
         "dynamism_overhead_tvm_geomean": geomean(ratio("dynamism_overhead_tvm")),
         "hoist_free_geomean_speedup": geomean(ratio("hoist_free_speedup")),
+        "merge_calls_geomean_speedup": geomean(ratio("merge_calls_speedup")),
         "dycl_ort_geomean_compile_seconds": geomean(compile_ort),
     }
     targets = {}
@@ -163,7 +164,9 @@ def markdown(result: dict) -> str:
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores; {cfg['threads']} threads everywhere, batch 1; "
         f"torch {m['versions'].get('torch')}, onnxruntime {m['versions'].get('onnxruntime')}, "
-        f"apache-tvm {m['versions'].get('apache-tvm')}; {m['date_utc']}; load average at start {cfg.get('load_average_start')}.",
+        f"apache-tvm {m['versions'].get('apache-tvm')}; {m['date_utc']}; load average at start {cfg.get('load_average_start')}; "
+        f"ORT intra-op pools: {cfg.get('ort_thread_pool', 'session')}"
+        f"{', spinning' if cfg.get('ort_intra_op_spinning') else ''}.",
         "Latency: median (IQR) over interleaved rounds of the mean per-inference time over the network's path inputs, ms.",
         "",
         "### Speed (ms per inference; speed-up over eager)",
@@ -196,12 +199,14 @@ def markdown(result: dict) -> str:
         f"{_x(s['targets']['dycl_ort_geomean_speedup_vs_eager']['value'])} | {_x(s['targets']['dycl_ort_geomean_speedup_vs_torch_compile']['value'])} "
         f"| {_x(s['targets']['dynamism_overhead_ort_geomean']['value'], 3)} | {_x(s['dynamism_overhead_tvm_geomean'], 3)} |",
         "",
-        "### Graph optimisation ablation (dycl-hoist-free) and host cost, DyCL+ORT",
+        "### Ablations (dycl-hoist-free, dycl-merge-calls) and host cost, DyCL+ORT",
         "",
-        "| network | sub-DNNs with / without | ms with / without | hoist-free speed-up | sub-DNN calls per inference "
+        "| network | sub-DNNs with / w/o hoist-free | ms with / w/o hoist-free | hoist-free speed-up "
+        "| sub-DNN calls per inference w/o / with merge-calls | ms with merge-calls | merge-calls speed-up "
         "| host µs per inference | host µs per call | (DyCL − oracle) µs per call |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    f1 = lambda x: "–" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.1f}"  # noqa: E731
     for r in records:
         if "ratios" not in r:
             continue
@@ -210,10 +215,13 @@ def markdown(result: dict) -> str:
             f"{_get(r, 'dycl-ort-nohoist', 'cost', 'subdnn_count', default='–')} "
             f"| {_ms(_get(r, 'dycl-ort', 'time', 'median_ms'))} / {_ms(_get(r, 'dycl-ort-nohoist', 'time', 'median_ms'))} "
             f"| {_x(r['ratios'].get('hoist_free_speedup'), 3)} "
-            f"| {_get(r, 'dycl-ort', 'host', 'subdnn_calls_per_inference'):.1f} "
-            f"| {_get(r, 'dycl-ort', 'host', 'host_us_per_inference'):.0f} "
-            f"| {_get(r, 'dycl-ort', 'host', 'host_us_per_subdnn_call'):.1f} "
-            f"| {_per_call_gap(r):.0f} |"
+            f"| {f1(_get(r, 'dycl-ort', 'host', 'subdnn_calls_per_inference'))} / "
+            f"{f1(_get(r, 'dycl-ort-merge', 'host', 'subdnn_calls_per_inference'))} "
+            f"| {_ms(_get(r, 'dycl-ort-merge', 'time', 'median_ms'))} "
+            f"| {_x(r['ratios'].get('merge_calls_speedup'), 3)} "
+            f"| {f1(_get(r, 'dycl-ort', 'host', 'host_us_per_inference'))} "
+            f"| {f1(_get(r, 'dycl-ort', 'host', 'host_us_per_subdnn_call'))} "
+            f"| {f1(_per_call_gap(r))} |"
         )
     lines += [
         "",
@@ -262,7 +270,7 @@ def markdown(result: dict) -> str:
 
 # --------------------------------------------------------------------------------- chart
 
-CHART_SYSTEMS = ("torch.compile", "dycl-ort", "dycl-ort-nohoist", "oracle-ort", "dycl-tvm", "oracle-tvm")
+CHART_SYSTEMS = ("torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "oracle-ort", "dycl-tvm", "oracle-tvm")
 
 
 def chart(result: dict, path: str | os.PathLike) -> None:

@@ -20,7 +20,8 @@ from dycl.bench.timing import interleaved, plan_rounds, sweep_seconds
 @dataclass(frozen=True)
 class Settings:
     threads: int = 2
-    systems: tuple[str, ...] = ("eager", "torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-tvm", "oracle-ort", "oracle-tvm")
+    systems: tuple[str, ...] = ("eager", "torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-tvm",
+                                "oracle-ort", "oracle-tvm")
     budget_seconds: float = 45.0  # timed rounds per network (all systems together)
     min_rounds: int = 3
     max_rounds: int = 40
@@ -78,7 +79,7 @@ def bench_network(name: str, settings: Settings) -> dict:
         program, frontend_seconds = S.import_program(model, entry.example_inputs())
         record["frontend_seconds"] = frontend_seconds
         _say(settings, f"{name}: frontend {frontend_seconds:.1f} s")
-        for system in ("dycl-ort", "dycl-ort-nohoist", "dycl-tvm"):
+        for system in S.DYCL_SYSTEMS:
             if system in wanted:
                 attempt(system, lambda s=system: S.prepare_dycl(
                     s, program, frontend_seconds, path_inputs, settings.threads, cache_dir))
@@ -117,7 +118,7 @@ def bench_network(name: str, settings: Settings) -> dict:
     for system, timing in timings.items():
         record["systems"][system]["time"] = timing.to_json()
 
-    for system in ("dycl-ort", "dycl-ort-nohoist", "dycl-tvm"):
+    for system in S.DYCL_SYSTEMS:
         if system in prepared:
             try:
                 record["systems"][system]["host"] = S.host_profile(prepared[system], path_inputs, settings.profile_repeat)
@@ -140,7 +141,7 @@ def _median(record: dict, system: str) -> float:
 
 def derive(record: dict) -> None:
     """Ratios the tables report: speed-up over eager and torch.compile, dynamism overhead
-    (DyCL / oracle with the same backend), hoist-free ablation."""
+    (DyCL / oracle with the same backend), hoist-free and merge-calls ablations."""
     eager, compiled = _median(record, "eager"), _median(record, "torch.compile")
     ratios = {}
     for system in record["systems"]:
@@ -151,6 +152,7 @@ def derive(record: dict) -> None:
     ratios["dynamism_overhead_ort"] = _median(record, "dycl-ort") / _median(record, "oracle-ort")
     ratios["dynamism_overhead_tvm"] = _median(record, "dycl-tvm") / _median(record, "oracle-tvm")
     ratios["hoist_free_speedup"] = _median(record, "dycl-ort-nohoist") / _median(record, "dycl-ort")
+    ratios["merge_calls_speedup"] = _median(record, "dycl-ort") / _median(record, "dycl-ort-merge")
     record["ratios"] = {k: v for k, v in ratios.items()}
 
 

@@ -5,6 +5,7 @@ per path input, plus what preparing it cost.
     torch.compile      torch.compile(model) (inductor, default mode), warmed on every path input
     dycl-ort           DyCL + ONNX Runtime (numpy in and out: the runtime's own API)
     dycl-ort-nohoist   the same without dycl-hoist-free (the graph-optimisation ablation)
+    dycl-ort-merge     the same with dycl-merge-calls (off by default; the call-merging ablation)
     dycl-tvm           DyCL + TVM, untuned ("dycl-tvm-tuned" when a tuning database exists)
     oracle-ort/-tvm    the oracle static path per input (dycl.bench.oracle)
 """
@@ -27,18 +28,22 @@ LABELS = {
     "torch.compile": "torch.compile",
     "dycl-ort": "DyCL+ORT",
     "dycl-ort-nohoist": "DyCL+ORT w/o hoist-free",
+    "dycl-ort-merge": "DyCL+ORT with merge-calls",
     "dycl-tvm": "DyCL+TVM",
     "dycl-tvm-tuned": "DyCL+TVM tuned",
     "oracle-ort": "oracle ORT",
     "oracle-tvm": "oracle TVM",
 }
 ALL_SYSTEMS = tuple(LABELS)
-DYCL_VARIANTS = {  # system -> (backend, hoist-free)
-    "dycl-ort": ("onnxruntime", True),
-    "dycl-ort-nohoist": ("onnxruntime", False),
-    "dycl-tvm": ("tvm", True),
-    "dycl-tvm-tuned": ("tvm", True),
+DYCL_VARIANTS = {  # system -> (backend, dycl-pipeline options; "without": passes left out)
+    "dycl-ort": ("onnxruntime", {}),
+    "dycl-ort-nohoist": ("onnxruntime", {"without": ("dycl-hoist-free",)}),
+    "dycl-ort-merge": ("onnxruntime", {"merge_calls": True}),
+    "dycl-tvm": ("tvm", {}),
+    "dycl-tvm-tuned": ("tvm", {}),
 }
+DYCL_SYSTEMS = ("dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-tvm")
+"""The DyCL systems prepared from the shared frontend output, in order (tuned TVM apart)."""
 
 
 @dataclass
@@ -109,12 +114,12 @@ def prepare_torch_compile(model: torch.nn.Module, path_inputs: Sequence[tuple]) 
 # ---------------------------------------------------------------------------------- DyCL
 
 
-def pipeline_passes(hoist_free: bool = True):
-    """dycl-pipeline's passes in order; without dycl-hoist-free for the ablation."""
-    from dycl.passes.hoist_free import HoistFreePass
+def pipeline_passes(without: Sequence[str] = (), **options):
+    """dycl-pipeline's passes in order (with these PipelinePass options), minus the named
+    ones (ablations)."""
     from dycl.passes.pipeline import PipelinePass
 
-    return [p for p in PipelinePass().passes() if hoist_free or not isinstance(p, HoistFreePass)]
+    return [p for p in PipelinePass(**options).passes() if p.name not in without]
 
 
 def import_program(model: torch.nn.Module, example_inputs: tuple):
@@ -144,12 +149,12 @@ def prepare_dycl(
     from dycl.api import compile_module
     from dycl.ir import make_context
 
-    backend, hoist = DYCL_VARIANTS[name]
+    backend, options = DYCL_VARIANTS[name]
     module = program.module.clone()
     ctx = make_context()
     per_pass: list[tuple[str, float]] = []
     start = time.perf_counter()
-    for p in pipeline_passes(hoist):
+    for p in pipeline_passes(**options):
         t = time.perf_counter()
         p.apply(ctx, module)
         per_pass.append((p.name, time.perf_counter() - t))

@@ -32,6 +32,52 @@ SINGLE_THREAD_MACS = 2_000_000
 # against the host program; off unless a caller (dycl-bench --ort-spinning) turns it on.
 ORT_SPINNING = False
 
+# Where a session's intra-op threads come from. "session" (the default): each session has
+# its own pool (`threads_for` threads, none below SINGLE_THREAD_MACS). "shared": every
+# session DyCL creates runs on ONNX Runtime's process-wide pool
+# (`onnxruntime.set_global_thread_pool_sizes(threads, 1)`, `use_per_session_threads =
+# False`). Not the default, because in onnxruntime's Python API (1.31) the global pool
+# - spin-waits after every run and nothing turns that off (`session.intra_op.allow_spinning`
+#   and `session.force_spinning_stop` apply to per-session pools only; measured: ~24 ms of
+#   CPU in the 50 ms after a burst, the same as a spinning per-session pool);
+# - is created once per process, with one size, and cannot be replaced;
+# - once it exists, onnxruntime refuses every session of the process that asks for its own
+#   pool ("use_per_session_threads must be false when using a global thread pool"),
+#   including the export check of a later `dycl.compile` and the user's own sessions.
+# `python -m dycl.bench.pools` measures both (docs/bench.md).
+ORT_THREAD_POOL = "session"
+ORT_THREAD_POOLS = ("session", "shared")
+
+_global_pool_threads: int | None = None
+"""Size of the global pool this process created (-1: it existed already), else None."""
+
+
+def ort_global_pool() -> int | None:
+    """The global intra-op pool's size if DyCL created it in this process (-1 if someone
+    else had), else None."""
+    return _global_pool_threads
+
+
+def _shared_pool(threads: int) -> bool:
+    """Whether a new session must run on the global pool, creating it on first use."""
+    global _global_pool_threads
+    if _global_pool_threads is not None:
+        return True  # once it exists, onnxruntime accepts no other kind of session
+    if ORT_THREAD_POOL == "session":
+        return False
+    if ORT_THREAD_POOL != "shared":
+        raise ValueError(f"ORT_THREAD_POOL must be one of {ORT_THREAD_POOLS}, not {ORT_THREAD_POOL!r}")
+    import onnxruntime as ort
+
+    try:
+        ort.set_global_thread_pool_sizes(threads, 1)
+        _global_pool_threads = threads
+    except Exception as err:  # created before, outside DyCL: use it, whatever its size
+        if "already" not in str(err):
+            raise
+        _global_pool_threads = -1
+    return True
+
 
 def default_threads() -> int:
     return os.cpu_count() or 1
@@ -47,23 +93,29 @@ def threads_for(record: Mapping[str, Any], threads: int) -> int:
 # ------------------------------------------------------------------- ONNX Runtime
 
 
-def ort_session_options(threads: int):
+def ort_session_options(threads: int, pool_threads: int | None = None):
+    """Options of a sub-DNN session with `threads` intra-op threads; on the shared pool
+    (`ORT_THREAD_POOL`, sized `pool_threads`, default `threads`) the pool decides."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
+    if _shared_pool(pool_threads or threads):
+        # Pool sizes set here would be ignored, with a warning on every session.
+        options.use_per_session_threads = False
+    else:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if ORT_SPINNING else "0")
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if ORT_SPINNING else "0")
     return options
 
 
 def ort_runner(path: Path, meta: Mapping[str, Any], n_inputs: int, threads: int) -> Runner:
     import onnxruntime as ort
 
-    options = ort_session_options(threads_for(meta, threads))
+    options = ort_session_options(threads_for(meta, threads), pool_threads=threads)
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     present = {i.name for i in session.get_inputs()}
     names = [n if n in present else None for n in meta["input_names"]]
