@@ -210,6 +210,7 @@ class RunCapturer:
                 wrapper = _RunModule(self.model, self.model, run).eval()
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
             _check_int_inputs_used(program)
+            _check_static_sizes(program)
             _drop_detaches(program)
             program = self._decompose_unknown_ops(_functionalize(program))
             mutated = _mutations_as_outputs(program)
@@ -297,15 +298,59 @@ def _batch_norm_no_training(input, weight, bias, running_mean, running_var, mome
 _DECOMPOSITIONS = {torch.ops.aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training}
 
 
+class DataDependentShape(Exception):
+    """A tensor inside a run whose size depends on tensor values (`x[mask]`, `nonzero`)."""
+
+
+def _check_static_sizes(program) -> None:
+    """Sub-DNNs have static shapes: a size export could only name by an unbacked symbol (it
+    depends on the data) cannot be compiled; refuse it here, at the user's statement."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    for node in program.graph.nodes:
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor) and free_unbacked_symbols(value):
+            raise DataDependentShape(str(node.target))
+
+
+class IntArithmetic(SpecializedInput):
+    """A runtime int is a number in tensor math (`h * k`): a sub-DNN cannot take it."""
+
+
+# What a symbolic int may feed inside a run: indices, sizes and int arithmetic on them.
+_INDEX_OPS = frozenset({
+    torch.ops.aten.select.int, torch.ops.aten.slice.Tensor, torch.ops.aten.narrow.default,
+    torch.ops.aten.sym_size.int, torch.ops.aten.view.default, torch.ops.aten.reshape.default,
+    torch.ops.aten.expand.default, torch.ops.aten.zeros.default, torch.ops.aten.ones.default,
+    torch.ops.aten.full.default, torch.ops.aten.arange.default, torch.ops.aten.arange.start,
+})
+
+
 def _check_int_inputs_used(program) -> None:
-    """A runtime int the graph never reads was specialized to its example value."""
+    """A runtime int the graph never reads was specialized to its example value; one used
+    as a number in tensor math must enter as a tensor."""
     from torch.export.graph_signature import SymIntArgument
 
     user_inputs = [spec for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
     placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
     for position, spec in enumerate(user_inputs):
-        if isinstance(spec.arg, SymIntArgument) and not placeholders[spec.arg.name].users:
+        if not isinstance(spec.arg, SymIntArgument):
+            continue
+        node = placeholders[spec.arg.name]
+        if not node.users:
             raise SpecializedInput(position)
+        pending, seen = list(node.users), set()
+        while pending:
+            user = pending.pop()
+            if user in seen:
+                continue
+            seen.add(user)
+            if not isinstance(user.target, torch._ops.OpOverload):  # operator.add & co. on ints
+                if user.op == "call_function" and isinstance(user.meta.get("val"), torch.SymInt):
+                    pending.extend(user.users)
+                continue
+            if user.target not in _INDEX_OPS:
+                raise IntArithmetic(position)
 
 
 def _functionalize(program):

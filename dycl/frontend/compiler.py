@@ -22,7 +22,7 @@ from torch_mlir import ir
 from dycl.frontend import aliases
 from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists
-from dycl.frontend import nodes, structure
+from dycl.frontend import desugar, nodes, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
 from dycl.frontend.capture import RunCapturer
@@ -66,6 +66,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         self.state_guard = aliases.StateGuard(model)
         self.memory_of_weights = self.state_guard.memory
         self.memory_of_inputs: dict[int, str] = {}
+        self.current = None
 
     # ----- entry point -----------------------------------------------------------------
 
@@ -161,6 +162,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         i = 0
         while i < len(stmts):
             stmt = stmts[i]
+            if getattr(stmt, "lineno", 0):
+                self.current = (self.scope.source, stmt)  # where an internal error is reported
             if isinstance(stmt, nodes.Label):
                 i += 1
             elif isinstance(stmt, nodes.Jump):
@@ -222,10 +225,17 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         if isinstance(condition, V.Const):  # configuration: resolved while importing
             chosen = stmt.body if condition.value else stmt.orelse
             return chosen + stmts[i + 1 :], env
-        targets = nodes.jump_targets(stmt.body + stmt.orelse)
-        join = i
-        for target in targets:
-            join = max(join, self._label_index(stmts, target, i + 1))
+        # The join is the furthest label a jump of the branches, or of the code they take
+        # along up to that label, goes to (an unrolled loop's `break` joins at the loop's end,
+        # but a `return` after it inside the loop goes further).
+        targets, join = nodes.jump_targets(stmt.body + stmt.orelse), i
+        while True:
+            found = [k for k in range(i + 1, len(stmts)) if isinstance(stmts[k], nodes.Label) and stmts[k].id in targets]
+            further = max(found, default=i)
+            if further <= join:
+                break
+            join = further
+            targets = targets | nodes.jump_targets(stmts[i + 1 : join + 1])
         tail, rest = stmts[i + 1 : join + 1], stmts[join + 1 :]
         live = live_before(rest, live_out)
 
@@ -626,6 +636,20 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 )
 
     # ----- errors ------------------------------------------------------------------------
+
+    def internal_error(self, error: Exception) -> FrontendError:
+        """An exception that is not a FrontendError: a DyCL bug, reported at the user's
+        statement being compiled, never as a raw traceback."""
+        source, stmt = self.current or (self.scope.source, self.scope.source.node)
+        text = desugar.source_text(stmt).splitlines()[0][:60]
+        detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        failure = source.error(
+            stmt, f"DyCL failed to compile `{text}` (internal {type(error).__name__}{': ' + detail if detail else ''})",
+            "this is a bug in DyCL, not in the model: please report it; rewriting the statement "
+            "in simpler steps may avoid it",
+        )
+        failure.detail = detail
+        return failure
 
     def error(self, node, construct: str, hint: str = "") -> FrontendError:
         """Located at `node`, or at the `if` being joined when the problem is a join."""

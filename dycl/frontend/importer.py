@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.compiler import FunctionCompiler
+from dycl.frontend.errors import FrontendError
 from dycl.frontend.stitch import inline_private_calls
 from dycl.weights import WeightStore
 
@@ -61,7 +62,12 @@ def import_module(
         for parameter in needs_grad:
             parameter.requires_grad_(False)
         with capturer.context, ir.Location.unknown(capturer.context):
-            _, tree, input_names, input_tree = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
+            try:
+                _, tree, input_names, input_tree = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
+            except FrontendError:
+                raise
+            except Exception as error:  # no internal exception reaches the user untranslated
+                raise compiler.internal_error(error) from error
             text = capturer.module.operation.get_asm(print_generic_op_form=True)
     finally:
         torch.distributions.Distribution.set_default_validate_args(validate)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import operator
 import warnings
 
 import torch
@@ -15,7 +16,7 @@ import torch.utils._pytree as pytree
 from dycl.frontend import aliases
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
-from dycl.frontend.capture import SpecializedInput, WeightMutation
+from dycl.frontend.capture import DataDependentShape, IntArithmetic, SpecializedInput, WeightMutation
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import fresh_id
@@ -108,11 +109,12 @@ class RunCompiler:
             kwonlyargs=[], kw_defaults=[], defaults=[],
         )
         ret = ast.Return(returned)
-        body = [_DetachIsIdentity().visit(copy.deepcopy(s)) for s in [*stmts, ret]]
+        body = [_MaskedUpdate().visit(_DetachIsIdentity().visit(copy.deepcopy(s))) for s in [*stmts, ret]]
         fdef = ast.FunctionDef(name="__dycl_run", args=args, body=body, decorator_list=[], type_params=[])
         module = ast.Module(body=[fdef], type_ignores=[])
         fix_locations(module, line)
         namespace = dict(self.scope.namespace)
+        namespace[_MaskedUpdate.HELPER] = masked_update
         exec(compile(module, self.scope.source.file, "exec"), namespace)
         function = namespace["__dycl_run"]
         # What the run returns is part of what it is: the same statements with another set
@@ -124,11 +126,21 @@ class RunCompiler:
         """Run eagerly for examples, capture, call; the returned structure holds Dyn leaves.
 
         What the run mutates in place is rebound in `env`, with every alias of it that is in
-        `live` (None: every variable), or refused (aliases.py)."""
+        `live` (None: every variable), or refused (aliases.py).
+
+        A runtime int enters as a symbolic int (an index or a size: `gate[0, k]`, `x[:, :n]`);
+        if export uses it as a number in tensor math (`h * k`) or freezes it, the run is
+        captured again with the int as a 0-d tensor."""
+        try:
+            return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=False)
+        except _IntsAsTensors:
+            return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=True)
+
+    def _capture_run(self, function, stmts, inputs, env, live, ints_as_tensors: bool) -> V.EnvValue:
         lines = sorted({s.lineno for s in stmts})
         names = list(inputs)
         for name in names:
-            inputs[name] = self._scalars_as_tensors(inputs[name])
+            inputs[name] = self._scalars_as_tensors(inputs[name], ints_as_tensors)
         # One flat input per IR value: two names bound to one tensor (`z = y`) stay one
         # tensor inside the run, so that a mutation through one reaches the other.
         slots: dict = {}
@@ -202,7 +214,16 @@ class RunCompiler:
                 captured = self.capturer.capture(run, _distinct_examples(flat_inputs), dynamic, called, cache_key)
             except FrontendError:
                 raise
-            except SpecializedInput as error:
+            except DataDependentShape:
+                raise self.error(
+                    stmts[0], f"`{_statement_text(stmts)}` makes a tensor whose size depends on the "
+                    "data (indexing with a boolean mask, `nonzero`, `masked_select`)",
+                    "DyCL's sub-networks have static shapes: keep the full shape and select with "
+                    "`torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
+                ) from None
+            except (SpecializedInput, IntArithmetic) as error:
+                if not ints_as_tensors:
+                    raise _IntsAsTensors() from None
                 raise _specialized_int(self, stmts[0], _bound_name(inputs, flat_inputs[error.position])) from None
             except WeightMutation as error:
                 raise self.error(
@@ -211,7 +232,7 @@ class RunCompiler:
                     "(`w = self.w * 2`, not `self.w.mul_(2)`)",
                 ) from None
             except Exception as error:
-                raise self._capture_error(stmts, lines, error) from None
+                raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors) from None
             values = self.capturer.splice(captured.func_name, [l.value for l in flat_inputs])
             mutated = len(captured.mutated_inputs)
             memory = [aliases.storage_of(leaf.example) for leaf in flat_inputs]
@@ -335,18 +356,18 @@ class RunCompiler:
             "list) instead, and compute new tensors rather than changing weights in place",
         )
 
-    def _scalars_as_tensors(self, value: V.EnvValue) -> V.EnvValue:
+    def _scalars_as_tensors(self, value: V.EnvValue, ints_as_tensors: bool) -> V.EnvValue:
         """A runtime float enters tensor math as a 0-d f64 tensor, a runtime int as a 0-d
         i64 tensor (same promotion as a Python scalar: 0-d tensors never widen the other
         operand's dtype). Inside a run they stay data: `h * l` and `y[0, k] = v` compile to
         tensor ops whatever the value is, where an int would be frozen to its example (an
         index) or left on the host (arithmetic) -- and a use as a size is refused by export."""
         if isinstance(value, V.Tup):
-            return V.Tup(tuple(self._scalars_as_tensors(i) for i in value.items), value.kind)
+            return V.Tup(tuple(self._scalars_as_tensors(i, ints_as_tensors) for i in value.items), value.kind)
         if isinstance(value, V.Dyn) and value.type == V.FLOAT:
             example = torch.tensor(value.example, dtype=torch.float64)
             return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
-        if isinstance(value, V.Dyn) and value.type == V.INT:
+        if isinstance(value, V.Dyn) and value.type == V.INT and ints_as_tensors:
             example = torch.tensor(value.example, dtype=torch.int64)
             return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
         return value
@@ -356,12 +377,14 @@ class RunCompiler:
         parsed = V.parse_vtensor(type_text)
         return [k for k, d in enumerate(parsed[0]) if d is None] if parsed else []
 
-    def _capture_error(self, stmts, lines, error) -> FrontendError:
+    def _capture_error(self, stmts, lines, error, flat_inputs=(), ints_as_tensors=True) -> FrontendError:
         """What torch.export could not capture, in Python terms (its own message stays in
         the error's `detail`, not in what the user reads first)."""
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "Constraints violated" in text or "specialized integer from data-dependent" in text:
             # a runtime int used where the graph needs a constant (a size, an index it reads)
+            if not ints_as_tensors and any(l.type == V.INT for l in flat_inputs):
+                raise _IntsAsTensors()
             return _specialized_int(self, stmts[0])
         source = _statement_text(stmts)
         if "conflicts between user-specified ranges" in text or "specialized" in text:
@@ -412,6 +435,72 @@ def _record_calls(called: list):
 # ----- small helpers -------------------------------------------------------------------
 
 
+_IN_PLACE = {
+    ast.Add: (operator.add, operator.iadd), ast.Sub: (operator.sub, operator.isub),
+    ast.Mult: (operator.mul, operator.imul), ast.Div: (operator.truediv, operator.itruediv),
+}
+
+
+def masked_update(tensor, index, op: str, value):
+    """`tensor[index] op= value`, exactly as Python does it. With a boolean mask of the
+    tensor's shape, a scalar value and a floating tensor it is computed as
+    `tensor.copy_(torch.where(mask, tensor op value, tensor))`: the same values, in place,
+    without `tensor[mask]`, whose size depends on the data (a sub-DNN has static shapes)."""
+    plain, in_place = _IN_PLACE[getattr(ast, op)]
+    scalar = isinstance(value, (int, float)) and not isinstance(value, bool) or (
+        isinstance(value, torch.Tensor) and value.dim() == 0)
+    floating = isinstance(value, float) or isinstance(value, torch.Tensor) and value.is_floating_point()
+    if (
+        scalar and isinstance(tensor, torch.Tensor)
+        and isinstance(index, torch.Tensor) and index.dtype == torch.bool and index.shape == tensor.shape
+        # an integer tensor: only where Python's in-place op keeps integers (else it raises)
+        and (tensor.is_floating_point() or not floating and op != "Div")
+    ):
+        tensor.copy_(torch.where(index, plain(tensor, value), tensor))
+        return
+    item = tensor[index]
+    tensor[index] = in_place(item, value)
+
+
+class _MaskedUpdate(ast.NodeTransformer):
+    """`t[i] op= v` and `t[i] = t[i] op v` (same `t`, same `i`) become `masked_update`."""
+
+    HELPER = "__dycl_masked_update"
+
+    def visit_AugAssign(self, node: ast.AugAssign):
+        if isinstance(node.target, ast.Subscript) and type(node.op) in _IN_PLACE:
+            return self._call(node, node.target, node.op, node.value)
+        return node
+
+    def visit_Assign(self, node: ast.Assign):
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+            target, value = node.targets[0], node.value
+            if (
+                isinstance(value, ast.BinOp) and type(value.op) in _IN_PLACE
+                and isinstance(value.left, ast.Subscript)
+                and ast.dump(value.left.value) == ast.dump(target.value)
+                and ast.dump(value.left.slice) == ast.dump(target.slice)
+            ):
+                return self._call(node, target, value.op, value.right)
+        return node
+
+    def _call(self, node, target: ast.Subscript, op, value) -> ast.stmt:
+        load = _as_load(copy.deepcopy(target.value))
+        call = ast.Call(
+            func=ast.Name(self.HELPER, ast.Load()),
+            args=[load, copy.deepcopy(target.slice), ast.Constant(type(op).__name__), value],
+            keywords=[],
+        )
+        return ast.copy_location(ast.Expr(call), node)
+
+
+def _as_load(node: ast.expr) -> ast.expr:
+    for sub in ast.walk(node):
+        if hasattr(sub, "ctx"):
+            sub.ctx = ast.Load()
+    return node
+
+
 class _DetachIsIdentity(ast.NodeTransformer):
     """`t.detach()` is `t` at inference: the same memory and values. Export would lose an
     in-place change made through the detached alias (`x.detach().mul_(0.9)` changes x)."""
@@ -437,6 +526,10 @@ def _distinct_examples(flat_inputs: list[V.Dyn]) -> list:
         seen.add(memory)
         examples.append(example)
     return examples
+
+
+class _IntsAsTensors(Exception):
+    """Capture the run again with its runtime ints as 0-d tensors."""
 
 
 def _specialized_int(self, stmt, name: str | None = None) -> FrontendError:

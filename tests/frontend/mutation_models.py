@@ -343,3 +343,27 @@ class HelperSetsState(nn.Module):
 
 REFUSED["saves_actions"] = (SavesActions, (torch.ones(1, 3),), "saves-actions", "`self.saved_actions`")
 REFUSED["helper_sets_state"] = (HelperSetsState, (torch.ones(1, 3),), "helper-state", "`self.hidden`")
+
+
+class MaskedInPlaceUpdate(nn.Module):
+    """Masked read-modify-write (`p[p < 0.5] *= 0.1`, `p[m] = p[m] - 0.05`) through an alias:
+    compiled without the data-dependent `p[mask]`, in place, so `q` sees it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        p = torch.sigmoid(self.fc(x))
+        q = p
+        p[p < 0.5] *= 0.1
+        if p.sum() > 1.5:
+            p[p > 0.6] = p[p > 0.6] - 0.05
+        counts = torch.zeros(4, dtype=torch.long)
+        counts[counts == 0] += 2
+        return q, counts
+
+
+CASES["masked_in_place_update"] = (
+    MaskedInPlaceUpdate, [(torch.full((1, 4), v),) for v in (-4.0, 4.0)] + [(torch.randn(1, 4),)],
+)

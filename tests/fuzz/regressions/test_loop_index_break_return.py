@@ -18,7 +18,6 @@ def _program(last):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="frontend-crash: jump to a label outside its statement list")
 @pytest.mark.parametrize("last", ["x = x + j1", "x[:, j1] += 0.5"])
 def test_loop_variable_read_after_break_and_return_compiles(last):
     from dycl.fuzz.oracle import check_program

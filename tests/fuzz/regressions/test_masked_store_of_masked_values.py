@@ -16,7 +16,6 @@ PROGRAM = Program(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="pipeline-error: aten.index.Tensor of shape [?] inside a sub-DNN")
 def test_masked_store_of_the_masked_values_compiles():
     from dycl.fuzz.oracle import check_program
 

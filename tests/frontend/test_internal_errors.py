@@ -1,0 +1,43 @@
+"""No internal exception escapes the frontend: a DyCL bug is a FrontendError at the user's
+statement, naming the internal error, never a raw traceback."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from dycl.frontend import FrontendError, import_module
+from dycl.frontend import runs
+
+
+class TwoStatements(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if h.sum() > 0:
+            h = h * 2  # the statement being compiled when the bug strikes
+        return h
+
+
+def test_an_internal_error_is_a_located_frontend_error(monkeypatch):
+    def broken(self, *args, **kwargs):
+        raise KeyError("some internal table")
+
+    monkeypatch.setattr(runs.RunCompiler, "compile_run", broken)
+    with pytest.raises(FrontendError) as info:
+        import_module(TwoStatements().eval(), (torch.ones(1, 3),))
+    error = info.value
+    assert error.file == __file__
+    assert error.line == TwoStatements.forward.__code__.co_firstlineno + 1
+    assert "internal KeyError" in str(error) and "h = self.fc(x)" in str(error)
+    assert isinstance(error.__cause__, KeyError)
+
+
+def test_the_same_model_compiles_without_the_bug():
+    model = TwoStatements().eval()
+    program = import_module(model, (torch.ones(1, 3),))
+    assert program.function is not None
