@@ -261,6 +261,15 @@ class RunCompiler:
                 leaf = out_leaves[k]
                 is_scalar = not isinstance(leaf, torch.Tensor)
                 produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf)
+        if flat_inputs and any(k not in produced and _picked_object(leaf) for k, leaf in enumerate(out_leaves)):
+            # `self.experts[k]` with a runtime k: the example run picked one module, which
+            # would become a constant (every input would get the example's expert)
+            raise self.error(
+                stmts[0], f"`{_statement_text(stmts)}` picks a module or function by a runtime value",
+                "choose with an `if`/`elif` on the value (`if k == 0: y = self.experts[0](x) ...`), "
+                "or run every candidate and select the result (`torch.stack([e(x) for e in "
+                "self.experts])[k]`)",
+            )
         structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
         try:
             return _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder)
@@ -541,6 +550,11 @@ def _specialized_int(self, stmt, name: str | None = None) -> FrontendError:
         "`idx = t.argmax().reshape(1)`, or `y.index_select(dim, idx)`), keeping the value a "
         "tensor rather than calling int() or .item() on it",
     )
+
+
+def _picked_object(leaf) -> bool:
+    """A run result that is code (a module, a function): chosen by data if the run has inputs."""
+    return isinstance(leaf, torch.nn.Module) or callable(leaf) and not isinstance(leaf, type)
 
 
 def _is_tensor_value(value) -> bool:
