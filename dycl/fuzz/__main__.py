@@ -26,6 +26,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="first program seed; seed of the IR mutations")
     parser.add_argument("--backend", default="onnxruntime", choices=("onnxruntime", "tvm", "interpreter"))
     parser.add_argument("--no-mutation", action="store_true", help="programs without tensor mutation (as before it existed)")
+    parser.add_argument("--no-research", action="store_true",
+                        help="programs without research-code constructs (as before they existed)")
     parser.add_argument("--tvm-every", type=int, default=50, help="seeds divisible by this also use TVM (0: never)")
     parser.add_argument("--ir-mutations", type=int, default=0, help="malformed-IR cases for dycl-opt")
     parser.add_argument("--ir-seeds", type=Path, nargs="*", default=[Path("lit_tests")], help=".mlir files or directories")
@@ -51,21 +53,23 @@ def main(argv=None) -> int:
 
 
 def _programs(args, summary) -> bool:
-    from dycl.fuzz.campaign import check_seeds, shrink_seed, summarize
+    from dycl.fuzz.campaign import check_seeds, failed, shrink_seed, summarize
 
     log = open(args.out / "programs.jsonl", "a")
 
     def report(outcome):
         log.write(json.dumps(outcome) + "\n")
         log.flush()
-        mark = "." if outcome["status"] == "ok" else f"\n{outcome['seed']}: {outcome['status']}: {outcome.get('detail', '')[:200]}\n"
+        status = outcome["status"] + (" (by design)" if outcome.get("by_design") else "")
+        mark = "." if outcome["status"] == "ok" else f"\n{outcome['seed']}: {status}: {outcome.get('detail', '')[:200]}\n"
         print(mark, end="", flush=True, file=sys.stderr)
 
     seeds = list(range(args.seed, args.seed + args.count))
-    outcomes = check_seeds(seeds, args.backend, args.tvm_every, args.chunk, args.timeout, report, not args.no_mutation)
+    outcomes = check_seeds(seeds, args.backend, args.tvm_every, args.chunk, args.timeout, report, not args.no_mutation,
+                           not args.no_research)
     log.close()
     summary["programs"] = summarize(outcomes) | {"seeds": f"{seeds[0]}..{seeds[-1]}"}
-    failures = [o for o in outcomes if o["status"] != "ok"]
+    failures = [o for o in outcomes if failed(o)]
     if args.shrink:
         shrunk, seen = [], set()
         for outcome in failures:
@@ -74,7 +78,7 @@ def _programs(args, summary) -> bool:
                 continue
             seen.add(key)
             shrunk.append(shrink_seed(outcome["seed"], args.backend, args.tvm_every, args.regressions,
-                                      mutation=not args.no_mutation))
+                                      mutation=not args.no_mutation, research=not args.no_research))
         summary["programs"]["shrunk"] = shrunk
     return bool(failures)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -67,6 +68,7 @@ def check_seeds(
     timeout: float = 300.0,
     report: Callable[[dict], None] = lambda outcome: None,
     mutation: bool = True,
+    research: bool = True,
 ) -> list[dict]:
     """Outcomes (as dicts) for every seed, in order of completion."""
     outcomes: list[dict] = []
@@ -74,7 +76,7 @@ def check_seeds(
     while pending:
         batch, pending = pending[:chunk], pending[chunk:]
         while batch:
-            flags = [] if mutation else ["--no-mutation"]
+            flags = ([] if mutation else ["--no-mutation"]) + ([] if research else ["--no-research"])
             process = _worker(["check", *map(str, batch), "--backend", backend, "--tvm-every", str(tvm_every), *flags])
             started = {"seed": None, "at": time.monotonic()}
             done = set()
@@ -101,8 +103,8 @@ def check_seeds(
 
 
 def shrink_seed(seed: int, backend: str, tvm_every: int, out: Path, timeout: float = 3600.0,
-                mutation: bool = True) -> dict | None:
-    flags = [] if mutation else ["--no-mutation"]
+                mutation: bool = True, research: bool = True) -> dict | None:
+    flags = ([] if mutation else ["--no-mutation"]) + ([] if research else ["--no-research"])
     process = _worker(["shrink", str(seed), "--backend", backend, "--tvm-every", str(tvm_every), "--out", str(out), *flags])
     start = time.monotonic()
     result = None
@@ -111,6 +113,20 @@ def shrink_seed(seed: int, backend: str, tvm_every: int, out: Path, timeout: flo
             result = record
     _stop(process)
     return result
+
+
+def failed(outcome: dict) -> bool:
+    """Not ok, and not a refusal the program asks for (`Outcome.by_design`)."""
+    return outcome["status"] != "ok" and not outcome.get("by_design")
+
+
+def refusal_message(detail: str) -> str:
+    """A refusal's message without the file, line and run-specific names and numbers."""
+    message = re.sub(r"^\w+: ", "", detail)
+    message = re.sub(r"\S+\.py:\d+: ", "", message)
+    message = re.sub(r" \[[^]]*\]$", "", message)
+    message = re.sub(r"`[^`]*`", "`...`", message)
+    return message.split(": ")[0][:120]
 
 
 def summarize(outcomes: list[dict]) -> dict:
@@ -126,4 +142,8 @@ def summarize(outcomes: list[dict]) -> dict:
         "fully_covered_programs": sum(1 for o in outcomes if o.get("arms_total") and o.get("arms_covered") == o.get("arms_total")),
         "inputs": sum(o.get("inputs", 0) for o in outcomes),
         "subdnns": sum(o.get("subdnns", 0) for o in outcomes),
+        "failures": sum(1 for o in outcomes if failed(o)),
+        "refused_by_design": sum(1 for o in outcomes if o.get("by_design")),
+        "refusals": dict(Counter(refusal_message(o.get("detail", "")) for o in outcomes
+                                 if o["status"] == "frontend-error" and not o.get("by_design")).most_common()),
     }

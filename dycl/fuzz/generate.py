@@ -9,7 +9,14 @@ used (DESIGN.md, "The frontend"); every layer keeps the shape of `x` within a st
 statement may follow any other. Mutation draws from a second random stream:
 `generate(seed, mutation=False)` is the program the generator wrote before mutation existed,
 and a mutating program is that program with mutation statements added (and, mostly,
-`outs.append(x.clone())` for `outs.append(x)`).
+`outs.append(x.clone())` for `outs.append(x)`). Research-code constructs
+(`dycl.fuzz.research`: inference no-ops, numpy, list surgery, None-started variables,
+LSTMCell/GRUCell states, comprehensions, conditional expressions, `and`/`or`, a `lengths`
+list argument, `self.saved.append` refused by design) draw from a third stream:
+`generate(seed, research=False)` is the program of the same seed before they existed (and
+`generate(seed, mutation=False, research=False)` the one before mutation); a research program
+is that program with research statements added (and statements wrapped in
+`with torch.no_grad():`), its modules keeping their names.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import random
 from dataclasses import dataclass
 
 from dycl.fuzz import mutation as M
-from dycl.fuzz.program import Break, Cond, For, If, Line, Mutation, Program, Stmt, While
+from dycl.fuzz import research as R
+from dycl.fuzz.program import Break, Cond, CondLine, For, If, Line, Mutation, Program, Research, Stmt, While, With
 
 VECTOR_ACTIVATIONS = [
     "torch.relu({x})", "torch.tanh({x})", "torch.sigmoid({x})", "F.gelu({x})", "F.silu({x})",
@@ -45,11 +53,12 @@ class _Scope:
 
 
 class Generator:
-    def __init__(self, seed: int, max_conditions: int = 5, mutation: bool = True):
+    def __init__(self, seed: int, max_conditions: int = 5, mutation: bool = True, research: bool = True):
         self.rng = random.Random(seed)
         self.seed = seed
         self.width = self.rng.choice([4, 6, 8])
         self.modules: dict[str, str] = {}
+        self.main_modules = 0  # (research modules are named r<k>: the others keep their names)
         self.helpers: dict[str, list[Stmt]] = {}
         self.conditions = 0
         self.max_conditions = max_conditions
@@ -69,6 +78,18 @@ class Generator:
             mrng, self.width, self.module, lambda stage: IMAGE_STATISTICS if stage == "image" else VECTOR_STATISTICS,
             SUMMARY, self.acc,
         ) if self.mutating else None
+        # research-code constructs: a third stream
+        rrng = random.Random(seed * 104729 + 0x5E5E)
+        self.researching = research and rrng.random() < R.PROGRAM_PROBABILITY
+        self.researcher = R.Researcher(
+            rrng, self.width, self.modules.__setitem__,
+            lambda stage: IMAGE_STATISTICS if stage == "image" else VECTOR_STATISTICS, SUMMARY, self.outputs,
+        ) if self.researching else None
+        if self.researcher is not None:
+            if rrng.random() < R.LENGTHS_PROBABILITY:
+                self.researcher.lengths = rrng.choice(R.LENGTHS_ITEMS)
+                self.researcher.lengths_type = "tuple" if rrng.random() < R.TUPLE_PROBABILITY else "list"
+            self.researcher.saved = rrng.random() < R.SAVED_PROBABILITY
 
     # ----- names -------------------------------------------------------------------------
 
@@ -77,7 +98,8 @@ class Generator:
         return "x.clone()" if stage == "vector" and self.append_copies else SUMMARY[stage]
 
     def module(self, ctor: str) -> str:
-        name = f"m{len(self.modules)}"
+        name = f"m{self.main_modules}"
+        self.main_modules += 1
         self.modules[name] = ctor
         return f"self.{name}"
 
@@ -184,16 +206,36 @@ class Generator:
             return self.if_statement(scope)
         return self.loop(scope)
 
-    def block(self, scope: _Scope, low: int = 1, high: int = 3) -> list[Stmt]:
+    def block(self, scope: _Scope, low: int = 1, high: int = 3, research: bool = True) -> list[Stmt]:
+        """Statements; `research=False`: research constructs are added later (forward's own
+        blocks, once every draw of the other streams is done: `finish_research`)."""
         stmts = [self.statement(scope) for _ in range(self.rng.randint(low, high))]
-        if self.mutator is None:
-            return stmts
+        if self.mutator is not None:
+            mixed: list[Stmt] = []
+            for k in range(len(stmts) + 1):  # a gap before each statement and after the last
+                if self.mutator.rng.random() < M.GAP_PROBABILITY:
+                    mixed += self.mutator.statements(scope.stage, scope.in_helper, scope.loop_indices)
+                if k < len(stmts):
+                    mixed.append(stmts[k])
+            stmts = mixed
+        if self.researcher is not None and research:
+            stmts = self.research(stmts, scope)
+        return stmts
+
+    def research(self, stmts: list[Stmt], scope: _Scope) -> list[Stmt]:
+        """Research constructs in the gaps of a block; one or two of its statements in
+        `with torch.no_grad():` (draws only from the research stream)."""
+        rr = self.researcher
         mixed: list[Stmt] = []
-        for k in range(len(stmts) + 1):  # a gap before each statement and after the last
-            if self.mutator.rng.random() < M.GAP_PROBABILITY:
-                mixed += self.mutator.statements(scope.stage, scope.in_helper, scope.loop_indices)
+        for k in range(len(stmts) + 1):
+            if rr.rng.random() < R.GAP_PROBABILITY:
+                mixed += rr.statements(scope.stage, scope.in_helper)
             if k < len(stmts):
                 mixed.append(stmts[k])
+        if mixed and rr.rng.random() < R.WITH_PROBABILITY:
+            at = rr.rng.randrange(len(mixed))
+            n = rr.rng.choice([1, 1, 2])
+            mixed[at : at + n] = [With(mixed[at : at + n])]
         return mixed
 
     def inner(self, scope: _Scope, **changes) -> _Scope:
@@ -218,9 +260,11 @@ class Generator:
             self.loops += 1
             index = f"@index{self.loops}@"
         inner = self.inner(scope, in_loop=True, loop_indices=scope.loop_indices + ((index,) if index else ()))
-        body = self.block(inner, 1, 2)
+        body = self.block(inner, 1, 2, research=False)
         if index and self.mutator.rng.random() < M.LOOP_INDEX_PROBABILITY:
             body.insert(self.mutator.rng.randint(0, len(body)), self.mutator.loop_index(scope.stage, index, scope.in_helper))
+        if self.researcher is not None:  # (after the mutation stream's draws that depend on the body)
+            body = self.research(body, inner)
         if self.rng.random() < 0.5:
             body.append(Break(self.cond(scope)))
         if self.rng.random() < 0.35:
@@ -249,12 +293,12 @@ class Generator:
         if image:
             side = r.choice([4, 6])
             shape: tuple[int, ...] = (1, self.width, side, side)
-            body += self.block(_Scope("image"), 1, 3)
+            body += self.block(_Scope("image"), 1, 3, research=False)
             body.append(Line(r.choice(["x = x.mean((2, 3))", "x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)"])))
         else:
             shape = (1, self.width)
         vector_start = len(body)
-        body += self.block(_Scope("vector"), 2, 5)
+        body += self.block(_Scope("vector"), 2, 5, research=False)
         if self.conditions == 0:  # every program branches at least once, on vectors
             body.insert(r.randint(vector_start, len(body)), self.if_statement(_Scope("vector")))
         prologue = []
@@ -276,7 +320,41 @@ class Generator:
                 cond.index = self.conditions + k
             if self.acc:
                 epilogue.insert(0, "x = x + acc")
-        return Program(self.seed, shape, self.modules, self.helpers, prologue, body, epilogue)
+        program = Program(self.seed, shape, self.modules, self.helpers, prologue, body, epilogue)
+        if self.researcher is not None:
+            self.finish_research(program, vector_start)
+        return program
+
+    def finish_research(self, program: Program, vector_start: int) -> None:
+        """Research constructs in forward's own blocks (the image part, the vector part);
+        at least one construct; `lengths` read; `self.saved.append`; slots, modules, imports."""
+        rr = self.researcher
+        body = program.body
+        head = []
+        if vector_start:  # the image part, then the line that makes x a vector
+            head = self.research(body[: vector_start - 1], _Scope("image")) + [body[vector_start - 1]]
+        body[:] = head + self.research(body[vector_start:], _Scope("vector"))
+        vector_start = len(head)
+        if not any(_is_research(s) for s in walk([body, *self.helpers.values()])):
+            at = rr.rng.randint(vector_start, len(body))
+            body[at:at] = rr.statements("vector", False)
+        if rr.lengths and not any(isinstance(s, Research) and s.form.startswith("lengths") for s in walk([body])):
+            at = rr.rng.randint(vector_start, len(body))  # a program with `lengths` reads it
+            body[at:at] = rr.form(rr.rng.choice(["lengths_enumerate", "lengths_compare", "lengths_len"]), "vector", False)
+        if rr.saved:  # module state changed in forward: anywhere in forward (DyCL must refuse it)
+            blocks = [b for b in _blocks(body)]
+            target = rr.rng.choice(blocks)
+            at = rr.rng.randint(0, len(target))
+            target[at:at] = rr.form("saved_append", "vector", False)
+            self.modules["saved"] = "[]"
+        first = self.conditions + (len(self.mutator.conds) if self.mutator is not None else 0)
+        for k, cond in enumerate(rr.conds):  # their threshold slots come after all others
+            cond.index = first + k
+        # research modules after the others (the others are built first: the same weights)
+        program.modules = {**{n: c for n, c in self.modules.items() if not _research_module(n)},
+                           **{n: c for n, c in self.modules.items() if _research_module(n)}}
+        program.imports = list(R.IMPORTS)
+        program.lengths, program.lengths_type = rr.lengths, rr.lengths_type
 
 
 def walk(blocks: list[list[Stmt]]):
@@ -286,8 +364,29 @@ def walk(blocks: list[list[Stmt]]):
             yield stmt
             if isinstance(stmt, If):
                 yield from walk([body for _, body in stmt.branches] + [stmt.orelse or []])
-            elif isinstance(stmt, (For, While)):
+            elif isinstance(stmt, (For, While, With)):
                 yield from walk([stmt.body])
+
+
+def _blocks(stmts: list[Stmt]):
+    """A statement list and every list nested in it."""
+    yield stmts
+    for stmt in stmts:
+        if isinstance(stmt, If):
+            for _, body in stmt.branches:
+                yield from _blocks(body)
+            if stmt.orelse is not None:
+                yield from _blocks(stmt.orelse)
+        elif isinstance(stmt, (For, While, With)):
+            yield from _blocks(stmt.body)
+
+
+def _is_research(stmt: Stmt) -> bool:
+    return isinstance(stmt, (Research, CondLine, With))
+
+
+def _research_module(name: str) -> bool:
+    return name == "saved" or (name.startswith("r") and name[1:].isdigit())
 
 
 def _uses(stmts: list[Stmt], name: str) -> bool:
@@ -303,6 +402,7 @@ def _name_index(stmts: list[Stmt], placeholder: str | None, name: str) -> None:
             stmt.text = stmt.text.replace(placeholder, name)
 
 
-def generate(seed: int, max_conditions: int = 5, mutation: bool = True) -> Program:
-    """Program `seed`; `mutation=False`: never mutate (the programs of campaigns before mutation)."""
-    return Generator(seed, max_conditions, mutation).program()
+def generate(seed: int, max_conditions: int = 5, mutation: bool = True, research: bool = True) -> Program:
+    """Program `seed`; `mutation=False`: never mutate (the programs of campaigns before mutation);
+    `research=False`: no research-code constructs (the programs before they existed)."""
+    return Generator(seed, max_conditions, mutation, research).program()

@@ -11,6 +11,15 @@
 `check_program` never raises: it returns an `Outcome` whose `status` names the first stage
 that failed ("ok", "frontend-error", "pipeline-error", "hcfg-mismatch", "compile-error",
 "runtime-error", "mismatch", or "generator-error" when eager itself fails).
+
+A refusal (a FrontendError at the program's own file and a nonzero line) is
+"frontend-error"; one at line 0 or in another file is "frontend-misplaced", and any other
+exception of the frontend "frontend-crash" (both bugs). A program that changes module state
+in forward (`self.saved.append(v)`, `Rendered.refusals`) must be refused at that line: that
+refusal is "frontend-error" with `by_design` set (not a failure); compiling it anyway is
+"state-not-refused". Programs with a `lengths` argument are called with `(x, lengths)`
+(`candidate_inputs` gives such tuples); the compiled model must refuse a `lengths` of another
+length with an InputError.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import sys
 import tempfile
 import time
 import traceback
+import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +49,7 @@ MIN_MARGIN = 1e-3  # relative distance every evaluated statistic keeps from its 
 RTOL, ATOL = 1e-3, 1e-4
 
 _counter = itertools.count()
+RENDERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> (Rendered, file) (prepare)
 _SOURCE_DIR = Path(tempfile.mkdtemp(prefix="dycl-fuzz-src-"))
 
 
@@ -54,10 +65,11 @@ class Outcome:
     subdnns: int = 0
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    by_design: bool = False  # a refusal the program asks for (module state changed in forward)
 
     @property
     def failed(self) -> bool:
-        return self.status != "ok"
+        return self.status != "ok" and not self.by_design
 
     def signature(self) -> str:
         """What the shrinker must preserve: the stage and the message, without paths and numbers."""
@@ -98,7 +110,9 @@ def build(program: Program, probe: bool = False) -> tuple[torch.nn.Module, Any]:
     return model, rendered, path
 
 
-def candidate_inputs(program: Program, count: int = CANDIDATES) -> list[torch.Tensor]:
+def candidate_inputs(program: Program, count: int = CANDIDATES) -> list:
+    """Tensors x; `(x, lengths)` tuples for a program with a `lengths` argument (its ints in
+    0..4, drawn from their own stream: the tensors are those of the program without it)."""
     generator = torch.Generator().manual_seed(program.seed)
     rng = random.Random(program.seed)
     inputs = []
@@ -106,7 +120,16 @@ def candidate_inputs(program: Program, count: int = CANDIDATES) -> list[torch.Te
         scale = rng.choice([0.1, 0.5, 1.0, 2.0, 5.0])
         shift = rng.choice([-1.0, -0.3, 0.0, 0.0, 0.3, 1.0])
         inputs.append(torch.randn(*program.input_shape, generator=generator) * scale + shift)
-    return inputs
+    if not program.lengths:
+        return inputs
+    lrng = random.Random(program.seed * 31 + 0x1E)
+    kind = tuple if program.lengths_type == "tuple" else list
+    return [(x, kind(lrng.randint(0, 4) for _ in range(program.lengths))) for x in inputs]
+
+
+def arguments(inp) -> tuple:
+    """forward's arguments for a candidate input (a tensor, or a tuple of arguments)."""
+    return inp if isinstance(inp, tuple) else (inp,)
 
 
 # ----- eager runs with probes ----------------------------------------------------------
@@ -118,7 +141,7 @@ class Trace:
     lines: set[int]
 
 
-def traced_run(model, path: Path, x: torch.Tensor, thresholds: list[float], lines_too: bool = True) -> Trace:
+def traced_run(model, path: Path, x, thresholds: list[float], lines_too: bool = True) -> Trace:
     """Run the probe-mode model, recording each statistic (and the lines executed: slow)."""
     evaluations: list[tuple[int, float]] = []
     lines: set[int] = set()
@@ -142,7 +165,7 @@ def traced_run(model, path: Path, x: torch.Tensor, thresholds: list[float], line
         sys.settrace(tracer)
     try:
         with torch.no_grad():
-            model(x)
+            model(*arguments(x))
     finally:
         sys.settrace(previous)
     return Trace(evaluations, lines)
@@ -255,24 +278,26 @@ def _error(err: BaseException) -> str:
 
 
 def prepare(program: Program):
-    """Calibrated program, final model, chosen inputs, eager outputs, arm coverage."""
+    """Calibrated program, final model, chosen inputs, eager outputs, arm coverage (and, in
+    `RENDERED[model]`, the final rendering and its file)."""
     probe_model, rendered, probe_path = build(program, probe=True)
     inputs = candidate_inputs(program)
     calibrate(program, probe_model, probe_path, inputs)
     traces = [traced_run(probe_model, probe_path, x, program.thresholds) for x in inputs]
     chosen = select_inputs(traces, rendered.arms, program.thresholds)
     covered = set().union(*(traces[i].lines for i in chosen)) & set(rendered.arms) if chosen else set()
-    model, _, _ = build(program)
+    model, final, path = build(program)
+    RENDERED[model] = (final, path)
     selected = [inputs[i] for i in chosen]
     with torch.no_grad():
-        expected = [model(x) for x in selected]
+        expected = [model(*arguments(x)) for x in selected]
     return model, selected, expected, len(rendered.arms), len(covered)
 
 
 def check_program(program: Program, backend: str | None = "onnxruntime") -> Outcome:
     """Run one program through every stage; `backend=None` stops after the interpreter."""
     from dycl.frontend import FrontendError, import_module
-    from dycl.interpreter import find_function, output_tree, run_function, unflatten
+    from dycl.interpreter import find_function, flatten_inputs, output_tree, run_function, unflatten
 
     outcome = Outcome(program.seed, backend=backend or "interpreter")
     start = time.perf_counter()
@@ -288,21 +313,30 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
     except Exception as err:  # the generator wrote something eager PyTorch rejects
         return _finish(outcome, "generator-error", _error(err), start)
     stage("prepare")
+    rendered, path = RENDERED[model]
     try:
-        imported = import_module(model, (inputs[0],))
+        imported = import_module(model, arguments(inputs[0]))
     except FrontendError as err:
+        if err.line <= 0 or not _same_file(err.file, path):
+            return _finish(outcome, "frontend-misplaced", _error(err), start)
+        outcome.by_design = err.line in rendered.refusals
         return _finish(outcome, "frontend-error", _error(err), start)
     except Exception as err:
         return _finish(outcome, "frontend-crash", _error(err), start)
+    if rendered.refusals:
+        lines = ", ".join(map(str, rendered.refusals))
+        return _finish(outcome, "state-not-refused", f"module state changed in forward (line {lines}) was compiled", start)
     stage("frontend")
     try:
         from dycl.ir import make_context
         from dycl.passes.pipeline import PipelinePass
 
         PipelinePass().apply(make_context(), imported.module)
-        tree = output_tree(find_function(imported.module, imported.function_name))
+        function = find_function(imported.module, imported.function_name)
+        tree = output_tree(function)
         for x, e in zip(inputs, expected):
-            got = unflatten(tree, run_function(imported.module, [x], imported.weights, imported.function_name))
+            args = flatten_inputs(function, arguments(x))
+            got = unflatten(tree, run_function(imported.module, args, imported.weights, imported.function_name))
             problem = compare(e, got)
             if problem:
                 return _finish(outcome, "hcfg-mismatch", problem, start)
@@ -324,14 +358,33 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
     stage("compile")
     for x, e in zip(inputs, expected):
         try:
-            got = compiled(x)
+            got = compiled(*arguments(x))
         except Exception as err:
             return _finish(outcome, "runtime-error", _error(err), start)
         problem = compare(e, got)
         if problem:
             return _finish(outcome, "mismatch", problem, start)
+    if program.lengths:  # the compiled model takes `lengths` of the example's length only
+        from dycl.runtime import InputError
+
+        x, lengths = arguments(inputs[0])
+        try:
+            compiled(x, type(lengths)([*lengths, 1]))
+        except InputError:
+            pass
+        except Exception as err:
+            return _finish(outcome, "runtime-error", f"a longer `lengths`: {_error(err)}", start)
+        else:
+            return _finish(outcome, "mismatch", "a `lengths` of another length was accepted", start)
     stage("run")
     return _finish(outcome, "ok", "", start)
+
+
+def _same_file(reported: str, path: Path) -> bool:
+    try:
+        return Path(reported).resolve() == Path(path).resolve()
+    except (OSError, ValueError):
+        return False
 
 
 def _finish(outcome: Outcome, status: str, detail: str, start: float) -> Outcome:

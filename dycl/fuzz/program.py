@@ -8,7 +8,15 @@ in a file) and records the line of every branch arm, for coverage.
 
 Conditions compare a statistic of `x` with threshold slot `k` (`Cond.index`). Thresholds
 are placed after generation by `dycl.fuzz.oracle.calibrate`; in *probe* mode a statistic is
-rendered as `self._probe(k, <stat>)` so that calibration can see the values it takes.
+rendered as `self._probe(k, <stat>)` so that calibration can see the values it takes. A
+comparison may sit inside a larger expression (`Cond.wrap`: `any(@ for c in scores)`, where
+`@` is the comparison and the statistic is the comprehension variable: every value it takes
+is probed), conditions may be joined with `and`/`or` (`BoolOp`) and used in a conditional
+expression (`CondLine`: `m = 1 if @ else 0`).
+
+Research-code constructs (`dycl.fuzz.research`) add `with torch.no_grad():` blocks (`With`),
+imports (`Program.imports`: numpy, `Variable`), a second forward argument (`Program.lengths`:
+a list or tuple of Python ints) and module state (`self.saved = []`, in `Program.modules`).
 """
 
 from __future__ import annotations
@@ -32,6 +40,15 @@ class Cond:
     op: str = ">"  # ">" | "<"
     form: str = "tensor"  # "tensor" (0-d tensor compare) | "item" (.item()) | "bool" (bool(...))
     via_attr: bool = False  # threshold read from `self.t<k>` instead of a literal
+    wrap: str = ""  # an expression around the comparison, written `@` (e.g. "any(@ for c in cs)")
+
+
+@dataclass
+class BoolOp:
+    """`a and b` / `a or b` over conditions (Python evaluates the right one only when needed)."""
+
+    op: str  # "and" | "or"
+    parts: list["Cond | BoolOp"]
 
 
 @dataclass
@@ -49,14 +66,31 @@ class Mutation(Line):
 
 
 @dataclass
+class Research(Line):
+    """Line(s) of a research-code construct; `form` is one of `dycl.fuzz.research.FORMS`."""
+
+    form: str = ""
+
+
+@dataclass
+class CondLine:
+    """A line holding a condition outside `if`: `text` with `@` for the condition
+    (`m1 = 1 if @ else 0`)."""
+
+    text: str
+    cond: "Cond | BoolOp"
+    form: str = "cond_expr"
+
+
+@dataclass
 class If:
-    branches: list[tuple[Cond, list["Stmt"]]]  # if / elif ...
+    branches: list[tuple["Cond | BoolOp", list["Stmt"]]]  # if / elif ...
     orelse: list["Stmt"] | None = None
 
 
 @dataclass
 class Break:
-    cond: Cond
+    cond: "Cond | BoolOp"
 
 
 @dataclass
@@ -71,12 +105,20 @@ class While:
     """`while steps<k> < trips and <cond>: body; steps<k> += 1` (bounded by a counter)."""
 
     trips: int
-    cond: Cond
+    cond: "Cond | BoolOp"
     body: list["Stmt"]
     counter: str
 
 
-Stmt = Union[Line, Mutation, If, Break, For, While]
+@dataclass
+class With:
+    """`with torch.no_grad(): body` (an inference no-op: programs run under no_grad)."""
+
+    body: list["Stmt"]
+    context: str = "torch.no_grad()"
+
+
+Stmt = Union[Line, Mutation, Research, CondLine, If, Break, For, While, With]
 
 
 @dataclass
@@ -89,6 +131,9 @@ class Program:
     body: list[Stmt]
     epilogue: list[str]  # the final return (and what it needs)
     thresholds: list[float] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)  # lines after HEADER's imports
+    lengths: int = 0  # > 0: forward(self, x, lengths) with that many Python ints
+    lengths_type: str = "list"  # "list" | "tuple": the container `lengths` is passed in
 
     @property
     def class_name(self) -> str:
@@ -102,6 +147,16 @@ class Program:
 class Rendered:
     source: str
     arms: list[int]  # 1-based line of the first statement of every branch arm / break / loop body
+    refusals: list[int] = field(default_factory=list)  # lines DyCL must refuse (module state)
+
+
+def leaves(cond):
+    """The Conds of a condition (a Cond, or a BoolOp of them)."""
+    if isinstance(cond, BoolOp):
+        for part in cond.parts:
+            yield from leaves(part)
+    else:
+        yield cond
 
 
 def conditions(stmts: list[Stmt]):
@@ -109,16 +164,16 @@ def conditions(stmts: list[Stmt]):
     for stmt in stmts:
         if isinstance(stmt, If):
             for cond, body in stmt.branches:
-                yield cond
+                yield from leaves(cond)
                 yield from conditions(body)
             if stmt.orelse:
                 yield from conditions(stmt.orelse)
-        elif isinstance(stmt, Break):
-            yield stmt.cond
-        elif isinstance(stmt, For):
+        elif isinstance(stmt, (Break, CondLine)):
+            yield from leaves(stmt.cond)
+        elif isinstance(stmt, (For, With)):
             yield from conditions(stmt.body)
         elif isinstance(stmt, While):
-            yield stmt.cond
+            yield from leaves(stmt.cond)
             yield from conditions(stmt.body)
 
 
@@ -133,6 +188,7 @@ class _Writer:
         self.program, self.probe = program, probe
         self.lines: list[str] = []
         self.arms: list[int] = []
+        self.refusals: list[int] = []
 
     def emit(self, indent: int, text: str) -> None:
         for line in text.split("\n"):
@@ -141,7 +197,9 @@ class _Writer:
     def arm(self) -> None:
         self.arms.append(len(self.lines) + 1)  # the next line written
 
-    def cond(self, cond: Cond) -> str:
+    def cond(self, cond: Cond | BoolOp) -> str:
+        if isinstance(cond, BoolOp):
+            return f" {cond.op} ".join(self.cond(part) for part in cond.parts)
         stat = f"self._probe({cond.index}, {cond.stat})" if self.probe else cond.stat
         if self.probe:  # calibration changes thresholds without re-rendering
             threshold = f"self._t[{cond.index}]"
@@ -150,10 +208,12 @@ class _Writer:
         else:
             threshold = repr(self.program.thresholds[cond.index]) if self.program.thresholds else "0.0"
         if cond.form == "item":
-            return f"{stat}.item() {cond.op} {threshold}"
-        if cond.form == "bool":
-            return f"bool({stat} {cond.op} {threshold})"
-        return f"{stat} {cond.op} {threshold}"
+            text = f"{stat}.item() {cond.op} {threshold}"
+        elif cond.form == "bool":
+            text = f"bool({stat} {cond.op} {threshold})"
+        else:
+            text = f"{stat} {cond.op} {threshold}"
+        return cond.wrap.replace("@", text) if cond.wrap else text
 
     def body(self, indent: int, stmts: list[Stmt]) -> None:
         if not stmts:  # (the frontend rejects `pass`: tests/fuzz/regressions)
@@ -162,8 +222,15 @@ class _Writer:
             self.stmt(indent, stmt)
 
     def stmt(self, indent: int, stmt: Stmt) -> None:
+        if isinstance(stmt, Research) and stmt.form == "saved_append":
+            self.refusals.append(len(self.lines) + 1)
         if isinstance(stmt, Line):
             self.emit(indent, stmt.text)
+        elif isinstance(stmt, CondLine):
+            self.emit(indent, stmt.text.replace("@", self.cond(stmt.cond)))
+        elif isinstance(stmt, With):
+            self.emit(indent, f"with {stmt.context}:")
+            self.body(indent + 1, stmt.body)
         elif isinstance(stmt, If):
             for k, (cond, body) in enumerate(stmt.branches):
                 self.emit(indent, f"{'if' if k == 0 else 'elif'} {self.cond(cond)}:")
@@ -193,6 +260,8 @@ class _Writer:
 def render(program: Program, probe: bool = False) -> Rendered:
     w = _Writer(program, probe)
     w.emit(0, HEADER.rstrip("\n"))
+    for line in program.imports:
+        w.emit(0, line)
     w.emit(0, "")
     w.emit(0, f"class {program.class_name}(nn.Module):")
     w.emit(1, "def __init__(self):")
@@ -209,10 +278,10 @@ def render(program: Program, probe: bool = False) -> Rendered:
         w.body(2, body)
         w.emit(2, "return x")
     w.emit(0, "")
-    w.emit(1, "def forward(self, x):")
+    w.emit(1, "def forward(self, x, lengths):" if program.lengths else "def forward(self, x):")
     for line in program.prologue:
         w.emit(2, line)
     w.body(2, program.body)
     for line in program.epilogue:
         w.emit(2, line)
-    return Rendered("\n".join(w.lines) + "\n", w.arms)
+    return Rendered("\n".join(w.lines) + "\n", w.arms, w.refusals)

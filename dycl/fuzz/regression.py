@@ -17,7 +17,9 @@ Source of the shrunk program:
 
 import pytest
 
-from dycl.fuzz.program import Break, Cond, For, If, Line, Mutation, Program, While  # noqa: F401
+from dycl.fuzz.program import (  # noqa: F401
+    BoolOp, Break, Cond, CondLine, For, If, Line, Mutation, Program, Research, While, With,
+)
 
 PROGRAM = {program!r}
 

@@ -2,15 +2,16 @@
 same way (`Outcome.signature`).
 
 Edits, tried greedily until none applies: delete a statement; replace an `if` by one of its
-arms, a loop by its body; drop an `elif` or an `else`; cut a loop to one trip; drop a helper
-call. Thresholds are re-calibrated for every candidate (the oracle does it).
+arms, a loop or a `with` block by its body; drop an `elif` or an `else`; cut a loop to one
+trip; drop a helper call. Thresholds are re-calibrated for every candidate (the oracle does it).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
-from dycl.fuzz.program import Break, For, If, Line, Program, Stmt, While
+from dycl.fuzz.program import Break, For, If, Line, Program, Stmt, While, With
 
 Path = tuple  # ("body",) | ("helper", name), then (index, field[, branch]) steps
 
@@ -23,7 +24,7 @@ def _lists(stmts: list[Stmt], path: Path) -> Iterator[Path]:
                 yield from _lists(body, path + ((i, "branch", j),))
             if stmt.orelse is not None:
                 yield from _lists(stmt.orelse, path + ((i, "orelse"),))
-        elif isinstance(stmt, (For, While)):
+        elif isinstance(stmt, (For, While, With)):
             yield from _lists(stmt.body, path + ((i, "body"),))
 
 
@@ -51,6 +52,8 @@ def _replacements(stmt: Stmt) -> Iterator[list[Stmt]]:
             yield [If(stmt.branches, None)]
         for j in range(1, len(stmt.branches)):
             yield [If(stmt.branches[:j] + stmt.branches[j + 1 :], stmt.orelse)]
+    elif isinstance(stmt, With):
+        yield list(stmt.body)
     elif isinstance(stmt, (For, While)):
         yield [s for s in stmt.body if not isinstance(s, Break)]
         if stmt.trips > 1:
@@ -85,6 +88,8 @@ def size(program: Program) -> int:
             total += 1
             if isinstance(stmt, If):
                 total += sum(count(b) for _, b in stmt.branches) + count(stmt.orelse or [])
+            elif isinstance(stmt, With):
+                total += count(stmt.body)
             elif isinstance(stmt, (For, While)):
                 total += count(stmt.body) + stmt.trips
         return total
@@ -113,7 +118,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], max_checks:
 
 def _drop_unused_modules(program: Program) -> None:
     text = repr(program.body) + repr(program.helpers) + repr(program.epilogue)
-    program.modules = {n: c for n, c in program.modules.items() if f"self.{n}(" in text}
+    program.modules = {n: c for n, c in program.modules.items() if re.search(rf"self\.{n}\b", text)}
 
 
 __all__ = ["shrink", "candidates", "size", "Line"]

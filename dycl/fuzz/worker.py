@@ -1,7 +1,7 @@
 """One worker process of a campaign: checks programs and prints one JSON line per event.
 
-    python -m dycl.fuzz.worker check SEED... [--backend B] [--tvm-every K] [--no-mutation]
-    python -m dycl.fuzz.worker shrink SEED --backend B --out DIR [--no-mutation]
+    python -m dycl.fuzz.worker check SEED... [--backend B] [--tvm-every K] [--no-mutation] [--no-research]
+    python -m dycl.fuzz.worker shrink SEED --backend B --out DIR [--no-mutation] [--no-research]
 
 Lines: {"start": seed} before a program, then its Outcome as JSON. The parent
 (`dycl.fuzz.campaign`) reads them with a deadline and restarts a worker that hangs.
@@ -49,17 +49,18 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--max-checks", type=int, default=120)
     parser.add_argument("--no-mutation", action="store_true")
+    parser.add_argument("--no-research", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("DYCL_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "dycl-fuzz"))
     _quiet()
     from dycl.fuzz.generate import generate
     from dycl.fuzz.oracle import check_program
 
-    mutation = not args.no_mutation
+    mutation, research = not args.no_mutation, not args.no_research
     if args.action == "check":
         for seed in args.seeds:
             _say({"start": seed})
-            outcome = check_program(generate(seed, mutation=mutation), backend_for(seed, args.backend, args.tvm_every))
+            outcome = check_program(generate(seed, mutation=mutation, research=research), backend_for(seed, args.backend, args.tvm_every))
             _say(outcome.to_json())
         return 0
 
@@ -68,14 +69,15 @@ def main(argv=None) -> int:
 
     (seed,) = args.seeds
     backend = backend_for(seed, args.backend, args.tvm_every)
-    first = check_program(generate(seed, mutation=mutation), backend)
+    first = check_program(generate(seed, mutation=mutation, research=research), backend)
     if not first.failed:
-        _say({"shrunk": seed, "status": "ok"})
+        _say({"shrunk": seed, "status": first.status})
         return 0
     signature = first.signature()
     # a failure before the backends is reproduced without them (much faster)
-    oracle_backend = None if first.status in ("frontend-error", "frontend-crash", "pipeline-error", "hcfg-mismatch", "generator-error") else backend
-    small = shrink(generate(seed, mutation=mutation), lambda p: check_program(p, oracle_backend).signature() == signature, args.max_checks)
+    oracle_backend = None if first.status in ("frontend-error", "frontend-misplaced", "frontend-crash", "state-not-refused",
+                                              "pipeline-error", "hcfg-mismatch", "generator-error") else backend
+    small = shrink(generate(seed, mutation=mutation, research=research), lambda p: check_program(p, oracle_backend).signature() == signature, args.max_checks)
     final = check_program(small, oracle_backend)
     path = write_regression(small, final.status, final.detail, oracle_backend, args.out) if args.out else None
     _say({"shrunk": seed, "status": final.status, "detail": final.detail, "test": str(path) if path else None})

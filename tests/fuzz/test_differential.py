@@ -10,20 +10,21 @@ from dycl.fuzz.oracle import check_program
 
 os.environ.setdefault("DYCL_CACHE_DIR", tempfile.mkdtemp(prefix="dycl-test-cache-"))
 
-# These slices are the programs written before the generator learnt mutation (mutation=False).
+# These slices are the programs written before the generator learnt mutation and research-code
+# constructs (mutation=False, research=False).
 # 514: no candidate input keeps a margin from every threshold (an oracle limit, not DyCL)
 INTERPRETED_SEEDS = [s for s in range(500, 517) if s != 514]
 
 
 @pytest.mark.parametrize("seed", INTERPRETED_SEEDS)
 def test_program_through_frontend_pipeline_and_interpreter_matches_eager(seed):
-    outcome = check_program(generate(seed, mutation=False), backend=None)
+    outcome = check_program(generate(seed, mutation=False, research=False), backend=None)
     assert outcome.status == "ok", f"seed {seed}: {outcome.detail}"
     assert outcome.inputs >= 1 and outcome.arms_covered >= 1
 
 
 def test_small_program_compiled_for_onnxruntime_matches_eager():
-    outcome = check_program(generate(601, max_conditions=1, mutation=False), backend="onnxruntime")
+    outcome = check_program(generate(601, max_conditions=1, mutation=False, research=False), backend="onnxruntime")
     assert outcome.status == "ok", outcome.detail
     assert outcome.subdnns >= 1
 
@@ -31,12 +32,72 @@ def test_small_program_compiled_for_onnxruntime_matches_eager():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [700, 701])
 def test_program_compiled_for_tvm_matches_eager(seed):
-    outcome = check_program(generate(seed, max_conditions=2, mutation=False), backend="tvm")
+    outcome = check_program(generate(seed, max_conditions=2, mutation=False, research=False), backend="tvm")
     assert outcome.status == "ok", outcome.detail
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(800, 810))
 def test_program_compiled_for_onnxruntime_matches_eager(seed):
-    outcome = check_program(generate(seed, mutation=False), backend="onnxruntime")
+    outcome = check_program(generate(seed, mutation=False, research=False), backend="onnxruntime")
+    assert outcome.status == "ok", outcome.detail
+
+
+# ----- research-code programs: list arguments, refusals ----------------------------------
+
+from dycl.fuzz.program import Cond, If, Line, Program, Research  # noqa: E402
+
+
+def _research_program(body, lengths=0, modules=None):
+    return Program(
+        seed=11, input_shape=(1, 4), modules={"m0": "nn.Linear(4, 4)", **(modules or {})}, helpers={},
+        prologue=[], body=[Line("x = torch.tanh(x)"), *body], epilogue=["return self.m0(x)"],
+        imports=["import numpy as np", "from torch.autograd import Variable"], lengths=lengths,
+    )
+
+
+def test_module_state_changed_in_forward_is_a_refusal_by_design_not_a_failure():
+    from dycl.fuzz.campaign import failed, summarize
+
+    program = _research_program(
+        [If([(Cond("x.mean()", 0), [Research("self.saved.append(x.detach())", "saved_append")])])],
+        modules={"saved": "[]"},
+    )
+    outcome = check_program(program, backend=None)
+    assert outcome.status == "frontend-error" and outcome.by_design and not outcome.failed, outcome.detail
+    assert "self.saved" in outcome.detail
+    record = outcome.to_json()
+    summary = summarize([record, {"seed": 1, "status": "frontend-error", "detail": "FrontendError: a.py:3: `x` no: hint"}])
+    assert summary["refused_by_design"] == 1 and summary["failures"] == 1 and not failed(record)
+    assert summary["refusals"] == {"`...` no": 1}
+
+
+def test_a_refusal_at_line_0_or_in_another_file_is_a_bug(monkeypatch):
+    import dycl.frontend as frontend
+
+    def refuse(model, inputs, where=("elsewhere.py", 7)):
+        raise frontend.FrontendError("no", file=where[0], line=where[1])
+
+    monkeypatch.setattr(frontend, "import_module", refuse)
+    outcome = check_program(_research_program([]), backend=None)
+    assert outcome.status == "frontend-misplaced" and outcome.failed
+    monkeypatch.setattr(frontend, "import_module", lambda m, i: refuse(m, i, (m.forward.__code__.co_filename, 0)))
+    assert check_program(_research_program([]), backend=None).status == "frontend-misplaced"
+    monkeypatch.setattr(frontend, "import_module", lambda m, i: refuse(m, i, (m.forward.__code__.co_filename, 5)))
+    outcome = check_program(_research_program([]), backend=None)
+    assert outcome.status == "frontend-error" and not outcome.by_design and outcome.failed
+
+
+def test_a_lengths_argument_goes_through_the_interpreter():
+    body = [Research("for i1, l1 in enumerate(lengths):\n    if l1 > 1:\n        x = torch.relu(x)\n"
+                     "    x = x + 0.1 * l1 * torch.tanh(x)\nx = x * (2.0 / len(lengths))", "lengths_enumerate")]
+    outcome = check_program(_research_program(body, lengths=3), backend=None)
+    assert outcome.status == "ok", outcome.detail
+    assert outcome.inputs >= 3
+
+
+@pytest.mark.slow
+def test_a_compiled_program_refuses_lengths_of_another_length():
+    body = [Research("if lengths[0] > lengths[-1]:\n    x = torch.relu(x)", "lengths_compare")]
+    outcome = check_program(_research_program(body, lengths=2), backend="onnxruntime")
     assert outcome.status == "ok", outcome.detail

@@ -21,7 +21,7 @@ os.environ.setdefault("DYCL_CACHE_DIR", tempfile.mkdtemp(prefix="dycl-test-cache
 
 @pytest.fixture(scope="module")
 def program_and_model():
-    program = generate(601, max_conditions=1, mutation=False)  # (the program before mutation)
+    program = generate(601, max_conditions=1, mutation=False, research=False)  # (as before mutation, research)
     model, _, _ = build(program)
     compiled = dycl.compile(model, (candidate_inputs(program)[0],), progress=False, threads=1)
     return program, model, compiled

@@ -1,0 +1,392 @@
+"""Research-code constructs for generated programs (issue 13, item 3): the Python that
+published dynamic networks are written in, which the frontend accepts.
+
+`Researcher` writes `Research` statements (program.py) for `dycl.fuzz.generate`, tagged with
+their form (`FORMS`):
+
+- inference no-ops: `x.data`, `x.detach()`, `x.cpu()`, `x.to(x.device)`, `Variable(x)`, and
+  `with torch.no_grad():` around generated statements (`With`; the generator also wraps
+  statements it wrote itself);
+- numpy on tensors and on lists of 0-d tensors: `confs.append(torch.max(F.softmax(y, 1)))`,
+  `k = np.argmax(confs)` indexing a list of exits, `np.max(p.detach().cpu().numpy())` in a
+  condition, `float(np.mean(confs))`;
+- list surgery with constant positions, on a local list of tensors or on forward's `outs`:
+  `del l[-1]`, `l.pop()`, `t = l.pop(0)`, `l[:-1]`, `l.insert(0, t)`, `l.extend([a, b])`,
+  `[t] + l` (on `outs` an append comes first, so that `outs` is never empty);
+- a variable that starts as None (`logits = None`; a loop that assigns it, then may break);
+- a constant-trip loop whose carry changes structure: an `nn.LSTMCell` (state None, then a
+  tuple) or `nn.GRUCell` (None, then a tensor) called with `state` None on the first step;
+- comprehensions and generator expressions over a ModuleList (`[head(s) for head in
+  self.heads]`), `sum([c > t for c in scores])`, `any(...)`, `all(...)`,
+  `max(range(n), key=lambda i: scores[i])`;
+- runtime conditional expressions (`m = 1 if g.item() > t else 0`) and `and`/`or` conditions;
+- a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
+  its items compared in conditions, `len(lengths)` (forward only);
+- module state: `self.saved.append(v)` in forward, in a few programs; DyCL must refuse it
+  with a FrontendError at that line (the oracle counts that refusal as by design).
+
+Rules that keep every program valid: statements keep the shape of `x` (a stage's summary
+`s` is (1, W): `x` itself for vectors, `x.mean((2, 3))` for images; results of shape (1, W)
+are folded back into `x`, broadcast over the image for images), lists are never popped when
+they may be empty, loops have constant trip counts, and thresholds of the conditions written
+here take slots after every other (numbered by the generator at the end). Statements that read
+forward's `outs`, `count` or `lengths` or write `self.saved` appear in forward only.
+
+The researcher draws from its own random stream and names its modules `r<k>`: with research
+off the generator writes exactly the programs it wrote before (`generate(seed, research=False)`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from dycl.fuzz.program import BoolOp, Break, Cond, CondLine, For, If, Research, Stmt, With
+
+# Every form (`Research.form`, `CondLine.form`; `With` is "no_grad"); tests/fuzz/test_generator.py
+# checks that each appears in the first 300 seeds.
+FORMS = (
+    # inference no-ops
+    "data", "detach", "cpu", "to_device", "variable", "no_grad",
+    # numpy on tensors and lists of 0-d tensors
+    "np_argmax_exits", "np_max_cond", "np_mean_confs",
+    # list surgery with constant positions
+    "del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat",
+    # None before a loop; constant-trip loops whose carry changes structure
+    "none_start", "lstm_cell", "gru_cell",
+    # comprehensions and generator expressions
+    "head_comprehension", "sum_comprehension", "any_genexp", "all_genexp", "max_key",
+    # runtime conditional expressions, and/or
+    "cond_expr", "and_or",
+    # a list of Python ints as forward's second argument
+    "lengths_enumerate", "lengths_compare", "lengths_len",
+    # module state changed in forward (refused by design)
+    "saved_append",
+)
+
+PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
+GAP_PROBABILITY = 0.12  # a construct before/after each statement of a block
+WITH_PROBABILITY = 0.1  # a block wraps one or two of its statements in `with torch.no_grad():`
+LENGTHS_PROBABILITY = 0.3  # a research program takes `lengths` (forward(self, x, lengths))
+TUPLE_PROBABILITY = 0.25  # ... passed as a tuple rather than a list
+LENGTHS_ITEMS = (2, 3, 4)  # how many ints `lengths` holds (values 0..4: oracle.candidate_inputs)
+SAVED_PROBABILITY = 0.04  # a research program appends to `self.saved` in forward (refused)
+MAX_CONDITIONS = 3  # threshold slots of this module's conditions, per program
+HEADS = (2, 3, 4)  # heads in a ModuleList
+
+IMPORTS = ["import numpy as np", "from torch.autograd import Variable"]
+
+WEIGHTS = {
+    "data": 0.4, "detach": 0.4, "cpu": 0.3, "to_device": 0.3, "variable": 0.4, "no_grad": 0.5,
+    "np_argmax_exits": 1.0, "np_max_cond": 0.8, "np_mean_confs": 0.8,
+    "del_last": 0.4, "pop_last": 0.4, "pop_first": 0.4, "slice_drop_last": 0.4, "insert_front": 0.4,
+    "extend": 0.4, "prepend_concat": 0.4,
+    "none_start": 0.8, "lstm_cell": 0.7, "gru_cell": 0.5,
+    "head_comprehension": 0.5, "sum_comprehension": 0.6, "any_genexp": 0.5, "all_genexp": 0.5, "max_key": 0.6,
+    "cond_expr": 0.8, "and_or": 0.8,
+    "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
+}
+CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
+    "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
+}
+FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
+SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
+ACTIVATIONS = ["torch.relu({})", "torch.tanh({})", "torch.sigmoid({})", "F.gelu({})", "F.silu({})"]
+NUMPY_STATISTICS = [
+    "np.max(F.softmax({s}, -1).detach().cpu().numpy())",
+    "np.max({s}.detach().cpu().numpy())",
+    "np.mean({s}.data.cpu().numpy())",
+    "np.min({s}.detach().numpy())",
+]
+
+
+class Researcher:
+    def __init__(self, rng: random.Random, width: int, register: Callable[[str, str], None],
+                 statistics: Callable[[str], list[str]], summary: dict[str, str],
+                 outputs: list[str]):
+        self.rng, self.width, self.register = rng, width, register
+        self.statistics, self.summary, self.outputs = statistics, summary, outputs
+        self.names = 0
+        self.modules = 0
+        self.conds: list[Cond] = []  # threshold slots, numbered by the generator at the end
+        self.lengths = 0
+        self.lengths_type = "list"
+        self.saved = False
+
+    # ----- names, modules, pieces --------------------------------------------------------
+
+    def fresh(self, prefix: str) -> str:
+        self.names += 1
+        return f"{prefix}{self.names}"
+
+    def module(self, ctor: str) -> str:
+        name = f"r{self.modules}"
+        self.modules += 1
+        self.register(name, ctor)
+        return f"self.{name}"
+
+    def heads(self) -> tuple[str, int]:
+        n = self.rng.choice(HEADS)
+        w = self.width
+        return self.module(f"nn.ModuleList([nn.Linear({w}, {w}) for _ in range({n})])"), n
+
+    def fold(self, value: str, stage: str) -> str:
+        """`value` (1, W) added to x's shape."""
+        if stage == "vector":
+            return value
+        simple = value.replace("_", "a").replace(".", "a").isalnum() or value.endswith("]") and "(" not in value
+        return f"{value}[:, :, None, None]" if simple else f"({value})[:, :, None, None]"
+
+    def layer(self, stage: str) -> str:
+        """`x = ...` keeping x's shape (a layer of this module's own)."""
+        r, w = self.rng, self.width
+        act = r.choice(ACTIVATIONS)
+        if stage == "image":
+            conv = self.module(f"nn.Conv2d({w}, {w}, 3, padding=1)")
+            return r.choice([f"x = {act.format(f'{conv}(x)')}", f"x = x + {act.format(f'{conv}(x)')}"])
+        choice = r.randrange(3)
+        if choice == 2:
+            return f"x = {act.format('x')}"
+        linear = self.module(f"nn.Linear({w}, {w})")
+        return [f"x = {act.format(f'{linear}(x)')}", f"x = x + {act.format(f'{linear}(x)')}"][choice]
+
+    def cond(self, stat: str, wrap: str = "", item: bool = True, form: str | None = None) -> Cond:
+        r = self.rng
+        forms, weights = (["tensor", "item", "bool"], [5, 2, 1]) if item else (["tensor", "bool"], [5, 1])
+        cond = Cond(stat=stat, index=-1, op=r.choice([">", "<"]), form=form or r.choices(forms, weights)[0],
+                    via_attr=r.random() < 0.25, wrap=wrap)
+        self.conds.append(cond)
+        return cond
+
+    def statistic(self, stage: str) -> tuple[str, bool]:
+        """A statistic of x for a condition; whether `.item()` applies to it."""
+        r = self.rng
+        if r.random() < 0.4:
+            return r.choice(NUMPY_STATISTICS).format(s=self.summary[stage]), True
+        return r.choice(self.statistics(stage)).replace("{k}", str(r.randrange(self.width))), True
+
+    def a_cond(self, stage: str) -> Cond:
+        stat, item = self.statistic(stage)
+        return self.cond(stat, item=item)
+
+    # ----- statements --------------------------------------------------------------------
+
+    def statements(self, stage: str, in_helper: bool, in_loop: bool = False) -> list[Stmt]:
+        """A research construct (a few statements) for a block of forward or a helper."""
+        r = self.rng
+        kinds = dict(WEIGHTS)
+        left = MAX_CONDITIONS - len(self.conds)
+        for form, needed in CONDITIONS.items():
+            if needed > left:
+                kinds[form] = 0.0
+        if in_helper or not self.lengths:
+            for form in FORWARD_ONLY:
+                kinds[form] = 0.0
+        form = r.choices(list(kinds), [kinds.get(k, 0.0) for k in kinds])[0]
+        return self.form(form, stage, in_helper)
+
+    def form(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:
+        r, w = self.rng, self.width
+        s = self.summary[stage]
+        fold = lambda value: self.fold(value, stage)  # noqa: E731
+        if form == "data":
+            return [Research(r.choice(["x = x.data", "x = torch.tanh(x).data", f"x = x + 0.5 * {fold(s + '.data')}"]), form)]
+        if form == "detach":
+            return [Research(r.choice(["x = x.detach()", "x = x + 0.5 * x.detach()", "x = torch.sigmoid(x.detach())"]), form)]
+        if form == "cpu":
+            return [Research(r.choice(["x = x.cpu()", "x = x.detach().cpu()", "x = x.cpu() * 1.0"]), form)]
+        if form == "to_device":
+            ones = f"torch.ones(1, {w})" if stage == "vector" else f"torch.ones(1, {w}, 1, 1)"
+            return [Research(r.choice(["x = x.to(x.device)", f"x = x + {ones}.to(x.device) * 0.1"]), form)]
+        if form == "variable":
+            return [Research(r.choice(["x = Variable(x)", "x = Variable(x.data)"]), form)]
+        if form == "no_grad":
+            return [With([Research(self.layer(stage), form)])]
+        if form == "np_argmax_exits":
+            heads, n = self.heads()
+            e, c, y, k = self.fresh("exits"), self.fresh("confs"), self.fresh("y"), self.fresh("k")
+            conf = r.choice([f"torch.max(F.softmax({y}, 1))", f"torch.max(F.softmax({y}, 1)).data",
+                             f"F.softmax({y}, 1).max().detach()"])
+            if r.random() < 0.5:
+                loop = f"for head in {heads}:\n    {y} = head({s})"
+            else:
+                i = self.fresh("i")
+                loop = f"for {i} in range({n}):\n    {y} = {heads}[{i}]({s})"
+            text = (f"{e} = []\n{c} = []\n{loop}\n    {e}.append({y})\n    {c}.append({conf})\n"
+                    f"{k} = np.argmax({c})\nx = x + {fold(f'{e}[{k}]')}")
+            return [Research(text, form)]
+        if form == "np_max_cond":
+            p = self.fresh("p")
+            source = r.choice([f"F.softmax({s}, -1)", f"torch.sigmoid({s})", s])
+            stat = r.choice([f"np.max({p}.detach().cpu().numpy())", f"np.max({p}.data.cpu().numpy())",
+                             f"np.mean({p}.detach().numpy())"])
+            orelse = [Research(self.layer(stage), form)] if r.random() < 0.4 else None
+            return [Research(f"{p} = {source}", form), If([(self.cond(stat), [Research(self.layer(stage), form)])], orelse)]
+        if form == "np_mean_confs":
+            heads, n = self.heads()
+            c = self.fresh("confs")
+            if r.random() < 0.5:
+                build = f"{c} = [torch.max(F.softmax(head({s}), 1)) for head in {heads}]"
+            else:
+                build = f"{c} = []\nfor head in {heads}:\n    {c}.append(torch.max(F.softmax(head({s}), 1)).data)"
+            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.6:
+                cond = self.cond(f"float(np.mean({c}))", item=False)
+                return [Research(build, form), If([(cond, [Research(self.layer(stage), form)])])]
+            return [Research(f"{build}\nx = x * (0.5 + float(np.mean({c})))", form)]
+        if form in SURGERY:
+            return self.surgery(form, stage, in_helper)
+        if form == "none_start":
+            logits, trips = self.fresh("logits"), r.randint(1, 4)
+            head = self.module(f"nn.Linear({w}, {w})")
+            body: list[Stmt] = [Research(self.layer(stage), form), Research(f"{logits} = {head}({s})", form)]
+            if r.random() < 0.5:
+                body.reverse()  # assigned before or after the layer (always before the break)
+            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.8:
+                body.append(Break(self.a_cond(stage)))
+            return [Research(f"{logits} = None", form), For(trips, body),
+                    Research(f"x = x + 0.5 * {fold(logits)}", form)]
+        if form in ("lstm_cell", "gru_cell"):
+            lstm = form == "lstm_cell"
+            cell = self.module(f"nn.{'LSTMCell' if lstm else 'GRUCell'}({w}, {w})")
+            state, i = self.fresh("state"), self.fresh("i")
+            h = f"{state}[0]" if lstm else state
+            source = r.choice([s, f"torch.tanh({s})"])
+            if lstm and r.random() < 0.4:
+                hh, cc = self.fresh("h"), self.fresh("c")
+                step = [Research(f"{hh}, {cc} = {cell}({source}, {state})\n{state} = ({hh}, {cc})", form)]
+            else:
+                step = [Research(f"{state} = {cell}({source}, {state})", form)]
+            if r.random() < 0.5:  # x changes in the loop too (s is read again every step)
+                step.append(Research(f"x = x + 0.25 * {fold(h)}", form))
+                after = []
+            else:
+                after = [Research(f"x = x + 0.5 * {fold(h)}", form)]
+            return [Research(f"{state} = None", form), For(r.randint(1, 4), step, var=i), *after]
+        if form == "head_comprehension":
+            heads, _ = self.heads()
+            ys = self.fresh("ys")
+            merge = r.choice([f"torch.stack({ys}).mean(0)", f"sum({ys}) / len({ys})", f"torch.cat({ys}, 0).mean(0, keepdim=True)"])
+            return [Research(f"{ys} = [head({s}) for head in {heads}]\nx = x + {fold(merge)}", form)]
+        if form in ("sum_comprehension", "any_genexp", "all_genexp"):
+            heads, n = self.heads()
+            scores, c = self.fresh("scores"), self.fresh("c")
+            build = r.choice([f"{scores} = [F.softmax(head({s}), -1).max() for head in {heads}]",
+                              f"{scores} = [torch.sigmoid(head({s})).mean() for head in {heads}]"])
+            if form == "sum_comprehension":
+                inner = r.choice([f"[@ for {c} in {scores}]", f"@ for {c} in {scores}"])
+                wrap = f"sum({inner}) >= {r.randint(1, n)}"
+            else:
+                wrap = f"{form[:3]}(@ for {c} in {scores})" if r.random() < 0.7 else f"{form[:3]}([@ for {c} in {scores}])"
+            orelse = [Research(self.layer(stage), form)] if r.random() < 0.3 else None
+            return [Research(build, form), If([(self.cond(c, wrap), [Research(self.layer(stage), form)])], orelse)]
+        if form == "max_key":
+            heads, _ = self.heads()
+            ys, scores, k = self.fresh("ys"), self.fresh("scores"), self.fresh("k")
+            key = r.choice([f"lambda i: {scores}[i]", f"lambda i: float({scores}[i])"])
+            text = (f"{ys} = [head({s}) for head in {heads}]\n{scores} = [F.softmax(y, -1).max() for y in {ys}]\n"
+                    f"{k} = max(range(len({ys})), key={key})\nx = x + {fold(f'{ys}[{k}]')}")
+            return [Research(text, form)]
+        if form == "cond_expr":
+            m = self.fresh("m")
+            if r.random() < 0.5:
+                g = self.fresh("g")
+                gate = self.module(f"nn.Linear({w}, 1)")
+                cond = self.cond(g, form=r.choice(["item", "item", "tensor"]))
+                use = r.choice([f"x = x * (1.0 + 0.5 * {m})", f"x = x + {m} * torch.tanh(x)"])
+                return [Research(f"{g} = torch.sigmoid({gate}({s})).mean()", form),
+                        CondLine(f"{m} = 1 if @ else 0\n{use}", cond, form)]
+            cond = self.a_cond(stage)
+            return [CondLine(r.choice(["x = torch.tanh(x) if @ else x * 0.5", f"{m} = 1.5 if @ else 0.5\nx = x * {m}"]),
+                             cond, form)]
+        if form == "and_or":
+            op = r.choice(["and", "or"])
+            cond = BoolOp(op, [self.a_cond(stage), self.a_cond(stage)])
+            if r.random() < 0.25:
+                m = self.fresh("m")
+                return [CondLine(f"{m} = 1 if @ else 0\nx = x * (1.0 + 0.5 * {m})", cond, form)]
+            orelse = [Research(self.layer(stage), form)] if r.random() < 0.4 else None
+            return [If([(cond, [Research(self.layer(stage), form)])], orelse)]
+        if form == "lengths_enumerate":
+            i, l = self.fresh("i"), self.fresh("l")
+            use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]
+            if "outs" in self.outputs:
+                use.append(f"outs.append({s} * {l})")
+            if "count" in self.outputs:
+                use.append(f"count += {l}")
+            body = f"if {l} {r.choice(['>', '>=', '<', '=='])} {r.randint(0, 3)}:\n    {self.layer(stage)}"
+            if r.random() < 0.5:
+                body += f"\n{r.choice(use)}"
+            body = body.replace("\n", "\n    ")
+            return [Research(f"for {i}, {l} in enumerate(lengths):\n    {body}", form)]
+        if form == "lengths_compare":
+            a, b = r.sample(range(self.lengths), 2)
+            first = r.choice([f"lengths[{a}] > lengths[{b}]", f"lengths[{a}] >= {r.randint(1, 3)}",
+                              f"lengths[-1] < {r.randint(1, 3)}", f"lengths[0] == lengths[-1]"])
+            if r.random() < 0.4:
+                first += r.choice([f" and lengths[{b}] > 0", f" or lengths[{b}] == {r.randint(0, 4)}"])
+            text = f"if {first}:\n    {self.layer(stage)}"
+            if r.random() < 0.4:
+                text += f"\nelse:\n    {self.layer(stage)}"
+            return [Research(text, form)]
+        if form == "lengths_len":
+            i, n = self.fresh("i"), self.fresh("n")
+            choices = [f"x = x * (1.0 + 0.1 * len(lengths))",
+                       f"for {i} in range(len(lengths)):\n    x = x + 0.05 * lengths[{i}] * torch.tanh(x)",
+                       f"{n} = sum([l > 1 for l in lengths])\nx = x * (1.0 + 0.1 * {n})",
+                       "x = x * (2.0 / len(lengths))"]
+            if "count" in self.outputs:
+                choices.append("count += len(lengths)")
+            return [Research(r.choice(choices), form)]
+        if form == "saved_append":
+            return [Research(r.choice([f"self.saved.append({s})", "self.saved.append(x.detach())"]), form)]
+        raise ValueError(f"no such research form: {form}")
+
+    def surgery(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:
+        """List surgery at constant positions on a local list of (1, W) tensors, or on `outs`."""
+        r = self.rng
+        s = self.summary[stage]
+        fold = lambda value: self.fold(value, stage)  # noqa: E731
+        a, b = r.sample([f"torch.tanh({s})", f"{s} * 0.5", f"torch.sigmoid({s})", f"torch.relu({s})", f"{s} * -0.25"], 2)
+        if not in_helper and "outs" in self.outputs and r.random() < 0.4:
+            t = self.fresh("t")
+            text = {
+                "del_last": f"outs.append({a})\ndel outs[-1]",
+                "pop_last": f"outs.append({a})\n{t} = outs.pop()\nx = x + 0.5 * {fold(t)}",
+                "pop_first": f"outs.insert(0, {a})\n{t} = outs.pop(0)\nx = x + 0.5 * {fold(t)}",
+                "slice_drop_last": f"outs.append({a})\nouts = outs[:-1]",
+                "insert_front": f"outs.insert(0, {a})",
+                "extend": f"outs.extend([{a}, {b}])",
+                "prepend_concat": f"outs = [{a}] + outs",
+            }[form]
+            return [Research(text, form)]
+        hs, t = self.fresh("hs"), self.fresh("t")
+        items = r.sample([f"torch.tanh({s})", f"{s} * 0.5", f"torch.sigmoid({s})", f"{s} - 0.25", f"torch.relu({s})"], r.randint(3, 4))
+        lines = [f"{hs} = [{', '.join(items)}]"]
+        extra = None
+        if form == "del_last":
+            lines.append(r.choice([f"del {hs}[-1]", f"del {hs}[0]"]))
+        elif form == "pop_last":
+            if r.random() < 0.5:
+                lines.append(f"{hs}.pop()")
+            else:
+                lines.append(f"{t} = {hs}.pop()")
+                extra = t
+        elif form == "pop_first":
+            lines.append(f"{t} = {hs}.pop(0)")
+            extra = t
+        elif form == "slice_drop_last":
+            if r.random() < 0.5:
+                lines.append(r.choice([f"{hs} = {hs}[:-1]", f"{hs} = {hs}[1:]"]))
+            else:
+                extra = f"torch.stack({hs}[:-1]).sum(0)"
+        elif form == "insert_front":
+            lines.append(f"{hs}.insert(0, {a})")
+        elif form == "extend":
+            lines.append(f"{hs}.extend([{a}, {b}])")
+        else:
+            lines.append(f"{hs} = [{a}] + {hs}")
+        merge = r.choice([f"torch.stack({hs}).mean(0)", f"sum({hs}) / len({hs})", f"({hs}[0] - {hs}[-1]) * 0.5"])
+        lines.append(f"x = x + {fold(merge)}")
+        if extra:
+            lines.append(f"x = x + 0.5 * {fold(extra)}")
+        return [Research("\n".join(lines), form)]
