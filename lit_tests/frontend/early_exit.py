@@ -43,7 +43,7 @@ print("weights:", sorted(program.weights))
 # CHECK:        "torch.tensor_static_info_cast"({{.*}}) : (!torch.vtensor<[1,7],f32>) -> !torch.vtensor<[1,?],f32>
 # CHECK:      }) : (i1) -> (!torch.vtensor<[1,?],f32>, !torch.int)
 # CHECK:      "func.return"
-# CHECK-NEXT: }) {dycl.output_tree = "{\22tuple\22: [0, 1]}", dycl.input_names = ["x"]}
+# CHECK-NEXT: }) {dycl.output_tree = "{\22tuple\22: [0, 1]}", dycl.input_names = ["x"], dycl.input_tree = "[0]"}
 # CHECK-NOT:  dense_resource
 # CHECK-NOT:  torch.vtensor.literal
 # CHECK:      weights: ['body.bias', 'body.weight', 'exit1.bias', 'exit1.weight', 'exit2.bias', 'exit2.weight']
