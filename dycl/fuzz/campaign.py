@@ -126,7 +126,11 @@ def refusal_message(detail: str) -> str:
     message = re.sub(r"\S+\.py:\d+: ", "", message)
     message = re.sub(r" \[[^]]*\]$", "", message)
     message = re.sub(r"`[^`]*`", "`...`", message)
-    return message.split(": ")[0][:120]
+    message = re.sub(r"\[[\d, ]+\]", "[...]", message)
+    parts = message.split(": ")
+    if parts[0].endswith("failed") and len(parts) > 1:  # "running lines [...] on example values failed: NameError"
+        return f"{parts[0]}: {parts[1]}"[:120]
+    return parts[0][:120]
 
 
 def summarize(outcomes: list[dict]) -> dict:

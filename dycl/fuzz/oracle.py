@@ -14,7 +14,9 @@ that failed ("ok", "frontend-error", "pipeline-error", "hcfg-mismatch", "compile
 
 A refusal (a FrontendError at the program's own file and a nonzero line) is
 "frontend-error"; one at line 0 or in another file is "frontend-misplaced", and any other
-exception of the frontend "frontend-crash" (both bugs). A program that changes module state
+exception of the frontend "frontend-crash" (both bugs), as is a FrontendError saying that the
+program's lines failed on example values with a NameError about one of the frontend's own
+names (`__comp3_head`: eager ran those lines). A program that changes module state
 in forward (`self.saved.append(v)`, `Rendered.refusals`) must be refused at that line: that
 refusal is "frontend-error" with `by_design` set (not a failure); compiling it anyway is
 "state-not-refused". Programs with a `lengths` argument are called with `(x, lengths)`
@@ -50,6 +52,9 @@ RTOL, ATOL = 1e-3, 1e-4
 
 _counter = itertools.count()
 RENDERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> (Rendered, file) (prepare)
+# a FrontendError that reports an exception about one of the frontend's own names
+# (`__comp3_head`, `__dycl_...`) when it ran the program's lines: an internal error
+INTERNAL_NAME = re.compile(r"on example values failed: (NameError|UnboundLocalError): .*'__\w+'")
 _SOURCE_DIR = Path(tempfile.mkdtemp(prefix="dycl-fuzz-src-"))
 
 
@@ -319,6 +324,8 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
     except FrontendError as err:
         if err.line <= 0 or not _same_file(err.file, path):
             return _finish(outcome, "frontend-misplaced", _error(err), start)
+        if INTERNAL_NAME.search(str(err)):  # DyCL's rewritten code failed, not the program
+            return _finish(outcome, "frontend-crash", _error(err), start)
         outcome.by_design = err.line in rendered.refusals
         return _finish(outcome, "frontend-error", _error(err), start)
     except Exception as err:

@@ -87,6 +87,13 @@ def test_a_refusal_at_line_0_or_in_another_file_is_a_bug(monkeypatch):
     outcome = check_program(_research_program([]), backend=None)
     assert outcome.status == "frontend-error" and not outcome.by_design and outcome.failed
 
+    def internal(model, inputs):  # an exception about the frontend's own name: a crash
+        raise frontend.FrontendError("running lines [5] on example values failed: NameError: name '__comp3_head' "
+                                     "is not defined", file=model.forward.__code__.co_filename, line=5)
+
+    monkeypatch.setattr(frontend, "import_module", internal)
+    assert check_program(_research_program([]), backend=None).status == "frontend-crash"
+
 
 def test_a_lengths_argument_goes_through_the_interpreter():
     body = [Research("for i1, l1 in enumerate(lengths):\n    if l1 > 1:\n        x = torch.relu(x)\n"
