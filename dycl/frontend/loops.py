@@ -156,7 +156,7 @@ class LoopCompiler:
         # name -> _Carried (IR-typed) or an EnvValue that has not changed in the loop so far
         state: dict[str, Any] = {name: env.get(name, V.UNDEF) for name in carried}
         for name, value in state.items():
-            if isinstance(value, V.Dyn) or (isinstance(value, V.Tup) and any(isinstance(l, V.Dyn) for l in V.leaves(value))):
+            if V.has_dyn(value):
                 state[name] = self._carried(value, value, node, name)
 
         for _attempt in range(8):
@@ -170,7 +170,7 @@ class LoopCompiler:
             for name in sorted(set(env) - written_in(flat_body)):
                 if name not in carried and name in end_env and not V.same_value(end_env[name], env[name]):
                     carried.append(name)
-                    state[name] = self._carried(env[name], env[name], node, name) if _has_dyn(env[name]) else env[name]
+                    state[name] = self._carried(env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
                     changed = True
             for name in carried:
                 entry, end = state[name], end_env.get(name, V.UNDEF)
@@ -343,10 +343,6 @@ class _Carried:
         self.examples = examples
         self.structure = structure
         self.may_share = may_share  # see values.Dyn.may_share
-
-
-def _has_dyn(value) -> bool:
-    return any(isinstance(l, V.Dyn) for l in V.leaves(value))
 
 
 def _carried_items(state):

@@ -207,7 +207,7 @@ class RunCompiler:
                     function.dycl_code,
                     tuple(
                         (name, tuple((l.type, slots[l.value]) for l in V.leaves(value) if isinstance(l, V.Dyn)),
-                         self.capturer.cache.signature(_substitute(value, None)) if not _has_dyn(value) else None)
+                         self.capturer.cache.signature(_substitute(value, None)) if not V.has_dyn(value) else None)
                         for name, value in input_specs
                     ),
                 )
@@ -589,10 +589,6 @@ def _path_dependent_alias(self, stmt, name: str) -> FrontendError:
         stmt, f"in-place change of `{name}`, which shares memory with another variable on some paths only",
         f"copy it where it is assigned on every path (`{name} = other.clone()`), or rebind instead of mutating",
     )
-
-
-def _has_dyn(value) -> bool:
-    return any(isinstance(l, V.Dyn) for l in V.leaves(value))
 
 
 def _is_packing(value: ast.expr) -> bool:

@@ -123,6 +123,11 @@ def leaves(value: EnvValue) -> list:
     return [value]
 
 
+def has_dyn(value: EnvValue) -> bool:
+    """Whether `value` holds an IR value anywhere (else it is known at import time)."""
+    return any(isinstance(leaf, Dyn) for leaf in leaves(value))
+
+
 def same_structure(a: EnvValue, b: EnvValue) -> bool:
     """Whether `a` and `b` nest tuples and lists alike (their leaves may differ)."""
     if isinstance(a, Tup) and isinstance(b, Tup):
