@@ -464,6 +464,9 @@ _NAMED_EMITTERS: dict[str, Callable[[HostCodegen, Operation, int], None]] = {
     "torch.aten.expand": _template("rt.expand({0}, {1})"),
     "torch.aten.select.int": _template("rt.select({0}, {1}, {2})"),
     "torch.aten.slice.Tensor": _template("rt.slice_tensor({0}, {1}, {2}, {3}, {4})"),
+    # stores at a runtime int index (a tensor op reading a host int stays in the host)
+    "torch.aten.select_scatter": _template("rt.select_scatter({0}, {1}, {2}, {3})"),
+    "torch.aten.slice_scatter": _template("rt.slice_scatter({0}, {1}, {2}, {3}, {4}, {5})"),
     "torch.aten.stack": _template("rt.stack({0}, {1})"),
     "torch.aten.cat": _template("rt.cat({0}, {1})"),
     "torch.aten.split.Tensor": _template("rt.split({0}, {1}, {2})"),

@@ -337,7 +337,10 @@ def _check_int_inputs_used(program) -> None:
         if not isinstance(spec.arg, SymIntArgument):
             continue
         node = placeholders[spec.arg.name]
-        if not node.users:
+        value = node.meta.get("val")
+        if not node.users or (isinstance(value, torch.SymInt) and not value.node.expr.free_symbols):
+            # unused, or replaced by its example: export specializes an int whose example
+            # is 0 or 1 when a guard needs its value (`x[:, i] += v` stores at a constant i)
             raise SpecializedInput(position)
         pending, seen = list(node.users), set()
         while pending:

@@ -71,7 +71,8 @@ class RunCompiler:
 
     def mutates_tensor(self, stmt: ast.stmt, env: dict) -> bool:
         """`t += k` / `t[k] = v` on a tensor variable (not `n += 1` on an int)."""
-        return any(_is_tensor_value(env.get(name)) for name in names_mutated(stmt))
+        mutated = set().union(*(names_mutated(sub) for sub in ast.walk(stmt)))
+        return any(_is_tensor_value(env.get(name)) for name in mutated)
 
     def compile_mutation_with_host_operands(self, stmt: ast.stmt, env: dict) -> None:
         """A tensor mutation whose operands are runtime Python values (`z += k` with
@@ -79,6 +80,11 @@ class RunCompiler:
         the host first, then the statement itself runs, in place, so that aliases see it."""
         operands = [stmt.value] if getattr(stmt, "value", None) is not None else []
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+            # `x[0, k].mul_(v)`: the receiver is changed in place, where it is
+            operands = [*call.args, *(k.value for k in call.keywords)]
+            targets = [call.func.value]
         for target in targets:
             while isinstance(target, (ast.Subscript, ast.Attribute)):
                 if isinstance(target, ast.Subscript):
@@ -86,6 +92,13 @@ class RunCompiler:
                 target = target.value
         scoped = dict(env)
         replacements = {}
+        while any(isinstance(o, (ast.Tuple, ast.Slice)) for o in operands):
+            # the parts of `x[0, k:k + 1]`: a slice is no value of its own
+            operands = [
+                p for o in operands
+                for p in (o.elts if isinstance(o, ast.Tuple) else [o.lower, o.upper, o.step] if isinstance(o, ast.Slice) else [o])
+                if p is not None
+            ]
         for operand in operands:
             if self._needs_host(operand, env, set()):
                 name = f"__operand{fresh_id()}"
@@ -115,6 +128,7 @@ class RunCompiler:
         fix_locations(module, line)
         namespace = dict(self.scope.namespace)
         namespace[_MaskedUpdate.HELPER] = masked_update
+        namespace[_MaskedUpdate.STORE] = subscript_store
         exec(compile(module, self.scope.source.file, "exec"), namespace)
         function = namespace["__dycl_run"]
         # What the run returns is part of what it is: the same statements with another set
@@ -467,14 +481,46 @@ def masked_update(tensor, index, op: str, value):
     ):
         tensor.copy_(torch.where(index, plain(tensor, value), tensor))
         return
+    if _indexes_a_view(tensor, index):
+        in_place(tensor[index], value)  # Python's `t[i] = t[i]` that follows is a self-copy
+        return
     item = tensor[index]
     tensor[index] = in_place(item, value)
 
 
+def subscript_store(tensor, index, value):
+    """`tensor[index] = value`. An index holding a symbolic int (a runtime int inside a
+    capture) with no tensor in it selects a view: the store is a copy into that view.
+    `Tensor.__setitem__` would read the int's value, and export would freeze it to its
+    example (silently, when that example is 0 or 1)."""
+    if not _indexes_a_view(tensor, index):
+        tensor[index] = value
+        return
+    view = tensor[index]
+    if isinstance(value, torch.Tensor):
+        while value.dim() > view.dim() and value.shape[0] == 1:
+            value = value[0]  # `__setitem__` drops a value's leading 1-sized dims too
+        view.copy_(value)
+    else:
+        view.fill_(value)
+
+
+def _indexes_a_view(tensor, index) -> bool:
+    """Basic indexing (ints, slices, None, ...) with at least one symbolic int."""
+    if not isinstance(tensor, torch.Tensor):
+        return False
+    parts = index if isinstance(index, tuple) else (index,)
+    flat = [b for p in parts for b in ((p.start, p.stop, p.step) if isinstance(p, slice) else (p,))]
+    basic = all(p is None or p is Ellipsis or (isinstance(p, (int, torch.SymInt)) and not isinstance(p, bool)) for p in flat)
+    return basic and any(isinstance(p, torch.SymInt) for p in flat)
+
+
 class _MaskedUpdate(ast.NodeTransformer):
-    """`t[i] op= v` and `t[i] = t[i] op v` (same `t`, same `i`) become `masked_update`."""
+    """`t[i] op= v` and `t[i] = t[i] op v` (same `t`, same `i`) become `masked_update`;
+    other stores `t[i] = v` become `subscript_store`."""
 
     HELPER = "__dycl_masked_update"
+    STORE = "__dycl_subscript_store"
 
     def visit_AugAssign(self, node: ast.AugAssign):
         if isinstance(node.target, ast.Subscript) and type(node.op) in _IN_PLACE:
@@ -491,6 +537,12 @@ class _MaskedUpdate(ast.NodeTransformer):
                 and ast.dump(value.left.slice) == ast.dump(target.slice)
             ):
                 return self._call(node, target, value.op, value.right)
+            call = ast.Call(
+                func=ast.Name(self.STORE, ast.Load()),
+                args=[_as_load(copy.deepcopy(target.value)), copy.deepcopy(target.slice), value],
+                keywords=[],
+            )
+            return ast.copy_location(ast.Expr(call), node)
         return node
 
     def _call(self, node, target: ast.Subscript, op, value) -> ast.stmt:

@@ -54,6 +54,21 @@ def slice_tensor(x: np.ndarray, dim: int = 0, start=None, end=None, step: int = 
     return x[(slice(None),) * dim + (slice(start, end, step),)]
 
 
+def select_scatter(base: np.ndarray, src, dim: int, index: int) -> np.ndarray:
+    """`base` with `src` stored at `index` of `dim` (a store at a runtime int index)."""
+    out = np.array(base, copy=True)
+    out[(slice(None),) * (dim % out.ndim) + (index,)] = src
+    return out
+
+
+def slice_scatter(base: np.ndarray, src, dim: int = 0, start=None, end=None, step: int = 1) -> np.ndarray:
+    out = np.array(base, copy=True)
+    if end is not None and end >= _INT64_MAX:
+        end = None
+    out[(slice(None),) * (dim % out.ndim) + (slice(start, end, step),)] = src
+    return out
+
+
 def stack(tensors, dim: int = 0) -> np.ndarray:
     return np.stack(tensors, axis=dim)
 

@@ -292,19 +292,22 @@ CASES["host_operand_alias"] = (HostOperandAlias, [(_vec(0.5, -1.0, 2.0),), (_vec
 
 
 class StoreAtRuntimeIndex(nn.Module):
-    """A store at an int read off a tensor: export would freeze the example's index (it is
-    0 or 1 here), so the store is refused; `h * k` with the same int is plain arithmetic."""
+    """Stores at an int read off a tensor (export would freeze an example index of 0 or 1
+    if the store went through `__setitem__`); `h * k` with the same int is plain arithmetic."""
 
     def forward(self, x):
         y = x.clone()
         k = int(x.argmax())
         y = y * k
-        y[0, k] = 5.0  # line marker: runtime-index
+        y[0, k] = 5.0
+        y[:, k] += x[:, k]
+        y[0, k].mul_(0.5)
         return y
 
 
-REFUSED["store_at_runtime_index"] = (
-    StoreAtRuntimeIndex, (torch.tensor([[0.1, 0.9, 0.3]]),), "runtime-index", "runtime Python int",
+CASES["store_at_runtime_index"] = (
+    StoreAtRuntimeIndex,
+    [(torch.tensor([[0.9, 0.1, 0.3]]),), (torch.tensor([[0.1, 0.9, 0.3]]),), (torch.tensor([[0.1, 0.2, 0.3]]),)],
 )
 
 

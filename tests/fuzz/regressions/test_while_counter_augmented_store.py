@@ -2,9 +2,12 @@
 and 90262, hcfg-mismatch; shrunk by `--shrink`, then reduced by hand): an augmented store
 indexed by a `while` loop's Python counter, `x[:, steps1] += 2.0`, compiles to a wrong answer
 (leaf values differ by 0.66-2.7; in 90120 the wrong x then takes the other arm of a later `if`,
-so even the output's shape differs: [1, 3] vs [1, 6]). The plain store `x[:, steps1] = ...` is
-refused (tests/fuzz/regressions/test_while_counter_index.py) and the same store with a `for`
-loop's variable compiles exactly. Soundness (docs/conventions.md): exact or refused.
+so even the output's shape differs: [1, 3] vs [1, 6]). Cause: `Tensor.__setitem__` reads
+the symbolic int's value, and torch.export replaced an int whose example is 0 or 1 by that
+example without an error (for other examples it raises, which is why the plain store was
+refused). Fixed twice over: capture.py refuses a symbolic int input that export specialized,
+and a store at a basic index holding a runtime int is a copy into the view
+(`runs.subscript_store`, `runs.masked_update`), which export keeps symbolic.
 
 Hand-reduced program (both seeds are this plus unrelated statements):
 
@@ -68,7 +71,6 @@ SEED_90262 = Program(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="hcfg-mismatch: x[:, steps] += v with a while counter gives wrong values")
 @pytest.mark.parametrize("name", ["HAND_REDUCED", "SEED_90120", "SEED_90262"])
 def test_augmented_store_indexed_by_a_while_counter_is_exact_or_refused(name):
     from dycl.fuzz.oracle import check_program
