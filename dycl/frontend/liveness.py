@@ -13,8 +13,22 @@ from collections.abc import Iterable
 from dycl.frontend import nodes
 
 
+def _comprehension_locals(node: ast.AST) -> set[str]:
+    """Names bound by the comprehensions inside `node`: local to them, as Python scopes
+    them (desugar gives them names of their own), never variables of the function."""
+    return {
+        n.id
+        for sub in ast.walk(node) if isinstance(sub, ast.comprehension)
+        for n in ast.walk(sub.target) if isinstance(n, ast.Name)
+    }
+
+
 def names_read(node: ast.AST) -> set[str]:
-    """Every name loaded anywhere inside `node`."""
+    """Every name loaded anywhere inside `node` (comprehension variables excluded)."""
+    return _names_read(node) - _comprehension_locals(node)
+
+
+def _names_read(node: ast.AST) -> set[str]:
     found = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
@@ -22,12 +36,17 @@ def names_read(node: ast.AST) -> set[str]:
         elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
             found.add(sub.target.id)
         elif isinstance(sub, nodes.Loop):
-            found |= names_read(sub.node)
+            found |= _names_read(sub.node)
     return found
 
 
 def names_written(stmt: ast.stmt) -> set[str]:
-    """Names a statement (re)binds, including inside nested blocks."""
+    """Names a statement (re)binds, including inside nested blocks (comprehension
+    variables excluded)."""
+    return _names_written(stmt) - _comprehension_locals(stmt)
+
+
+def _names_written(stmt: ast.stmt) -> set[str]:
     found = set()
     for sub in ast.walk(stmt):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
@@ -37,7 +56,7 @@ def names_written(stmt: ast.stmt) -> set[str]:
         elif isinstance(sub, nodes.BindConst):
             found.add(sub.name)
         elif isinstance(sub, nodes.Loop):
-            found |= names_written(sub.node)
+            found |= _names_written(sub.node)
             if sub.has_return:
                 # Its early return is lowered (when the loop is compiled) into assignments
                 # of the enclosing return target: a loop around it must carry those.
