@@ -155,6 +155,11 @@ class LoopCompiler:
         env = {**env, **extra}
         # name -> _Carried (IR-typed) or an EnvValue that has not changed in the loop so far
         state: dict[str, Any] = {name: env.get(name, V.UNDEF) for name in carried}
+        # Names the body may read before it assigns them: a None there is a value the body
+        # reads (`h = self.gru(x, h)` with `h = None` first), never a stand-in for a tensor.
+        read_first = live_before(flat_body, set(carried) | live_after_loop)
+        if isinstance(node, ast.While):
+            read_first |= names_read(node.test)
         for name, value in state.items():
             if V.has_dyn(value):
                 state[name] = self._carried(value, value, node, name)
@@ -189,6 +194,8 @@ class LoopCompiler:
                         state[name] = _Carried(entry.initial, entry.types, entry.examples, entry.structure, memory)
                         changed = True
                 elif not (end is V.UNDEF or V.same_value(end, entry)):
+                    if name in read_first and _holds_none(entry):
+                        raise self._structure_error(node, name)
                     state[name] = self._carried(entry, end, node, name)
                     changed = True
             if not changed:
@@ -359,3 +366,5 @@ def _own_statements(stmts):
             stack.extend(stmt.body + stmt.orelse)
 
 
+def _holds_none(value) -> bool:
+    return any(isinstance(leaf, V.Const) and leaf.value is None for leaf in V.leaves(value))
