@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import types
 
 import torch
@@ -20,6 +21,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 
 from dycl.frontend import aliases
+from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists
 from dycl.frontend import desugar, nodes, structure
@@ -67,6 +69,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         self.memory_of_weights = self.state_guard.memory
         self.memory_of_inputs: dict[int, str] = {}
         self.current = None
+        self.attributes = ModuleAttributes()  # module attributes forward assigns
 
     # ----- entry point -----------------------------------------------------------------
 
@@ -107,7 +110,11 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 env[param] = V.Const(self._eval_constant(default, {}))
 
         end = fresh_id()
-        body = lower(source, fdef.body, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
+        statements = copy.deepcopy(fdef.body)  # (the parsed function is shared: mark a copy)
+        self.attributes.preregister(self.model)
+        self.attributes.annotate(statements, params[0], self.model)
+        desugar.check_deletes(source)
+        body = lower(source, statements, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
         with ir.InsertionPoint(entry):
             final = self.compile_block(body, env, {RETURN_VAR})
             result = final[RETURN_VAR]
@@ -159,9 +166,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     def compile_block(self, stmts: list[ast.stmt], env: dict, live_out: set[str]) -> dict:
         """Compile statements at the current insertion point; returns the environment at the end."""
         stmts = list(stmts)
+        live_out = live_out | self.attributes.variables()  # (a later helper may read them)
         i = 0
         while i < len(stmts):
-            stmt = stmts[i]
+            stmt = stmts[i] = self.attributes.bind(stmts[i], env, self.error)
             if getattr(stmt, "lineno", 0):
                 self.current = (self.scope.source, stmt)  # where an internal error is reported
             if isinstance(stmt, nodes.Label):
@@ -175,6 +183,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             elif isinstance(stmt, _SwitchScope):
                 self.scope = self._scope_for(stmt.source)
                 i += 1
+            elif isinstance(stmt, ast.If) and (hoisted := self._hoist_test_call(stmt, env)) is not None:
+                stmts = stmts[:i] + hoisted + stmts[i + 1 :]
             elif isinstance(stmt, ast.If):
                 stmts, env = self.compile_if(stmts, i, env, live_out)
                 i = 0
@@ -189,8 +199,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 written = written_in([stmt])
                 while (
                     j < len(stmts)
+                    and self._bind_ahead(stmts, j, env, written)
                     and self._is_run_statement(stmts[j], env, written)
-                    and self._inlined_callee(stmts[j], env) is None
+                    and not self._calls_compiled_helper(stmts[j], env)
                 ):
                     written |= written_in([stmts[j]])
                     j += 1
@@ -203,6 +214,24 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 self.compile_host_statement(stmt, env)
                 i += 1
         return env
+
+    def _hoist_test_call(self, stmt: ast.If, env) -> list[ast.stmt] | None:
+        """`if self.decide(x):` with a helper DyCL compiles (inlines): its call becomes a
+        statement of its own right before the `if` (Python evaluates the test once, first)."""
+        call = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not) else stmt.test
+        if not isinstance(call, ast.Call) or self._callee(call, env) is None:
+            return None
+        name = f"__test{fresh_id()}"
+        assign = ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call), stmt)
+        test = ast.copy_location(ast.Name(name, ast.Load()), call)
+        if call is not stmt.test:
+            test = ast.copy_location(ast.UnaryOp(ast.Not(), test), stmt.test)
+        return [assign, ast.copy_location(ast.If(test=test, body=stmt.body, orelse=stmt.orelse), stmt)]
+
+    def _bind_ahead(self, stmts, j: int, env, written_in_run: set[str]) -> bool:
+        """Bind statement j's module attributes as the run before it leaves them (True)."""
+        stmts[j] = self.attributes.bind(stmts[j], env, self.error, written_in_run)
+        return True
 
     @staticmethod
     def _label_index(stmts, label: int, start: int) -> int:
@@ -257,6 +286,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         for name in sorted(live):
             a, b = then_env.get(name, V.MISSING), else_env.get(name, V.MISSING)
             if a is V.MISSING and b is V.MISSING:
+                continue
+            if self.attributes.is_variable(name) and any(v is V.MISSING or v is PARTIAL for v in (a, b)):
+                joined[name] = PARTIAL  # a module attribute assigned on some paths only
                 continue
             a = V.UNDEF if a is V.MISSING else a
             b = V.UNDEF if b is V.MISSING else b
@@ -580,10 +612,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     # ----- inlining ----------------------------------------------------------------------
 
-    def _inlined_callee(self, stmt: ast.stmt, env):
-        if isinstance(stmt, (ast.Assign, ast.Expr, ast.AugAssign)) and isinstance(stmt.value, ast.Call):
-            return self._callee(stmt.value, env)
-        return None
+    def _calls_compiled_helper(self, stmt: ast.stmt, env) -> bool:
+        """Whether the statement calls a helper that DyCL compiles itself (`_expand_call`
+        inlines it, or refuses it inside an expression): it starts a new step, not a run."""
+        return any(isinstance(sub, ast.Call) and self._callee(sub, env) is not None for sub in ast.walk(stmt))
 
     def _expand_call(self, stmt: ast.stmt, env) -> list[ast.stmt] | None:
         """Inline `x = helper(...)`/`helper(...)` when the helper has control flow."""
@@ -599,7 +631,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return None
         function, receiver = callee
         result_var = f"__result{fresh_id()}"
-        inlined, bindings = inline_call(self.scope.source, function, receiver, value, result_var)
+        inlined, bindings = inline_call(self.scope.source, function, receiver, value, result_var, self.attributes.annotate)
         binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
         replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
         return [_SwitchScope(function), *binds, *inlined, _SwitchScope(self.scope.source), replaced]
@@ -622,8 +654,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             source = parse_function(function)
         except FrontendError:
             return None
-        if not has_control_flow(source.node):
-            return None
+        if not has_control_flow(source.node) and not self.attributes.concerns(source.node):
+            return None  # runs inside a captured block
         return source, receiver
 
     def _reject_nested_helpers(self, expr: ast.expr, env) -> None:
@@ -631,7 +663,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             if isinstance(sub, ast.Call) and sub is not expr and self._callee(sub, env) is not None:
                 raise self.error(
                     sub,
-                    f"call of `{ast.unparse(sub.func)}` (which has control flow) inside an expression",
+                    f"call of `{desugar.source_text(sub.func)}` inside an expression (DyCL compiles that "
+                    "helper itself: it has control flow, or uses module attributes that forward assigns)",
                     "assign its result to a variable first: `y = self.helper(x)`",
                 )
 
@@ -683,7 +716,7 @@ def _return_node(fdef: ast.FunctionDef) -> ast.AST:
 
 
 def _describe(name: str) -> str:
-    return "the return value" if name == RETURN_VAR else f"`{name}`"
+    return "the return value" if name == RETURN_VAR else f"`{desugar.display_name(name)}`"
 
 
 def _load(target: ast.expr) -> ast.expr:

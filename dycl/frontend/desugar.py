@@ -254,11 +254,24 @@ def _rewrite_expr(source, expr):
 
 COMPREHENSION_PREFIX = "__comp"
 _PREFIXED = __import__("re").compile(r"__comp\d+_")
+_ATTRIBUTE_VARIABLE = __import__("re").compile(r"\b__attr\d+_(\w+)")  # attributes.PREFIX
 
 
 def source_text(node: ast.AST) -> str:
-    """`ast.unparse` with comprehension variables under their own names again."""
-    return _PREFIXED.sub("", ast.unparse(node))
+    """`ast.unparse` with comprehension variables under their own names again, and module
+    attributes that forward assigns as `self.<name>`."""
+    return display_name(ast.unparse(node))
+
+
+_INLINED_LOCAL = __import__("re").compile(r"\b__(?!dycl)[A-Za-z]\w*?\d+_(\w+)")  # rewrite.inline_call
+_INLINED_RESULT = __import__("re").compile(r"^__result\d+ = ")
+
+
+def display_name(text: str) -> str:
+    """Source text with the frontend's own names (comprehension variables, attribute
+    variables, an inlined helper's locals and result) as the user wrote them."""
+    text = _ATTRIBUTE_VARIABLE.sub(r"self.\1", _PREFIXED.sub("", text))
+    return _INLINED_RESULT.sub("", _INLINED_LOCAL.sub(r"\1", text))
 
 
 def rename_comprehension_variables(node: ast.AST, mapping: dict[str, str]) -> ast.AST:

@@ -33,8 +33,12 @@ def _names_read(node: ast.AST) -> set[str]:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
             found.add(sub.id)
+        elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and _attribute_variable(sub):
+            found.add(sub.dycl_local)  # a module attribute forward assigns (attributes.py)
         elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
             found.add(sub.target.id)
+        elif isinstance(sub, ast.AugAssign) and _attribute_variable(sub.target):
+            found.add(sub.target.dycl_local)
         elif isinstance(sub, nodes.Loop):
             found |= _names_read(sub.node)
     return found
@@ -51,6 +55,8 @@ def _names_written(stmt: ast.stmt) -> set[str]:
     for sub in ast.walk(stmt):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
             found.add(sub.id)
+        elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and _attribute_variable(sub):
+            found.add(sub.dycl_local)
         elif isinstance(sub, (ast.FunctionDef, ast.ClassDef)):
             found.add(sub.name)
         elif isinstance(sub, nodes.BindConst):
@@ -64,10 +70,11 @@ def _names_written(stmt: ast.stmt) -> set[str]:
         elif (
             isinstance(sub, ast.Call)
             and isinstance(sub.func, ast.Attribute)
-            and isinstance(sub.func.value, ast.Name)
+            and (isinstance(sub.func.value, ast.Name) or _attribute_variable(sub.func.value))
             and sub.func.attr in LIST_MUTATORS
         ):
-            found.add(sub.func.value.id)  # `outputs.append(t)` rebinds the host list value
+            # `outputs.append(t)` rebinds the host list value
+            found.add(_attribute_variable(sub.func.value) or sub.func.value.id)
         found |= names_mutated(sub)
     return found
 
@@ -81,7 +88,8 @@ def names_mutated(node: ast.AST) -> set[str]:
     """
     targets: list[ast.expr] = []
     if isinstance(node, (ast.Assign, ast.Delete)):
-        targets = [t for t in node.targets if isinstance(t, (ast.Subscript, ast.Attribute))]
+        # (`self.hidden = h` rebinds the attribute's variable: names_written)
+        targets = [t for t in node.targets if isinstance(t, (ast.Subscript, ast.Attribute)) and not _attribute_variable(t)]
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
         targets = [node.target]
     elif isinstance(node, ast.Call):
@@ -92,13 +100,20 @@ def names_mutated(node: ast.AST) -> set[str]:
         targets += [k.value for k in node.keywords if k.arg == "out"]
     found = set()
     for target in targets:
-        while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+        while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)) and not _attribute_variable(target):
             target = target.value
+        if _attribute_variable(target):
+            found.add(target.dycl_local)
         if isinstance(target, ast.Name):
             found.add(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
             found |= {e.id for e in target.elts if isinstance(e, ast.Name)}
     return found
+
+
+def _attribute_variable(node: ast.AST) -> str | None:
+    """The variable of a module attribute that forward may assign (`attributes.annotate`)."""
+    return getattr(node, "dycl_local", None) if isinstance(node, ast.Attribute) else None
 
 
 # Methods that change a list in place: on host lists they produce a new list value.

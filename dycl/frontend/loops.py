@@ -15,6 +15,7 @@ from typing import Any
 from torch_mlir import ir
 
 from dycl.frontend import aliases, nodes, structure
+from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.errors import FrontendError
 from dycl.frontend import values as V
 from dycl.frontend.liveness import live_before, names_read, written_in
@@ -160,6 +161,16 @@ class LoopCompiler:
         read_first = live_before(flat_body, set(carried) | live_after_loop)
         if isinstance(node, ast.While):
             read_first |= names_read(node.test)
+        # A module attribute the loop assigns that the call had not assigned before it
+        # (attributes.py): a read before the body assigns it is refused when the body is
+        # compiled (the first iteration reads the module's value); after the loop it holds
+        # the module's value still if the loop may not run, or the body may not assign it.
+        unassigned_before, partial_after = set(), set()
+        for name in carried:
+            if self.attributes.is_variable(name) and (state[name] is V.UNDEF or state[name] is PARTIAL):
+                state[name] = V.UNDEF
+                unassigned_before.add(name)
+        always_runs = use_for and len(trip) > 0
         for name, value in state.items():
             if V.has_dyn(value):
                 state[name] = self._carried(value, value, node, name)
@@ -193,6 +204,8 @@ class LoopCompiler:
                         memory = aliases.storages(env.get(name, V.UNDEF)) | aliases.storages(end) or frozenset({0})
                         state[name] = _Carried(entry.initial, entry.types, entry.examples, entry.structure, memory)
                         changed = True
+                elif end is PARTIAL:
+                    partial_after.add(name)  # assigned on some paths of the body only
                 elif not (end is V.UNDEF or V.same_value(end, entry)):
                     if name in read_first and _holds_none(entry):
                         raise self._structure_error(node, name)
@@ -211,6 +224,7 @@ class LoopCompiler:
             examples = [V.example_of(l) for l in V.leaves(end)] if end not in (None, V.UNDEF) else entry.examples
             leaves = [V.Dyn(next(results), t, e) for t, e in zip(entry.types, examples)]
             env[name] = V.rebuild(entry.structure, leaves)
+        env.update({name: PARTIAL for name in unassigned_before if name in partial_after or not always_runs})
         return after, env
 
     def _carried(self, initial, typed_like, node, name) -> "_Carried":
@@ -357,13 +371,16 @@ def _carried_items(state):
 
 
 def _own_statements(stmts):
-    """Statements of this loop body, not of nested loops or functions."""
+    """Statements of this loop body, not of nested loops or functions (`with torch.no_grad():`
+    blocks are the body's own: a `break` in one leaves this loop, fuzz seed 50)."""
     stack = list(stmts)
     while stack:
         stmt = stack.pop()
         yield stmt
         if isinstance(stmt, ast.If):
             stack.extend(stmt.body + stmt.orelse)
+        elif isinstance(stmt, ast.With):
+            stack.extend(stmt.body)
 
 
 def _holds_none(value) -> bool:

@@ -110,12 +110,14 @@ def check_supported(source: SourceFunction, stmt: ast.stmt) -> None:
             raise source.error(node, *rejected)
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
-            isinstance(t, ast.Attribute) for t in targets
+            isinstance(t, ast.Attribute) and not getattr(t, "dycl_local", None) for t in targets
         ):
+            # (a module attribute that forward assigns is a variable: attributes.py)
             raise source.error(
                 node,
-                "assignment to an attribute in forward",
-                "keep values in local variables and return them; module state must not change in forward",
+                "assignment to an attribute of something that is not the module or a submodule "
+                "(or to a weight or submodule)",
+                "keep values in local variables and return them; weights and submodules must not change in forward",
             )
         if isinstance(node, (ast.For, ast.While)) and node.orelse:
             raise source.error(
@@ -213,11 +215,13 @@ def inline_call(
     receiver: Any,
     call: ast.Call,
     result_var: str,
+    annotate: Callable[[list[ast.stmt], str, Any], None] | None = None,
 ) -> tuple[list[ast.stmt], dict[str, Any]]:
     """The statements of `callee` bound to `call`'s arguments, storing the result in `result_var`.
 
     Returns the statements and the constants to bind first (`self` -> `receiver`);
     a plain function (no receiver: `receiver is NO_RECEIVER`) binds every parameter to an argument.
+    `annotate(body, self_name, receiver)` marks the renamed body's module attributes first.
     """
     fdef = callee.node
     desugar.check_deletes(callee)
@@ -237,6 +241,8 @@ def inline_call(
                 local_names.add(node.id)
     renamed = {name: prefix + name for name in local_names}
     body = [_Renamer(renamed).visit(copy.deepcopy(stmt)) for stmt in fdef.body]
+    if annotate is not None and receiver is not NO_RECEIVER:
+        annotate(body, renamed[params[0]], receiver)
 
     bound: dict[str, ast.expr] = {}
     given = list(call.args)

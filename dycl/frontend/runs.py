@@ -179,24 +179,28 @@ class RunCompiler:
         examples = {name: V.example_of(value) if value is not V.UNDEF else None for name, value in input_specs}
         versions = [leaf.example._version if isinstance(leaf.example, torch.Tensor) else None for leaf in flat_inputs]
         called: list[torch.nn.Module] | None = []
-        self.state_guard.snapshot()
-        try:
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    with _record_calls(called):
+        assigned = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        with self.attributes.poisoned(env, assigned) as poisons:
+            self.state_guard.snapshot()
+            try:
+                with torch.no_grad(), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        with _record_calls(called):
+                            eager = function(self.model, **examples)
+                    except Exception:
+                        # torch.cond/while_loop compile their branches with dynamo, which a
+                        # global module hook breaks: run plainly and export the whole model.
+                        called = None
                         eager = function(self.model, **examples)
-                except Exception:
-                    # torch.cond/while_loop compile their branches with dynamo, which a
-                    # global module hook breaks: run plainly and export the whole model.
-                    called = None
-                    eager = function(self.model, **examples)
-        except FrontendError:
-            raise
-        except Exception as error:
-            raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
-        finally:
-            self._check_model_unchanged(stmts, examples)
+            except FrontendError:
+                raise
+            except Exception as error:
+                _refuse_attribute_read(self, stmts, poisons)
+                raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
+            finally:
+                self._check_model_unchanged(stmts, examples)
+            _refuse_attribute_read(self, stmts, poisons)
         out_leaves, out_spec = pytree.tree_flatten(eager)
         # Python scalars a run computes from its inputs are exported too: export tells
         # whether they are constants (shapes, configuration) or runtime values (`.tolist()`,
@@ -435,6 +439,19 @@ class RunCompiler:
             )
         failure.detail = text
         return failure
+
+
+def _refuse_attribute_read(self, stmts, poisons) -> None:
+    """User code inside the run used a module attribute that this call assigned: running
+    as one captured block, it would read the module's value instead of the call's."""
+    touched = [p for p in poisons if p.touched]
+    if touched:
+        raise self.error(
+            stmts[0], f"`{_statement_text(stmts)}` reads `{touched[0].text}` inside code that DyCL runs as one "
+            "captured block (a function or helper it does not compile), after forward assigned it",
+            f"read `{touched[0].text}` in forward or in a helper called as its own statement "
+            "(`y = self.helper(x)`), which DyCL compiles, and pass the value on as an argument",
+        )
 
 
 def _statement_text(stmts) -> str:

@@ -22,6 +22,9 @@ their form (`FORMS`):
 - runtime conditional expressions (`m = 1 if g.item() > t else 0`) and `and`/`or` conditions;
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
+- module attributes assigned in forward or a helper, then read there (variables of the
+  call): `self.mem = torch.tanh(s)` read back, a per-call list `self.probs = []` filled by
+  a ModuleList, a counter `self.n = 0` incremented under a runtime condition;
 - module state: `self.saved.append(v)` in forward, in a few programs; DyCL must refuse it
   with a FrontendError at that line (the oracle counts that refusal as by design).
 
@@ -60,6 +63,8 @@ FORMS = (
     "cond_expr", "and_or",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
+    # module attributes assigned, then read, in the same call
+    "attr_state", "attr_list", "attr_counter",
     # module state changed in forward (refused by design)
     "saved_append",
 )
@@ -85,9 +90,11 @@ WEIGHTS = {
     "head_comprehension": 0.5, "sum_comprehension": 0.6, "any_genexp": 0.5, "all_genexp": 0.5, "max_key": 0.6,
     "cond_expr": 0.8, "and_or": 0.8,
     "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
+    "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
+    "attr_counter": 1,
 }
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
@@ -337,6 +344,24 @@ class Researcher:
             if "count" in self.outputs:
                 choices.append("count += len(lengths)")
             return [Research(r.choice(choices), form)]
+        if form == "attr_state":
+            m = self.fresh("mem")
+            write = r.choice([f"self.{m} = torch.tanh({s})", f"self.{m} = {s} * 0.5", f"self.{m} = torch.sigmoid({s}).detach()"])
+            update = r.choice(["", f"\nself.{m} = self.{m} * 0.5 + torch.relu({s})", f"\nself.{m} += 0.1"])
+            return [Research(f"{write}{update}\nx = x + 0.5 * {fold(f'self.{m}')}", form)]
+        if form == "attr_list":
+            heads, _ = self.heads()
+            p = self.fresh("probs")
+            fill = r.choice([f"for head in {heads}:\n    self.{p}.append(torch.sigmoid(head({s})))",
+                             f"self.{p}.extend([torch.sigmoid(head({s})) for head in {heads}])"])
+            merge = r.choice([f"torch.stack(self.{p}).mean(0)", f"sum(self.{p}) / len(self.{p})", f"self.{p}[-1]"])
+            return [Research(f"self.{p} = []\n{fill}\nx = x + {fold(merge)}", form)]
+        if form == "attr_counter":
+            n = self.fresh("n")
+            orelse = [Research(r.choice([f"self.{n} -= 1", "pass"]), form)] if r.random() < 0.3 else None
+            return [Research(f"self.{n} = 0", form),
+                    If([(self.a_cond(stage), [Research(f"self.{n} += 1", form)])], orelse),
+                    Research(f"x = x * (1.0 + 0.1 * self.{n})", form)]
         if form == "saved_append":
             return [Research(r.choice([f"self.saved.append({s})", "self.saved.append(x.detach())"]), form)]
         raise ValueError(f"no such research form: {form}")

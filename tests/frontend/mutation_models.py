@@ -327,7 +327,8 @@ class SavesActions(nn.Module):
 
 
 class HelperSetsState(nn.Module):
-    """A straight-line helper that rebinds a module attribute (it runs inside a block)."""
+    """A straight-line helper that rebinds a module attribute: a variable of the call
+    (tests/frontend/test_module_attributes.py), so DyCL inlines the helper."""
 
     def __init__(self):
         super().__init__()
@@ -340,12 +341,12 @@ class HelperSetsState(nn.Module):
 
     def forward(self, x):
         h = self.fc(x)
-        y = self.remember(h)  # line marker: helper-state
+        y = self.remember(h)
         return y
 
 
 REFUSED["saves_actions"] = (SavesActions, (torch.ones(1, 3),), "saves-actions", "`self.saved_actions`")
-REFUSED["helper_sets_state"] = (HelperSetsState, (torch.ones(1, 3),), "helper-state", "`self.hidden`")
+CASES["helper_sets_state"] = (HelperSetsState, [(torch.ones(1, 3),), (-torch.ones(1, 3),)])
 
 
 class MaskedInPlaceUpdate(nn.Module):

@@ -51,10 +51,12 @@ class WithStatement(nn.Module):
 
 
 class MutatesModule(nn.Module):
+    """`self.last` keeps its value from an earlier call on the path that does not assign it."""
+
     def forward(self, x):
         if x.sum() > 0:
-            self.last = x  # REJECT
-        return x
+            self.last = x
+        return x + self.last  # REJECT
 
 
 class Branchy(nn.Module):
@@ -126,7 +128,7 @@ REJECTED = {
     "print": (Printing, "`print` in forward"),
     "loop_over_tensor": (LoopOverTensor, "`for` over a value computed at runtime"),
     "with": (WithStatement, "`with` statement"),
-    "mutates_module": (MutatesModule, "assignment to an attribute"),
+    "mutates_module": (MutatesModule, "assigned it on some paths only"),
     "helper_in_expression": (HelperInExpression, "inside an expression"),
     "while_true": (BreakInWhileWithoutBound, "`while` loop without a bound"),
     "loop_else": (LoopElse, "`else` clause on a loop"),

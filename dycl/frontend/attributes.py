@@ -1,0 +1,297 @@
+"""Module attributes that forward assigns: variables for the duration of one call.
+
+Research code keeps per-call values on the module: `self.hidden = self.init_hidden(b)` at
+the top of forward, read by a gate helper; `self.gate_probs = []`, filled by the blocks.
+Within one call such an attribute is a variable like any other, and the frontend treats it
+as one:
+
+- `annotate` marks each access `obj.attr` (obj: a module reached from a function's `self`;
+  attr: an instance attribute, not a parameter, buffer, submodule or method) with the name of
+  its variable (`__attr3_hidden`). Liveness reads the mark: a store defines the variable, a
+  load uses it.
+- `bind`, right before a statement is compiled, turns marked accesses into that variable:
+  stores always; loads once the call has assigned it on the path being compiled. A load
+  before that reads the module's own value (configuration such as `self.threshold`).
+- State that persists from one call to the next is refused at its statement: an attribute
+  read from the module and assigned later in the same call, read after an `if` that assigns
+  it on some paths only, or read by code that runs inside a captured block (`poisoned`).
+
+PyTorch leaves the last value on the module after the call. A compiled model has no module:
+only a caller that reads `model.hidden` afterwards could tell, and DyCL does not reproduce it.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import types
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+from dycl.frontend import nodes
+from dycl.frontend import values as V
+
+PREFIX = "__attr"
+
+
+@dataclass(frozen=True)
+class Attribute:
+    name: str  # the variable
+    owner: torch.nn.Module
+    attr: str
+
+    @property
+    def text(self) -> str:
+        return f"self.{self.attr}"
+
+
+class _Partial:
+    """An attribute assigned on some paths only: the others hold the module's old value."""
+
+    def __repr__(self) -> str:
+        return "PARTIAL"
+
+
+PARTIAL = V.Const(_Partial())
+
+_ABSENT = object()
+
+
+class ModuleAttributes:
+    """The attribute variables of one compiled call (one per module and attribute)."""
+
+    def __init__(self):
+        self._by_key: dict[tuple[int, str], Attribute] = {}
+        self.by_name: dict[str, Attribute] = {}
+        self.read_from_module: dict[str, ast.AST] = {}  # variable -> the first load of the module's value
+
+    # ----- marking ----------------------------------------------------------------------
+
+    def annotate(self, stmts: list[ast.stmt], self_name: str, receiver) -> None:
+        """Mark the attribute accesses of a function body whose `self` is `receiver` (in place)."""
+        if not isinstance(receiver, torch.nn.Module):
+            return
+        for stmt in stmts:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Attribute):
+                    owner = _owner(node.value, self_name, receiver)
+                    if owner is not None and _is_state(owner, node.attr):
+                        node.dycl_local = self._variable(owner, node.attr).name
+
+    def preregister(self, model: torch.nn.Module) -> None:
+        """A variable for every attribute that a method of the user's modules assigns
+        (`self.hidden = ...`, `self.control.hidden = ...`), before anything is compiled: a
+        helper inlined later may read what forward's liveness must then keep."""
+        from dycl.frontend.rewrite import parse_function
+
+        for module in model.modules():
+            for klass in type(module).__mro__:
+                if klass.__module__.partition(".")[0] in ("torch", "builtins"):
+                    continue
+                for name, function in vars(klass).items():
+                    if not isinstance(function, types.FunctionType) or name == "__init__":
+                        continue
+                    try:
+                        fdef = parse_function(function).node
+                    except Exception:  # no source (a lambda, a generated method): never inlined
+                        continue
+                    if not fdef.args.args:
+                        continue
+                    self_name = fdef.args.args[0].arg
+                    for node in ast.walk(fdef):
+                        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                            owner = _owner(node.value, self_name, module)
+                            if owner is not None and _is_state(owner, node.attr):
+                                self._variable(owner, node.attr)
+
+    def variables(self) -> set[str]:
+        return set(self.by_name)
+
+    def _variable(self, owner: torch.nn.Module, attr: str) -> Attribute:
+        key = (id(owner), attr)
+        if key not in self._by_key:
+            name = f"{PREFIX}{len(self._by_key)}_{attr}"
+            self._by_key[key] = self.by_name[name] = Attribute(name, owner, attr)
+        return self._by_key[key]
+
+    # ----- compiling ----------------------------------------------------------------------
+
+    def bind(self, stmt: ast.stmt, env: dict, error, written=frozenset()) -> ast.stmt:
+        """`stmt` with its marked accesses turned into variables where the call assigned them
+        (on this path, or earlier in the same run: `written`). Only the statement's own
+        expressions: nested statement lists are bound when they are compiled."""
+        if not self.by_name or not _has_marks(stmt):
+            return stmt
+        binder = _Binder(self, env, written, error)
+        if isinstance(stmt, ast.If):
+            new = ast.If(test=binder.visit(copy.deepcopy(stmt.test)), body=stmt.body, orelse=stmt.orelse)
+            return ast.copy_location(new, stmt)
+        if isinstance(stmt, nodes.Loop):
+            node = copy.copy(stmt.node)
+            for field in ("iter", "test"):
+                if hasattr(node, field):
+                    setattr(node, field, binder.visit(copy.deepcopy(getattr(node, field))))
+            return nodes.Loop(node, stmt.returns)
+        if isinstance(stmt, (nodes.Label, nodes.Jump, nodes.BindConst)):
+            return stmt
+        return binder.visit(copy.deepcopy(stmt))
+
+    def concerns(self, fdef: ast.FunctionDef) -> bool:
+        """Whether a helper must be compiled by DyCL (inlined), not run inside a captured
+        block: it assigns an attribute, or reads one by the name of one that code assigns."""
+        assigned = {a.attr for a in self.by_name.values()}
+        for node in ast.walk(fdef):
+            if isinstance(node, ast.Attribute) and (isinstance(node.ctx, ast.Store) or node.attr in assigned):
+                return True
+        return False
+
+    def is_variable(self, name: str) -> bool:
+        return name in self.by_name
+
+    def describe(self, name: str) -> str:
+        return self.by_name[name].text if name in self.by_name else name
+
+    def refuse_persistent(self, name: str, node: ast.AST, error):
+        text = self.describe(name)
+        first = self.read_from_module.get(name)
+        where = f" (line {first.lineno})" if getattr(first, "lineno", None) else ""
+        return error(
+            node, f"`{text}` is read before this call assigns it{where}, then assigned: module "
+            "state that persists from one call to the next",
+            f"assign `{text}` in forward before its first read (for example "
+            f"`{text} = self.init_hidden(x.size(0))` at the top of forward), or pass the value "
+            "in as an argument and return the new one",
+        )
+
+    def refuse_partial(self, name: str, node: ast.AST, error):
+        text = self.describe(name)
+        return error(
+            node, f"`{text}` is read where this call assigned it on some paths only (the "
+            "others read the module's value from an earlier call)",
+            f"assign `{text}` on every path before the read (for example before the `if` or loop)",
+        )
+
+    @contextmanager
+    def poisoned(self, env: dict, written=frozenset()):
+        """While user code runs on example values: attributes this call assigned (before
+        the run, or in it: `written`) hold a value that refuses every use (code that DyCL
+        runs as a captured block would read the module's value, not the call's)."""
+        installed = []
+        for name, attribute in self.by_name.items():
+            if not _assigned(env.get(name, V.MISSING)) and name not in written:
+                continue
+            owner = attribute.owner
+            installed.append((owner, attribute.attr, owner.__dict__.get(attribute.attr, _ABSENT)))
+            owner.__dict__[attribute.attr] = Poisoned(attribute.text)
+        try:
+            yield [owner.__dict__[attr] for owner, attr, _ in installed]
+        finally:
+            for owner, attr, old in reversed(installed):
+                if old is _ABSENT:
+                    owner.__dict__.pop(attr, None)
+                else:
+                    owner.__dict__[attr] = old
+
+
+class _Binder(ast.NodeTransformer):
+    def __init__(self, attributes: ModuleAttributes, env: dict, written, error):
+        self.attributes = attributes
+        self.env = env
+        self.written = written
+        self.error = error
+
+    def visit_AugAssign(self, node: ast.AugAssign):
+        name = getattr(node.target, "dycl_local", None)
+        if name is not None and not self._assigned(name, node):
+            raise self.attributes.refuse_persistent(name, node, self.error)  # `self.count += 1`
+        return self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute):
+        name = getattr(node, "dycl_local", None)
+        if name is None:
+            return self.generic_visit(node)
+        if isinstance(node.ctx, ast.Del):
+            raise self.error(node, f"`del {self.attributes.describe(name)}`", "assign None instead, or keep the value in a local variable")
+        if isinstance(node.ctx, ast.Store):
+            if name in self.attributes.read_from_module:
+                raise self.attributes.refuse_persistent(name, node, self.error)
+            return ast.copy_location(ast.Name(name, ast.Store()), node)
+        if self._assigned(name, node):
+            return ast.copy_location(ast.Name(name, ast.Load()), node)
+        self.attributes.read_from_module.setdefault(name, node)
+        return self.generic_visit(node)
+
+    def _assigned(self, name: str, node: ast.AST) -> bool:
+        value = self.env.get(name, V.MISSING)
+        if value is PARTIAL and name not in self.written:
+            raise self.attributes.refuse_partial(name, node, self.error)
+        return name in self.written or value is not V.MISSING
+
+
+class AttributeStateRead(Exception):
+    """User code running inside a captured block used an attribute this call assigned."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+
+class Poisoned:
+    """Stands in for an attribute the call assigned while user code runs in a captured block:
+    any use of it means that code would read the module's value, not the call's."""
+
+    def __init__(self, text: str):
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "touched", False)
+
+    def _touch(self, *args, **kwargs):
+        object.__setattr__(self, "touched", True)
+        raise AttributeStateRead(self.text)
+
+    __getattr__ = __bool__ = __len__ = __iter__ = __getitem__ = __call__ = _touch
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _touch
+    __matmul__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = __index__ = __int__ = __float__ = _touch
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        for value in [*args, *(kwargs or {}).values()]:
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, Poisoned):
+                    item._touch()
+        raise AttributeStateRead("an attribute")
+
+
+def _owner(expr: ast.expr, self_name: str, receiver: torch.nn.Module) -> torch.nn.Module | None:
+    """The module `expr` names: `self` or a chain of submodules of it (`self.control`)."""
+    if isinstance(expr, ast.Name):
+        return receiver if expr.id == self_name else None
+    if isinstance(expr, ast.Attribute):
+        parent = _owner(expr.value, self_name, receiver)
+        if parent is not None:
+            child = parent._modules.get(expr.attr)
+            return child if isinstance(child, torch.nn.Module) else None
+    return None
+
+
+def _is_state(owner: torch.nn.Module, attr: str) -> bool:
+    """An instance attribute (or one forward creates), not a weight, submodule or method."""
+    if attr.startswith("__") or attr in owner._parameters or attr in owner._buffers or attr in owner._modules:
+        return False
+    if attr in owner.__dict__:
+        return True
+    on_class = inspect.getattr_static(type(owner), attr, _ABSENT)
+    return on_class is _ABSENT or not (callable(on_class) or hasattr(on_class, "__get__"))
+
+
+def _assigned(value) -> bool:
+    return value is not V.MISSING and value is not PARTIAL
+
+
+def _has_marks(stmt: ast.AST) -> bool:
+    return any(getattr(n, "dycl_local", None) for n in ast.walk(stmt))
+
+
+__all__ = ["ModuleAttributes", "PARTIAL", "Poisoned", "AttributeStateRead", "PREFIX"]
