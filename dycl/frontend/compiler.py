@@ -307,7 +307,11 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             start = len(types)
             for la, lb in zip(a_leaves, b_leaves):
                 types.append(self._join_type(la.type, lb.type, name))
-                examples.append(la.example)
+                # An example only needs the right type: a runtime list's is taken from the
+                # side that has items, so that code after the join can run on it
+                # (`torch.cat(tokens)` where the example run's decoder stopped at once).
+                empty = isinstance(la.example, list) and not la.example
+                examples.append(lb.example if empty and isinstance(lb.example, list) else la.example)
             shapes.append((name, structure, start, len(a_leaves)))
             then_ops.extend(a_leaves)
             else_ops.extend(b_leaves)
