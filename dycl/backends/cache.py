@@ -1,12 +1,14 @@
 """Content-addressed cache of compiled sub-DNNs.
 
 Key: sha256 of the sub-DNN's IR (name-neutral), the bytes of its weights, the backend,
-its options and the versions of the tools that compiled it. A hit costs one directory
-read, so recompiling an unchanged model is near-instant.
+its options, the versions of the tools that compiled it and the source of DyCL's own
+backend code (a fix there must not be hidden by an artifact compiled before it). A hit
+costs one directory read, so recompiling an unchanged model is near-instant.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -41,6 +43,16 @@ def _tool_versions(backend: str) -> str:
     return ",".join(parts)
 
 
+@functools.lru_cache(maxsize=None)
+def _backend_source_digest() -> str:
+    """sha256 of the modules that turn a sub-DNN into a compiled file."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def cache_key(content_key: str, backend: str, options: Mapping[str, Any]) -> str:
     digest = hashlib.sha256()
     for part in (
@@ -49,6 +61,7 @@ def cache_key(content_key: str, backend: str, options: Mapping[str, Any]) -> str
         backend,
         json.dumps(dict(options), sort_keys=True, default=str),
         _tool_versions(backend),
+        _backend_source_digest(),
     ):
         digest.update(part.encode())
         digest.update(b"\0")

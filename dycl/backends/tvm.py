@@ -43,6 +43,7 @@ def _to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
     from tvm.relax.frontend.torch import from_exported_program
 
     program = export(subdnn, weights, NAME)
+    _cast_scalar_operands(program)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -53,8 +54,36 @@ def _to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
         raise BackendError(NAME, subdnn.name, f"Relax import failed: {text.strip()[:500]}", op) from err
 
 
+_ELEMENTWISE = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "rsub.Tensor", "where.self",
+                "maximum.default", "minimum.default", "pow.Tensor_Tensor", "remainder.Tensor"}
+
+
+def _cast_scalar_operands(program) -> None:
+    """A 0-d tensor of another floating dtype than the result of an elementwise op (a host
+    float entering as a 0-d f64 tensor: `z += k`) computes in the result's dtype in PyTorch;
+    Relax promotes to the wider one. Cast such operands first (in place)."""
+    import torch
+
+    graph = program.graph_module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        result = node.meta.get("val")
+        if node.target.__name__ not in _ELEMENTWISE or not isinstance(result, torch.Tensor) or not result.is_floating_point():
+            continue
+        for operand in node.all_input_nodes:
+            value = operand.meta.get("val")
+            if isinstance(value, torch.Tensor) and value.dim() == 0 and value.is_floating_point() and value.dtype != result.dtype:
+                with graph.inserting_before(node):
+                    cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": result.dtype})
+                cast.meta["val"] = value.to(result.dtype)
+                node.replace_input_with(operand, cast)
+    program.graph_module.recompile()
+
+
 def _converters() -> dict:
-    """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`)."""
+    """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
+    the mutation tests a masked store)."""
     from tvm import relax
 
     def reduction(relax_op):
@@ -66,7 +95,35 @@ def _converters() -> dict:
 
         return convert
 
-    return {"amax.default": reduction(relax.op.max), "amin.default": reduction(relax.op.min)}
+    def index_put(node, importer):
+        """A masked store (`p[p >= 0.5] = 1.0`, functionalized to `index_put` with a bool
+        mask), which Relax's own converter rejects (it takes integer indices only), as a
+        `where`; other index_puts go to Relax's converter."""
+        import torch
+
+        indices, values = node.args[1], node.args[2].meta.get("val")
+        target = node.args[0].meta.get("val")
+        mask = indices[0].meta.get("val") if len(indices) == 1 and indices[0] is not None else None
+        if (
+            mask is None or target is None or values is None or mask.dtype != torch.bool
+            or values.numel() != 1 or tuple(mask.shape) != tuple(target.shape[: mask.dim()])
+        ):
+            return importer._index_put(node)
+        args = importer.retrieve_args(node)
+        accumulate = args[3] if len(args) > 3 else node.kwargs.get("accumulate", False)
+        emit = importer.block_builder.emit
+        where = args[1][0]
+        if mask.dim() < target.dim():
+            where = emit(relax.op.reshape(where, [*mask.shape] + [1] * (target.dim() - mask.dim())))
+        value = emit(relax.op.astype(relax.op.reshape(args[2], []), str(target.dtype).removeprefix("torch.")))
+        new = emit(relax.op.add(args[0], value)) if accumulate else value
+        return emit(relax.op.where(where, new, args[0]))
+
+    return {
+        "amax.default": reduction(relax.op.max),
+        "amin.default": reduction(relax.op.min),
+        "index_put.default": index_put,
+    }
 
 
 def _tune(mod, target, options: Mapping[str, Any], tuning_dir: Path):

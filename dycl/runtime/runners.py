@@ -170,7 +170,8 @@ def _to_tvm(tvm, array: np.ndarray):
         and array.ctypes.data % 64 == 0
     ):
         return tvm.runtime.from_dlpack(array)
-    return tvm.runtime.tensor(np.ascontiguousarray(array))
+    # (not np.ascontiguousarray: it turns a 0-d array into a 1-d one, which TVM rejects)
+    return tvm.runtime.tensor(np.array(array, order="C", copy=True))
 
 
 def tvm_runner(path: Path, meta: Mapping[str, Any], n_inputs: int, threads: int) -> Runner:
