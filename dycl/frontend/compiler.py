@@ -658,7 +658,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             source = parse_function(function)
         except FrontendError:
             return None
-        if not has_control_flow(source.node) and not self.attributes.concerns(source.node):
+        if not has_control_flow(source.node) and not self.attributes.concerns(source.node) and not _desugared(source.node):
             return None  # runs inside a captured block
         return source, receiver
 
@@ -711,6 +711,12 @@ def _input_value(tree, arguments: list) -> V.EnvValue:
         return arguments[tree]
     (kind, items), = tree.items()
     return V.Tup(tuple(_input_value(t, arguments) for t in items), kind)
+
+
+def _desugared(fdef: ast.FunctionDef) -> bool:
+    """A helper using what only DyCL's own desugaring compiles (`with torch.no_grad():`,
+    a store through `.data`), which torch.export cannot capture inside a run."""
+    return any(isinstance(n, ast.With) or isinstance(n, ast.Attribute) and n.attr == "data" for n in ast.walk(fdef))
 
 
 def _return_node(fdef: ast.FunctionDef) -> ast.AST:

@@ -150,6 +150,13 @@ def _live_before_stmt(stmt, live: set[str], labels: dict) -> set[str]:
         return then_live | else_live | names_read(stmt.test)
     if isinstance(stmt, (nodes.Loop, ast.For, ast.While)):
         # Not expanded yet: whatever it reads, and whatever any jump out of it could need.
+        # A `for` binds its target before each run of the body: the body's reads of it
+        # are not reads of the value before the loop (`for head in self.heads:`).
         everything_at_labels = set().union(*labels.values()) if labels else set()
+        node = stmt.node if isinstance(stmt, nodes.Loop) else stmt
+        if isinstance(node, ast.For):
+            target = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            body = set().union(*(names_read(s) for s in node.body)) - target
+            return live | names_read(node.iter) | body | everything_at_labels
         return live | names_read(stmt) | everything_at_labels
     return (live - names_written(stmt)) | names_read(stmt)
