@@ -58,3 +58,40 @@ def max_abs_error(expected, actual) -> float:
         return (expected.double() - actual.double()).abs().max().item()
     assert type(expected) is type(actual), (expected, actual)
     return abs(float(expected) - float(actual))
+
+
+def eager(model, args):
+    """The model's output on copies of `args` (a deep copy of it runs: a forward that
+    assigns its attributes leaves the model as it was)."""
+    import copy
+
+    with torch.no_grad():
+        return copy.deepcopy(model)(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+
+
+def assert_imported_exactly(factory, inputs, check_program=None) -> None:
+    """Import `factory()` on the first input; every input runs exactly on the reference
+    interpreter, and together they take both ways of every `scf.if`."""
+    from dycl.frontend import import_module
+
+    torch.manual_seed(0)
+    model = factory().eval()
+    program = import_module(model, inputs[0])
+    if check_program is not None:
+        check_program(model, program)
+    coverage = BranchCoverage()
+    for args in inputs:
+        assert max_abs_error(eager(model, args), run(program, args, coverage)) <= 1e-5
+    branches = if_ops(program)
+    assert sum(len(coverage.taken[id(op)]) for op in branches) == 2 * len(branches), "a branch never ran"
+
+
+def assert_compiled_exactly(factory, inputs, backend: str) -> None:
+    """`dycl.compile(factory(), first input, backend)` matches eager on every input."""
+    import dycl
+
+    torch.manual_seed(0)
+    model = factory().eval()
+    compiled = dycl.compile(model, inputs[0], backend=backend, progress=False)
+    for args in inputs:
+        assert max_abs_error(eager(model, args), compiled(*args)) <= 1e-5

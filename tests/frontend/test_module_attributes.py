@@ -3,22 +3,15 @@ refused at their line when they would carry state from one call to the next."""
 
 from __future__ import annotations
 
-import copy
 import inspect
 
 import pytest
-import torch
 
-import dycl
 from dycl.frontend import FrontendError, import_module
+from dycl.frontend.attributes import Poisoned
 from tests.frontend import attribute_models
 from tests.frontend.attribute_models import CASES, REFUSED
-from tests.frontend.helpers import BranchCoverage, if_ops, max_abs_error, run
-
-
-def _eager(model, args):
-    with torch.no_grad():
-        return copy.deepcopy(model)(*[a.clone() for a in args])
+from tests.frontend.helpers import assert_compiled_exactly, assert_imported_exactly
 
 
 def _state(model) -> dict:
@@ -26,41 +19,26 @@ def _state(model) -> dict:
             if not key.startswith("_")}
 
 
+def _model_unchanged(model, program) -> None:
+    after = _state(model)
+    assert after.keys() == _state(type(model)().eval()).keys(), "import left attributes on the model"
+    assert not any(isinstance(v, Poisoned) for v in after.values()), "import left a stand-in on the model"
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_attribute_variables_are_exact_on_every_path(name):
-    factory, inputs = CASES[name]
-    torch.manual_seed(0)
-    model = factory().eval()
-    before = _state(model)
-    program = import_module(model, inputs[0])
-    after = _state(model)
-    assert after.keys() == before.keys() and all(after[k] is before[k] for k in before), "import changed the model"
-    coverage = BranchCoverage()
-    for args in inputs:
-        assert max_abs_error(_eager(model, args), run(program, args, coverage)) <= 1e-5
-    branches = if_ops(program)
-    assert sum(len(coverage.taken[id(op)]) for op in branches) == 2 * len(branches), "a branch never ran"
+    assert_imported_exactly(*CASES[name], check_program=_model_unchanged)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_attribute_variables_on_onnxruntime(name):
-    factory, inputs = CASES[name]
-    torch.manual_seed(0)
-    model = factory().eval()
-    compiled = dycl.compile(model, inputs[0], progress=False)
-    for args in inputs:
-        assert max_abs_error(_eager(model, args), compiled(*args)) <= 1e-5
+    assert_compiled_exactly(*CASES[name], backend="onnxruntime")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_attribute_variables_on_tvm(name):
-    factory, inputs = CASES[name]
-    torch.manual_seed(0)
-    model = factory().eval()
-    compiled = dycl.compile(model, inputs[0], backend="tvm", progress=False)
-    for args in inputs:
-        assert max_abs_error(_eager(model, args), compiled(*args)) <= 1e-5
+    assert_compiled_exactly(*CASES[name], backend="tvm")
 
 
 def _marked_line(marker: str) -> int:

@@ -7,54 +7,33 @@ import inspect
 import pytest
 import torch
 
-import dycl
 from dycl.frontend import FrontendError, import_module
 from dycl.ir import print_module
 from tests.frontend import mutation_models
-from tests.frontend.helpers import BranchCoverage, if_ops, max_abs_error, run
+from tests.frontend.helpers import assert_compiled_exactly, assert_imported_exactly
 from tests.frontend.mutation_models import CASES, REFUSED
 
 
-def _eager(model, args):
-    with torch.no_grad():
-        return model(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+def _no_in_place_ops(model, program) -> None:
+    text = print_module(program.module)
+    in_place = sorted({w for w in text.split('"') if w.startswith("torch.aten.") and w.endswith("_")})
+    assert not in_place, f"in-place ops left in the host IR: {in_place}"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_mutation_is_functionalized_exactly(name):
-    factory, inputs = CASES[name]
-    torch.manual_seed(0)
-    model = factory().eval()
-    program = import_module(model, inputs[0])
-    text = print_module(program.module)
-    in_place = sorted({w for w in text.split('"') if w.startswith("torch.aten.") and w.endswith("_")})
-    assert not in_place, f"in-place ops left in the host IR: {in_place}"
-    coverage = BranchCoverage()
-    for args in inputs:
-        assert max_abs_error(_eager(model, args), run(program, args, coverage)) <= 1e-5
-    branches = if_ops(program)
-    assert sum(len(coverage.taken[id(op)]) for op in branches) == 2 * len(branches), "a branch never ran"
+    assert_imported_exactly(*CASES[name], check_program=_no_in_place_ops)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_mutation_on_onnxruntime(name):
-    factory, inputs = CASES[name]
-    torch.manual_seed(0)
-    model = factory().eval()
-    compiled = dycl.compile(model, inputs[0], progress=False)
-    for args in inputs:
-        assert max_abs_error(_eager(model, args), compiled(*args)) <= 1e-5
+    assert_compiled_exactly(*CASES[name], backend="onnxruntime")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_mutation_on_tvm(name):
-    factory, inputs = CASES[name]
-    torch.manual_seed(0)
-    model = factory().eval()
-    compiled = dycl.compile(model, inputs[0], backend="tvm", progress=False)
-    for args in inputs:
-        assert max_abs_error(_eager(model, args), compiled(*args)) <= 1e-5
+    assert_compiled_exactly(*CASES[name], backend="tvm")
 
 
 def _marked_line(marker: str) -> int:
