@@ -263,15 +263,17 @@ def source_text(node: ast.AST) -> str:
     return display_name(ast.unparse(node))
 
 
-_INLINED_LOCAL = __import__("re").compile(r"\b__(?!dycl)[A-Za-z]\w*?\d+_(\w+)")  # rewrite.inline_call
+_INLINED_LOCAL = __import__("re").compile(r"\b__(?!dycl|attr\d|comp\d)\w*?\d+_(?=\w)")  # rewrite.inline_call
 _INLINED_RESULT = __import__("re").compile(r"^__result\d+ = ")
+_HOST_OPERAND = __import__("re").compile(r"\b__operand\d+\b")  # runs.compile_mutation_with_host_operands
 
 
 def display_name(text: str) -> str:
     """Source text with the frontend's own names (comprehension variables, attribute
     variables, an inlined helper's locals and result) as the user wrote them."""
     text = _ATTRIBUTE_VARIABLE.sub(r"self.\1", _PREFIXED.sub("", text))
-    return _INLINED_RESULT.sub("", _INLINED_LOCAL.sub(r"\1", text))
+    text = _HOST_OPERAND.sub("<runtime value>", _INLINED_LOCAL.sub("", text))
+    return _INLINED_RESULT.sub("", text)
 
 
 def rename_comprehension_variables(node: ast.AST, mapping: dict[str, str]) -> ast.AST:
