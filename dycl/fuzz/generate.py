@@ -344,7 +344,10 @@ class Generator:
         if rr.saved:  # module state changed in forward: anywhere in forward (DyCL must refuse it)
             blocks = [b for b in _blocks(body)]
             target = rr.rng.choice(blocks)
-            at = rr.rng.randint(0, len(target))
+            # before a block's closing `return` (after it, the statement is dead code: eager
+            # never runs it, and DyCL rightly compiles nothing for it; seed 88086)
+            returns = bool(target) and isinstance(target[-1], Line) and target[-1].text.split("\n")[-1].lstrip().startswith("return")
+            at = rr.rng.randint(0, len(target) - returns)
             target[at:at] = rr.form("saved_append", "vector", False)
             self.modules["saved"] = "[]"
         first = self.conditions + (len(self.mutator.conds) if self.mutator is not None else 0)

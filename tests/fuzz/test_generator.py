@@ -279,7 +279,15 @@ def test_research_forms_stay_in_their_places():
         wrapped_main += any(isinstance(s, With) and not isinstance(s.body[0], Research) for s in stmts)
         if program.lengths:
             assert "lengths" in repr(program.body), seed
-        assert ("saved" in program.modules) == ("self.saved.append(" in render(program).source)
+        source = render(program).source
+        assert ("saved" in program.modules) == ("self.saved.append(" in source)
+        # never dead code after a `return` (seed 88086): eager would not run it
+        lines = source.splitlines()
+        for k, line in enumerate(lines[1:], start=1):
+            if "self.saved.append(" in line:
+                previous = lines[k - 1]
+                indent = len(line) - len(line.lstrip())
+                assert not (previous.lstrip().startswith("return") and len(previous) - len(previous.lstrip()) == indent), seed
     assert wrapped_main >= 10
 
 
