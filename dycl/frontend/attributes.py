@@ -67,6 +67,7 @@ class ModuleAttributes:
         self._by_key: dict[tuple[int, str], Attribute] = {}
         self.by_name: dict[str, Attribute] = {}
         self.read_from_module: dict[str, ast.AST] = {}  # variable -> the first load of the module's value
+        self.assigned: set[str] = set()  # attribute names some code assigns (`hidden`)
 
     # ----- marking ----------------------------------------------------------------------
 
@@ -80,6 +81,8 @@ class ModuleAttributes:
                     owner = _owner(node.value, self_name, receiver)
                     if owner is not None and _is_state(owner, node.attr):
                         node.dycl_local = self._variable(owner, node.attr).name
+                        if isinstance(node.ctx, ast.Store):
+                            self.assigned.add(node.attr)
 
     def preregister(self, model: torch.nn.Module) -> None:
         """A variable for every attribute that a method of the user's modules assigns
@@ -106,6 +109,7 @@ class ModuleAttributes:
                             owner = _owner(node.value, self_name, module)
                             if owner is not None and _is_state(owner, node.attr):
                                 self._variable(owner, node.attr)
+                                self.assigned.add(node.attr)
 
     def variables(self) -> set[str]:
         return set(self.by_name)
@@ -141,10 +145,10 @@ class ModuleAttributes:
 
     def concerns(self, fdef: ast.FunctionDef) -> bool:
         """Whether a helper must be compiled by DyCL (inlined), not run inside a captured
-        block: it assigns an attribute, or reads one by the name of one that code assigns."""
-        assigned = {a.attr for a in self.by_name.values()}
+        block: it assigns an attribute, or reads one by the name of one that code assigns
+        (configuration that nothing assigns, `self.threshold`, is read where it runs)."""
         for node in ast.walk(fdef):
-            if isinstance(node, ast.Attribute) and (isinstance(node.ctx, ast.Store) or node.attr in assigned):
+            if isinstance(node, ast.Attribute) and (isinstance(node.ctx, ast.Store) or node.attr in self.assigned):
                 return True
         return False
 

@@ -132,6 +132,29 @@ class AssignedOnEveryPath(nn.Module):
 CASES["assigned_on_every_path"] = (AssignedOnEveryPath, [(_vec(1.0, 2.0, 3.0),), (_vec(-1.0, -2.0, -3.0),)])
 
 
+class ConfigurationInHelper(nn.Module):
+    """A helper that reads configuration only (`self.scale`, never assigned) still runs
+    inside a captured block, also inside an expression, next to an assigned attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.scale = 2.0
+
+    def helper(self, x):
+        return self.fc(x) * self.scale
+
+    def forward(self, x):
+        self.mem = x * 2
+        y = F.relu(self.helper(x)) + self.mem * self.scale
+        if y.sum() > 0:
+            y = y - self.mem
+        return y
+
+
+CASES["configuration_in_helper"] = (ConfigurationInHelper, [(_vec(1.0, 2.0, 3.0),), (_vec(-3.0, -2.0, -4.0),)])
+
+
 class CountsAcrossCalls(nn.Module):
     def __init__(self):
         super().__init__()
