@@ -619,7 +619,11 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     def _calls_compiled_helper(self, stmt: ast.stmt, env) -> bool:
         """Whether the statement calls a helper that DyCL compiles itself (`_expand_call`
         inlines it, or refuses it inside an expression): it starts a new step, not a run."""
-        return any(isinstance(sub, ast.Call) and self._callee(sub, env) is not None for sub in ast.walk(stmt))
+        top = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr, ast.AugAssign)) else None
+        return any(
+            isinstance(sub, ast.Call) and self._callee(sub, env, nested=sub is not top) is not None
+            for sub in ast.walk(stmt)
+        )
 
     def _expand_call(self, stmt: ast.stmt, env) -> list[ast.stmt] | None:
         """Inline `x = helper(...)`/`helper(...)` when the helper has control flow."""
@@ -640,7 +644,11 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
         return [_SwitchScope(function), *binds, *inlined, _SwitchScope(self.scope.source), replaced]
 
-    def _callee(self, call_node: ast.Call, env):
+    def _callee(self, call_node: ast.Call, env, nested: bool = False):
+        """(source, receiver) of a helper that DyCL compiles (inlines) rather than running it
+        inside a captured block: one with control flow or module attributes forward assigns
+        (always), or, called as a statement of its own (not `nested` in an expression), one
+        that uses what only DyCL's desugaring compiles (`_desugared`)."""
         func = self._try_constant(call_node.func, env, quiet=True)
         if func is V.MISSING:
             return None
@@ -658,13 +666,14 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             source = parse_function(function)
         except FrontendError:
             return None
-        if not has_control_flow(source.node) and not self.attributes.concerns(source.node) and not _desugared(source.node):
+        must = has_control_flow(source.node) or self.attributes.concerns(source.node)
+        if not must and (nested or not _desugared(source.node)):
             return None  # runs inside a captured block
         return source, receiver
 
     def _reject_nested_helpers(self, expr: ast.expr, env) -> None:
         for sub in ast.walk(expr):
-            if isinstance(sub, ast.Call) and sub is not expr and self._callee(sub, env) is not None:
+            if isinstance(sub, ast.Call) and sub is not expr and self._callee(sub, env, nested=True) is not None:
                 raise self.error(
                     sub,
                     f"call of `{desugar.source_text(sub.func)}` inside an expression (DyCL compiles that "
@@ -714,9 +723,16 @@ def _input_value(tree, arguments: list) -> V.EnvValue:
 
 
 def _desugared(fdef: ast.FunctionDef) -> bool:
-    """A helper using what only DyCL's own desugaring compiles (`with torch.no_grad():`,
-    a store through `.data`), which torch.export cannot capture inside a run."""
-    return any(isinstance(n, ast.With) or isinstance(n, ast.Attribute) and n.attr == "data" for n in ast.walk(fdef))
+    """A helper using what DyCL's own rewriting compiles and torch.export alone may not:
+    `with torch.no_grad():`, `.data`, subscript stores (a masked read-modify-write
+    `x[m] = x[m] * 0.5` has a data-dependent size inside export)."""
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.With) or isinstance(n, ast.Attribute) and n.attr == "data":
+            return True
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        if any(isinstance(t, ast.Subscript) for t in targets):
+            return True
+    return False
 
 
 def _return_node(fdef: ast.FunctionDef) -> ast.AST:

@@ -371,3 +371,33 @@ class MaskedInPlaceUpdate(nn.Module):
 CASES["masked_in_place_update"] = (
     MaskedInPlaceUpdate, [(torch.full((1, 4), v),) for v in (-4.0, 4.0)] + [(torch.randn(1, 4),)],
 )
+
+
+class HelperMaskedUpdate(nn.Module):
+    """Stores in straight-line helpers: a masked read-modify-write called as a statement
+    (DyCL compiles the helper: inside export `x[m]` has a data-dependent size), and a masked
+    store inside an expression (the helper runs in the captured block, as `index_put`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def squash(self, x):
+        x = F.gelu(self.fc(x))
+        x[x.abs() > 0.5] = x[x.abs() > 0.5] * 0.5
+        return x
+
+    def binarize(self, p):
+        p = p.clone()
+        p[p >= 0.5] = 1.0
+        return p
+
+    def forward(self, x):
+        h = self.squash(x)
+        y = torch.tanh(self.binarize(torch.sigmoid(h)))
+        if y.sum() > 2.0:
+            h = h * 2
+        return h, y
+
+
+CASES["helper_masked_update"] = (HelperMaskedUpdate, [(_vec(0.5, -1.0, 2.0),), (_vec(-3.0, 0.5, 0.25),), (_vec(3.0, 3.0, 3.0),)])
