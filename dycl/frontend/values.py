@@ -110,10 +110,26 @@ def join_types(a: str, b: str) -> str:
         if len(ta[0]) == len(tb[0]):
             return vtensor_type([x if x == y else None for x, y in zip(ta[0], tb[0])], ta[1])
         return f"{UNRANKED_PREFIX}{_MLIR_DTYPE[ta[1]]}>"
+    unranked = [t for t in (a, b) if t.startswith(UNRANKED_PREFIX)]
+    if unranked and all(t.startswith(UNRANKED_PREFIX) or t.endswith("," + unranked[0][len(UNRANKED_PREFIX):]) for t in (a, b)):
+        return unranked[0]  # a rank that already differs between paths, same dtype
     raise FrontendError(
-        f"a variable is `{a}` on one path and `{b}` on another",
-        "give it the same kind and dtype on every path",
+        f"a variable is {describe_type(a)} on one path and {describe_type(b)} on another",
+        "give it the same kind (tensor, int, float, bool) and dtype on every path",
     )
+
+
+def describe_type(type_text: str) -> str:
+    """An IR type in Python terms, for messages."""
+    parsed = parse_vtensor(type_text)
+    if parsed is not None:
+        dims = ", ".join("?" if d is None else str(d) for d in parsed[0])
+        return f"a {str(parsed[1]).removeprefix('torch.')} tensor of shape [{dims}]"
+    if type_text.startswith(UNRANKED_PREFIX):
+        dtype = _TORCH_DTYPE.get(type_text[len(UNRANKED_PREFIX):-1])
+        return f"a {str(dtype).removeprefix('torch.')} tensor whose rank depends on the path"
+    return {INT: "a Python int", FLOAT: "a Python float", BOOL: "a Python bool", TENSOR_LIST: "a list of tensors"}.get(
+        type_text, f"`{type_text}`")
 
 
 def leaves(value: EnvValue) -> list:
