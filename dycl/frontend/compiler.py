@@ -220,7 +220,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         statement of its own right before the `if` (Python evaluates the test once, first)."""
         call = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not) else stmt.test
         if not isinstance(call, ast.Call) or self._callee(call, env) is None:
-            return None
+            return self._hoist_nested_call(stmt, stmt.test, env)  # `if self.score(x) > t:`
         name = f"__test{fresh_id()}"
         assign = ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call), stmt)
         test = ast.copy_location(ast.Name(name, ast.Load()), call)
@@ -635,6 +635,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return None
         callee = self._callee(value, env) if isinstance(value, ast.Call) else None
         if callee is None:
+            hoisted = self._hoist_nested_call(stmt, value, env)
+            if hoisted is not None:
+                return hoisted
             self._reject_nested_helpers(value, env)
             return None
         function, receiver = callee
@@ -671,6 +674,52 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return None  # runs inside a captured block
         return source, receiver
 
+    def _hoist_nested_call(self, stmt: ast.stmt, expr: ast.expr, env) -> list[ast.stmt] | None:
+        """`return self.forward_single(x, p), p`: a call of a helper DyCL compiles, inside an
+        expression, becomes a statement of its own right before (`__hoist = ...`) when Python
+        evaluates it unconditionally and calls nothing before it (so that the order of effects
+        is kept); None otherwise."""
+        call = self._first_compiled_call(expr, env)
+        if call is None:
+            return None
+        name = f"__hoist{fresh_id()}"
+        assign = ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call), stmt)
+        rest = _ReplaceNode(call, ast.copy_location(ast.Name(name, ast.Load()), call)).visit(copy.copy(stmt))
+        return [assign, rest]
+
+    def _first_compiled_call(self, expr: ast.expr, env) -> ast.Call | None:
+        found, _ = self._evaluation_order_search(expr, env)
+        return found if isinstance(found, ast.Call) else None
+
+    def _evaluation_order_search(self, node: ast.AST, env):
+        """(the compiled helper call evaluated first, or None, or False when one exists but
+        cannot move; whether any call is evaluated in `node`), in Python's evaluation order
+        through the expressions whose order is fixed and unconditional."""
+        if isinstance(node, ast.Call) and self._callee(node, env, nested=True) is not None:
+            return node, True
+        if isinstance(node, (ast.Tuple, ast.List)):
+            children = node.elts
+        elif isinstance(node, ast.BinOp):
+            children = [node.left, node.right]
+        elif isinstance(node, (ast.UnaryOp, ast.Starred)):
+            children = [getattr(node, "operand", None) or node.value]
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            children = [node.value] + ([node.slice] if isinstance(node, ast.Subscript) else [])
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+            children = [node.left, *node.comparators]
+        elif isinstance(node, ast.Call):
+            children = [node.func, *node.args, *(k.value for k in node.keywords)]
+        else:  # conditional or scoped evaluation (`a if c else b`, `and`, comprehensions)
+            inner = any(isinstance(n, ast.Call) and self._callee(n, env, nested=True) is not None for n in ast.walk(node))
+            return (False if inner else None), any(isinstance(n, ast.Call) for n in ast.walk(node))
+        called = False
+        for child in children:
+            found, child_called = self._evaluation_order_search(child, env)
+            if found is not None:
+                return (False if called or found is False else found), True
+            called |= child_called
+        return None, called or isinstance(node, ast.Call)
+
     def _reject_nested_helpers(self, expr: ast.expr, env) -> None:
         for sub in ast.walk(expr):
             if isinstance(sub, ast.Call) and sub is not expr and self._callee(sub, env, nested=True) is not None:
@@ -700,6 +749,26 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     def error(self, node, construct: str, hint: str = "") -> FrontendError:
         """Located at `node`, or at the `if` being joined when the problem is a join."""
         return self.scope.source.error(node if node is not None else self._join_node, construct, hint)
+
+
+class _ReplaceNode(ast.NodeTransformer):
+    """Copies the nodes on the way to one node (by identity) and puts another in its place."""
+
+    def __init__(self, old: ast.AST, new: ast.AST):
+        self.old, self.new = old, new
+
+    def visit(self, node):
+        if node is self.old:
+            return self.new
+        if not any(sub is self.old for sub in ast.walk(node)):
+            return node
+        node = copy.copy(node)
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v for v in value])
+            elif isinstance(value, ast.AST):
+                setattr(node, field, self.visit(value))
+        return node
 
 
 class _SwitchScope(ast.stmt):

@@ -242,7 +242,33 @@ class NestedHelperCall(nn.Module):
 
     def forward(self, x):
         self.memory = x * 3
-        return F.relu(self.read(x))  # line marker: nested-helper
+        y = F.relu(self.read(x))  # evaluated first: DyCL makes the call a statement of its own
+        return x.mean() + self.read(y)  # line marker: nested-helper
 
 
 REFUSED["nested_helper_call"] = (NestedHelperCall, (_vec(1.0, 2.0, 3.0),), "nested-helper", "assign its result to a variable first")
+
+
+class HoistedHelperCalls(nn.Module):
+    """Helpers DyCL compiles, called inside expressions that Python evaluates first:
+    `return self.step(x), self.memory`, `if self.score(x) > 0:`."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def step(self, x):
+        self.memory = self.memory + torch.tanh(self.fc(x))
+        return self.memory * 2
+
+    def score(self, x):
+        return self.memory.sum() * 2
+
+    def forward(self, x):
+        self.memory = x * 0.5
+        if self.score(x) > 0:
+            x = x + 1
+        return self.step(x), self.memory
+
+
+CASES["hoisted_helper_calls"] = (HoistedHelperCalls, [(_vec(1.0, 2.0, 3.0),), (_vec(-1.0, -2.0, 0.5),)])

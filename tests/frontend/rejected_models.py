@@ -72,7 +72,9 @@ class HelperInExpression(nn.Module):
         self.inner = Branchy()
 
     def forward(self, x):
-        return self.inner(x) + 1  # REJECT
+        # `self.inner(x) + 1` alone compiles (the call, evaluated first, becomes a statement);
+        # after another call it cannot move without changing the order of effects
+        return x.sum() + self.inner(x)  # REJECT
 
 
 class BreakInWhileWithoutBound(nn.Module):
