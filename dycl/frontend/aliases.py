@@ -72,6 +72,18 @@ def storages(value: V.EnvValue) -> frozenset:
     return frozenset(found)
 
 
+def path_dependent_memory(*values: V.EnvValue) -> frozenset:
+    """The memory that any of `values` shares on some paths only (their `may_share`): a value
+    joined or carried from them inherits it (fuzz seed 86972: a second `if` lost the mark
+    of the first, and an in-place change on the aliasing path was silently wrong)."""
+    found = frozenset()
+    for value in values:
+        for leaf in V.leaves(value):
+            if isinstance(leaf, V.Dyn):
+                found |= leaf.may_share
+    return found
+
+
 def mark_path_dependent(value: V.EnvValue, memory: frozenset) -> V.EnvValue:
     """The same value, its tensor leaves marked as maybe sharing `memory` (path-dependent)."""
     if isinstance(value, V.Tup):

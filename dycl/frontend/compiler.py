@@ -335,10 +335,12 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         for name, structure, start, count in shapes:
             leaves = [V.Dyn(results[k], types[k], examples[k]) for k in range(start, start + count)]
             joined[name] = V.rebuild(structure, leaves)
+            then_value, else_value = then_env.get(name, V.UNDEF), else_env.get(name, V.UNDEF)
+            memory = aliases.path_dependent_memory(then_value, else_value)  # marked before
             if aliases.alias_group(then_env, name, live) != aliases.alias_group(else_env, name, live):
                 # shares memory with another variable on one path only: never mutate it
-                memory = aliases.storages(then_env.get(name, V.UNDEF)) | aliases.storages(else_env.get(name, V.UNDEF))
-                joined[name] = aliases.mark_path_dependent(joined[name], memory)
+                memory |= aliases.storages(then_value) | aliases.storages(else_value)
+            joined[name] = aliases.mark_path_dependent(joined[name], memory)
         return joined
 
     def _leaves_for_join(self, mine: V.EnvValue, other: V.EnvValue, name: str):

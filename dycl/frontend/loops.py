@@ -222,7 +222,7 @@ class LoopCompiler:
         for name, entry in _carried_items(state):
             end = end_env.get(name)
             examples = [V.example_of(l) for l in V.leaves(end)] if end not in (None, V.UNDEF) else entry.examples
-            leaves = [V.Dyn(next(results), t, e) for t, e in zip(entry.types, examples)]
+            leaves = [V.Dyn(next(results), t, e, entry.may_share) for t, e in zip(entry.types, examples)]
             env[name] = V.rebuild(entry.structure, leaves)
         env.update({name: PARTIAL for name in unassigned_before if name in partial_after or not always_runs})
         return after, env
@@ -235,6 +235,7 @@ class LoopCompiler:
             self._loop_types(typed_like, node, name),
             [V.example_of(l) for l in V.leaves(typed_like)],
             structure,
+            aliases.path_dependent_memory(initial, typed_like),
         )
 
     def _loop_types(self, value, node, name) -> list[str]:
