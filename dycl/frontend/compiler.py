@@ -41,7 +41,7 @@ from dycl.frontend.rewrite import (
     lower,
     parse_function,
 )
-from dycl.frontend.runs import RunCompiler, fix_locations
+from dycl.frontend.runs import RunCompiler, fix_locations, replace_nodes
 
 # Functions from these packages are never inlined (their control flow is on Python values).
 _LIBRARY_MODULES = {"torch", "numpy", "functools", "typing", "math"}
@@ -197,12 +197,11 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             elif self._is_run_statement(stmt, env, set()):
                 j = i + 1
                 written = written_in([stmt])
-                while (
-                    j < len(stmts)
-                    and self._bind_ahead(stmts, j, env, written)
-                    and self._is_run_statement(stmts[j], env, written)
-                    and not self._calls_compiled_helper(stmts[j], env)
-                ):
+                while j < len(stmts):
+                    # module attributes as the run so far leaves them
+                    stmts[j] = self.attributes.bind(stmts[j], env, self.error, written)
+                    if not self._is_run_statement(stmts[j], env, written) or self._calls_compiled_helper(stmts[j], env):
+                        break
                     written |= written_in([stmts[j]])
                     j += 1
                 run = stmts[i:j]
@@ -216,22 +215,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         return env
 
     def _hoist_test_call(self, stmt: ast.If, env) -> list[ast.stmt] | None:
-        """`if self.decide(x):` with a helper DyCL compiles (inlines): its call becomes a
-        statement of its own right before the `if` (Python evaluates the test once, first)."""
-        call = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not) else stmt.test
-        if not isinstance(call, ast.Call) or self._callee(call, env) is None:
-            return self._hoist_nested_call(stmt, stmt.test, env)  # `if self.score(x) > t:`
-        name = f"__test{fresh_id()}"
-        assign = ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call), stmt)
-        test = ast.copy_location(ast.Name(name, ast.Load()), call)
-        if call is not stmt.test:
-            test = ast.copy_location(ast.UnaryOp(ast.Not(), test), stmt.test)
-        return [assign, ast.copy_location(ast.If(test=test, body=stmt.body, orelse=stmt.orelse), stmt)]
-
-    def _bind_ahead(self, stmts, j: int, env, written_in_run: set[str]) -> bool:
-        """Bind statement j's module attributes as the run before it leaves them (True)."""
-        stmts[j] = self.attributes.bind(stmts[j], env, self.error, written_in_run)
-        return True
+        """`if self.decide(x):`, `if self.score(x) > t:` with a helper DyCL compiles: its
+        call becomes a statement of its own right before the `if` (Python evaluates the test
+        once, first); the test itself (or under `not`) is a call as a statement would be."""
+        return self._hoist_nested_call(stmt, stmt.test, env, nested=False)
 
     @staticmethod
     def _label_index(stmts, label: int, start: int) -> int:
@@ -676,33 +663,31 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return None  # runs inside a captured block
         return source, receiver
 
-    def _hoist_nested_call(self, stmt: ast.stmt, expr: ast.expr, env) -> list[ast.stmt] | None:
+    def _hoist_nested_call(self, stmt: ast.stmt, expr: ast.expr, env, nested: bool = True) -> list[ast.stmt] | None:
         """`return self.forward_single(x, p), p`: a call of a helper DyCL compiles, inside an
         expression, becomes a statement of its own right before (`__hoist = ...`) when Python
         evaluates it unconditionally and calls nothing before it (so that the order of effects
         is kept); None otherwise."""
-        call = self._first_compiled_call(expr, env)
-        if call is None:
+        call, _ = self._evaluation_order_search(expr, env, nested)
+        if not isinstance(call, ast.Call):
             return None
         name = f"__hoist{fresh_id()}"
         assign = ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call), stmt)
-        rest = _ReplaceNode(call, ast.copy_location(ast.Name(name, ast.Load()), call)).visit(copy.copy(stmt))
-        return [assign, rest]
+        return [assign, replace_nodes(stmt, {id(call): name})]
 
-    def _first_compiled_call(self, expr: ast.expr, env) -> ast.Call | None:
-        found, _ = self._evaluation_order_search(expr, env)
-        return found if isinstance(found, ast.Call) else None
-
-    def _evaluation_order_search(self, node: ast.AST, env):
+    def _evaluation_order_search(self, node: ast.AST, env, nested: bool = True):
         """(the compiled helper call evaluated first, or None, or False when one exists but
         cannot move; whether any call is evaluated in `node`), in Python's evaluation order
-        through the expressions whose order is fixed and unconditional."""
-        if isinstance(node, ast.Call) and self._callee(node, env, nested=True) is not None:
+        through the expressions whose order is fixed and unconditional. `nested=False`: `node`
+        (or the operand of a `not` at its top) is a call at statement level (`_callee`)."""
+        if isinstance(node, ast.Call) and self._callee(node, env, nested=nested) is not None:
             return node, True
         if isinstance(node, (ast.Tuple, ast.List)):
             children = node.elts
         elif isinstance(node, ast.BinOp):
             children = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and not nested:
+            return self._evaluation_order_search(node.operand, env, nested)
         elif isinstance(node, (ast.UnaryOp, ast.Starred)):
             children = [getattr(node, "operand", None) or node.value]
         elif isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -751,26 +736,6 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     def error(self, node, construct: str, hint: str = "") -> FrontendError:
         """Located at `node`, or at the `if` being joined when the problem is a join."""
         return self.scope.source.error(node if node is not None else self._join_node, construct, hint)
-
-
-class _ReplaceNode(ast.NodeTransformer):
-    """Copies the nodes on the way to one node (by identity) and puts another in its place."""
-
-    def __init__(self, old: ast.AST, new: ast.AST):
-        self.old, self.new = old, new
-
-    def visit(self, node):
-        if node is self.old:
-            return self.new
-        if not any(sub is self.old for sub in ast.walk(node)):
-            return node
-        node = copy.copy(node)
-        for field, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v for v in value])
-            elif isinstance(value, ast.AST):
-                setattr(node, field, self.visit(value))
-        return node
 
 
 class _SwitchScope(ast.stmt):

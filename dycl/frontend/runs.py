@@ -104,7 +104,7 @@ class RunCompiler:
                 name = f"__operand{fresh_id()}"
                 scoped[name] = self.expression(operand, env)
                 replacements[id(operand)] = name
-        rewritten = _replace_nodes(stmt, replacements)
+        rewritten = replace_nodes(stmt, replacements)
         self.compile_run([rewritten], scoped, set(scoped))
         for name in env:
             if scoped[name] is not env[name]:
@@ -630,19 +630,20 @@ def _is_tensor_value(value) -> bool:
     return isinstance(value, V.Dyn) and V.is_tensor_type(value.type)
 
 
-def _replace_nodes(stmt: ast.stmt, replacements: dict[int, str]) -> ast.stmt:
-    """A copy of `stmt` with the nodes whose id() is a key replaced by those names."""
-    memo: dict = {}
-    copied = copy.deepcopy(stmt, memo)
-    by_copy = {id(memo[key]): name for key, name in replacements.items() if key in memo}
-
-    class Replace(ast.NodeTransformer):
-        def visit(self, node):
-            if id(node) in by_copy:
-                return ast.copy_location(ast.Name(by_copy[id(node)], ast.Load()), node)
-            return self.generic_visit(node)
-
-    return Replace().visit(copied)
+def replace_nodes(node: ast.AST, replacements: dict[int, str]) -> ast.AST:
+    """`node` with the nodes whose id() is a key replaced by those names. Only the nodes on
+    the way to a replaced one are copied; the input is left as it is."""
+    if id(node) in replacements:
+        return ast.copy_location(ast.Name(replacements[id(node)], ast.Load()), node)
+    if not any(id(sub) in replacements for sub in ast.walk(node)):
+        return node
+    node = copy.copy(node)
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            setattr(node, field, [replace_nodes(v, replacements) if isinstance(v, ast.AST) else v for v in value])
+        elif isinstance(value, ast.AST):
+            setattr(node, field, replace_nodes(value, replacements))
+    return node
 
 
 def _bound_name(env: dict, value: V.Dyn) -> str:
