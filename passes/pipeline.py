@@ -12,17 +12,21 @@
 
 Shape inference runs before unrolling too, so that the unroller sees the carries whose
 shape changes per iteration even when the frontend typed them statically.
+
+The steps run as an xDSL `PassPipeline`. A driver that wants to act between them (dycl-opt
+verifies the IR after each pass and times it with `--time-passes`) builds its own pipeline
+from `expand_pipelines`, which replaces each dycl-pipeline by its steps.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 
 from dycl.passes.const_prop import ConstPropPass
 from dycl.passes.dedup import DedupPass
@@ -57,9 +61,10 @@ class PipelinePass(ModulePass):
     threads); docs/bench.md. Never with weights-as-args, which asks for the fewest compiled
     functions: merging makes more of them (a gate alone and fused with each block before it)."""
 
-    def passes(self) -> list[ModulePass]:
-        merge = [MergeCallsPass(prefix=self.prefix)] if self.merge_calls and not self.weights_as_args else []
-        return [
+    def passes(self) -> tuple[ModulePass, ...]:
+        """The steps, in order, with this pipeline's options."""
+        merge = (MergeCallsPass(prefix=self.prefix),) if self.merge_calls and not self.weights_as_args else ()
+        return (
             ConstPropPass(),
             ShapeInferPass(),
             UnrollLoopsPass(max_trip_count=self.max_trip_count, shape_varying_only=True),
@@ -69,17 +74,13 @@ class PipelinePass(ModulePass):
             *merge,
             DedupPass(weights_as_args=self.weights_as_args),
             ConstPropPass(),
-        ]
+        )
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        for p in self.passes():
-            p.apply(ctx, op)
+        PassPipeline(self.passes()).apply(ctx, op)
 
-    def timed_apply(self, ctx: Context, op: builtin.ModuleOp) -> list[tuple[str, float]]:
-        """Apply the pipeline; return (pass name, seconds) per step."""
-        times = []
-        for p in self.passes():
-            start = time.perf_counter()
-            p.apply(ctx, op)
-            times.append((p.name, time.perf_counter() - start))
-        return times
+
+def expand_pipelines(passes: Iterable[ModulePass]) -> tuple[ModulePass, ...]:
+    """`passes` with each dycl-pipeline replaced by its steps, so that a `PassPipeline`
+    callback runs after every step rather than once after the whole pipeline."""
+    return tuple(step for p in passes for step in (p.passes() if isinstance(p, PipelinePass) else (p,)))

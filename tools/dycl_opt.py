@@ -11,11 +11,12 @@ is reported as `InvalidPassOutput`, a DyCL bug rather than bad input.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import IO
 
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -23,6 +24,7 @@ from dycl.dialects.dycl import Dycl
 from dycl.dialects.torch import Torch, TorchC
 from dycl.ir import IRVerifyError, LocatingParser, SourceMap, verify_module
 from dycl.passes import get_all_passes
+from dycl.passes.pipeline import expand_pipelines
 from dycl.tools.diagnostics import InvalidPassOutput, format_error
 
 
@@ -75,24 +77,12 @@ class DyclOptMain(xDSLOptMain):
         self.ctx.allow_unregistered = True
         self.args.print_op_generic = not self.args.pretty
         super().setup_pipeline()
-        if self.args.disable_verify:
-            return
-        xdsl_callback = self.pipeline.callback
-
-        def verify_then(previous_pass, module, next_pass):
-            # The input, then the IR after each pass, verified before xDSL's own check (which
-            # names no op and crashes on some bad IR): a failure is a located diagnostic.
-            try:
-                verify_module(module, self.sources, self.get_input_name())
-            except IRVerifyError as err:
-                if previous_pass is None:
-                    raise
-                first, _, context = str(err).partition("\n")
-                raise InvalidPassOutput(f"{first} [after pass {previous_pass.name}]\n{context}".rstrip()) from err
-            if xdsl_callback is not None:
-                xdsl_callback(previous_pass, module, next_pass)
-
-        self.pipeline = dataclasses.replace(self.pipeline, callback=verify_then)
+        # xDSL's callback (its verifier, --time-passes, --print-between-passes) runs between
+        # passes: it should see each step of a dycl-pipeline, not the pipeline as one pass.
+        callback = self.pipeline.callback
+        if not self.args.disable_verify:
+            callback = _verifying_first(callback, self.sources, self.get_input_name())
+        self.pipeline = PassPipeline(expand_pipelines(self.pipeline.passes), callback)
 
     def output_resulting_program(self, prog) -> str:
         if self.args.emit_hcfg is None:
@@ -103,6 +93,29 @@ class DyclOptMain(xDSLOptMain):
         if self.args.emit_hcfg == "dot":
             return hcfg.to_dot()
         return str(hcfg.summary()) + "\n"
+
+
+def _verifying_first(
+    xdsl_callback: PassPipelineCallbackType | None, sources: SourceMap, input_name: str
+) -> PassPipelineCallbackType:
+    """`xdsl_callback`, preceded by `verify_module` on the input and after each pass.
+
+    xDSL's own check names no op and crashes on some bad IR; ours reports the op that
+    fails, as a located diagnostic. With --time-passes a pass's time includes this check,
+    as xDSL times from one callback to the next."""
+
+    def verify_then(previous_pass: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None) -> None:
+        try:
+            verify_module(module, sources, input_name)
+        except IRVerifyError as err:
+            if previous_pass is None:
+                raise
+            first, _, context = str(err).partition("\n")
+            raise InvalidPassOutput(f"{first} [after pass {previous_pass.name}]\n{context}".rstrip()) from err
+        if xdsl_callback is not None:
+            xdsl_callback(previous_pass, module, next_pass)
+
+    return verify_then
 
 
 def main(argv: Sequence[str] | None = None) -> int:
