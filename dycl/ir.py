@@ -12,20 +12,37 @@ from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 from dycl.dialects.dycl import Dycl
 from dycl.dialects.torch import Torch, TorchC
 
 
-# xDSL 0.74's string-literal regex nests `+` inside `*`: an unterminated string followed by
-# a long line backtracks exponentially (dycl-opt hung; found by dycl.fuzz). Same language,
-# one character per step: linear.
-MLIRLexer._unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+class LinearTimeMLIRLexer(MLIRLexer):
+    """xDSL's MLIR lexer, with a string-literal regex that runs in linear time.
+
+    xDSL 0.74's regex nests `+` inside `*`, so an unterminated string followed by a long
+    line backtracks exponentially (dycl-opt hung; found by dycl.fuzz). This one accepts the
+    same language one character per step. It is a subclass, not a patch of `MLIRLexer`, so
+    that importing DyCL changes nothing for other users of xDSL."""
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
+class DyclParser(Parser):
+    """xDSL's parser over `LinearTimeMLIRLexer`: the parser of every `dycl.ir` function."""
+
+    def __init__(self, ctx: Context, input: str | bytes, name: str = "<unknown>") -> None:
+        # xDSL's Parser builds its own MLIRLexer, which lexes the first token at once: give
+        # it no text, then parse the input with our lexer.
+        super().__init__(ctx, "", name)
+        text = input.decode("utf-8") if isinstance(input, bytes) else input
+        self._parser_state = ParserState(LinearTimeMLIRLexer(Input(text, name)))
 
 
 class IRParseError(ValueError):
@@ -70,7 +87,7 @@ def parse_module(
         if verify:
             module = LocatingParser(ctx or make_context(), text, source_name, sources=sources).parse_module()
         else:
-            module = Parser(ctx or make_context(), text, source_name).parse_module()
+            module = DyclParser(ctx or make_context(), text, source_name).parse_module()
     except ParseError as err:
         raise IRParseError(format_parse_error(err)) from None
     if verify:
@@ -101,8 +118,8 @@ class SourceMap:
         return None
 
 
-class LocatingParser(Parser):
-    """xDSL's parser, recording where every op starts in a `SourceMap`."""
+class LocatingParser(DyclParser):
+    """DyCL's parser, recording where every op starts in a `SourceMap`."""
 
     def __init__(self, *args, sources: SourceMap, line_offset: int = 0, **kwargs) -> None:
         super().__init__(*args, **kwargs)
