@@ -1,9 +1,11 @@
-"""The `dycl` dialect: host-level ops that no upstream dialect has."""
+"""The `dycl` dialect: host-level ops that no upstream dialect has, and the attribute that
+marks a sub-DNN."""
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Attribute, Dialect
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr, UnitAttr
+from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.irdl import IRDLOperation, attr_def, irdl_op_definition, result_def, traits_def
 from xdsl.traits import ConstantLike, Pure
 
@@ -33,6 +35,19 @@ class ParamOp(IRDLOperation):
     @property
     def weight_name(self) -> str:
         return self.param_name.data
+
+
+SUBDNN_ATTR = "dycl.subdnn"
+"""Unit attribute on every sub-DNN `func.func`: a conditional-free run of tensor ops that a
+backend compiles (the passes create them, the backends and the host codegen read them)."""
+
+
+def is_subdnn(op: Operation) -> bool:
+    return isinstance(op, func.FuncOp) and isinstance(op.attributes.get(SUBDNN_ATTR), UnitAttr)
+
+
+def mark_subdnn(op: func.FuncOp) -> None:
+    op.attributes[SUBDNN_ATTR] = UnitAttr()
 
 
 Dycl = Dialect("dycl", [ParamOp], [])

@@ -3,14 +3,16 @@
 Types and ops are defined so that their *generic* form matches what torch-mlir prints;
 every other `torch.*` op or type parses through xDSL's unregistered fallback (parse with
 `dycl.ir.parse_module`). Shapes use `None` for an unknown dimension (`?` in the text).
+What each op means, registered or not, is in `dycl.dialects.torch_ops`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
+import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     FloatAttr,
     IntAttr,
     IntegerAttr,
@@ -240,6 +242,9 @@ SCALAR_TYPES = (IntType, FloatType, BoolType)
 
 
 class _ConstantOp(IRDLOperation):
+    """A scalar constant; `python_value` is it as the host program and the interpreter
+    see it."""
+
     traits = traits_def(ConstantLike(), Pure())
 
 
@@ -254,6 +259,10 @@ class ConstantIntOp(_ConstantOp):
             properties={"value": IntegerAttr(value, 64)}, result_types=[IntType()]
         )
 
+    @property
+    def python_value(self) -> int:
+        return self.value.value.data
+
 
 @irdl_op_definition
 class ConstantFloatOp(_ConstantOp):
@@ -265,6 +274,10 @@ class ConstantFloatOp(_ConstantOp):
         super().__init__(
             properties={"value": FloatAttr(value, 64)}, result_types=[FloatType()]
         )
+
+    @property
+    def python_value(self) -> float:
+        return self.value.value.data
 
 
 @irdl_op_definition
@@ -283,6 +296,10 @@ class ConstantBoolOp(_ConstantOp):
         # xDSL stores `true` of an i1 as -1.
         return self.value.value.data != 0
 
+    @property
+    def python_value(self) -> bool:
+        return self.bool_value
+
 
 @irdl_op_definition
 class ConstantNoneOp(_ConstantOp):
@@ -292,12 +309,20 @@ class ConstantNoneOp(_ConstantOp):
     def __init__(self):
         super().__init__(result_types=[NoneType()])
 
+    @property
+    def python_value(self) -> None:
+        return None
+
 
 @irdl_op_definition
 class ConstantStrOp(_ConstantOp):
     name = "torch.constant.str"
     value = prop_def(StringAttr)
     result = result_def(StringType)
+
+    @property
+    def python_value(self) -> str:
+        return self.value.data
 
 
 @irdl_op_definition
@@ -306,12 +331,28 @@ class ConstantDeviceOp(_ConstantOp):
     value = prop_def(StringAttr)
     result = result_def(DeviceType)
 
+    @property
+    def python_value(self) -> str:
+        """The device's name (`"cpu"`); the interpreter makes a `torch.device` of it."""
+        return self.value.data
+
 
 @irdl_op_definition
-class ValueTensorLiteralOp(_ConstantOp):
+class ValueTensorLiteralOp(IRDLOperation):
     name = "torch.vtensor.literal"
     value = prop_def(Attribute)
     result = result_def(ValueTensorType)
+    traits = traits_def(ConstantLike(), Pure())
+
+    def raw_array(self) -> np.ndarray:
+        """The inline values in their shape (numpy's default dtype for them: int64 or
+        float64); cast them to the result's element type where they are used."""
+        if not isinstance(self.value, DenseIntOrFPElementsAttr):
+            raise ValueError(
+                f"{self.name}: only inline dense<...> values are supported "
+                "(weights must be dycl.param references)"
+            )
+        return np.array(self.value.get_values()).reshape(self.value.get_shape())
 
 
 @irdl_op_definition
@@ -379,46 +420,7 @@ class FromI64Op(IRDLOperation):
     traits = traits_def(Pure())
 
 
-# ------------------------------------------------------ computation-free tensor ops
-
-# Ops whose result is their input's data seen through new metadata (or an identity
-# copy): the host can produce them without running a kernel (`dycl-outline` keeps short
-# runs of them in the host, `dycl-hoist-free` moves them out of sub-DNNs).
-IDENTITY_OPS: frozenset[str] = frozenset(
-    {
-        "torch.aten.clone",
-        "torch.aten.contiguous",
-        "torch.aten.detach",
-        "torch.aten.alias",
-        "torch.aten.lift_fresh_copy",
-        "torch.tensor_static_info_cast",
-    }
-)
-RESHAPE_OPS: frozenset[str] = frozenset(
-    {
-        "torch.aten.view",
-        "torch.aten.reshape",
-        "torch.aten._unsafe_view",
-        "torch.aten.flatten.using_ints",
-        "torch.aten.unflatten.int",
-        "torch.aten.squeeze",
-        "torch.aten.squeeze.dim",
-        "torch.aten.squeeze.dims",
-        "torch.aten.unsqueeze",
-    }
-)
-# Views that keep the data but may change its memory order (free only in some cases).
-STRIDED_VIEW_OPS: frozenset[str] = frozenset(
-    {
-        "torch.aten.permute",
-        "torch.aten.transpose.int",
-        "torch.aten.t",
-        "torch.aten.expand",
-        "torch.aten.select.int",
-        "torch.aten.slice.Tensor",
-    }
-)
-COMPUTATION_FREE_OPS: frozenset[str] = IDENTITY_OPS | RESHAPE_OPS | STRIDED_VIEW_OPS
+# ---------------------------------------------------------------------- names
 
 
 def op_name(op) -> str:

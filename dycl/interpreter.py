@@ -2,8 +2,8 @@
 
 It is the oracle of every pass test: a pass must not change what this computes. Built on
 `xdsl.interpreter` (func/scf/arith come from xDSL); torch-dialect ops are dispatched by name
-to `torch.ops.<ns>.<name>.<overload>` driven by the op schema, and host scalar/list ops to
-plain Python.
+(`dycl.dialects.torch_ops`): host scalar/list ops to their Python meaning, every other op
+to `torch.ops.<ns>.<name>.<overload>` driven by the op schema.
 """
 
 from __future__ import annotations
@@ -15,12 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
-    ModuleOp,
-    StringAttr,
-    UnregisteredOp,
-)
+from xdsl.dialects.builtin import ModuleOp, StringAttr, UnregisteredOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -37,28 +32,11 @@ from xdsl.utils.exceptions import InterpretationError
 
 from dycl.dialects import dycl as dycl_dialect
 from dycl.dialects import torch as t
-from dycl.dialects.host_ops import host_op
+from dycl.dialects.torch_ops import TorchOpCall, literal_tensor, op_info
 
 __all__ = ["run_function", "unflatten", "InterpretationError"]
 
 # ---------------------------------------------------------------- torch tensor ops
-
-
-class TorchOpCall:
-    """A torch op resolved once per op name: operands map onto the schema in order,
-    keyword-only schema arguments are passed as keywords (positionally they fail)."""
-
-    def __init__(self, name: str):
-        ns, opname, *overload = name.removeprefix("torch.").split(".", 2)
-        packet = getattr(getattr(torch.ops, ns), opname)
-        self.fn = getattr(packet, overload[0] if overload else "default")
-        self.kwarg_names = [a.name for a in self.fn._schema.arguments if a.kwarg_only]
-        self.n_positional = len(self.fn._schema.arguments) - len(self.kwarg_names)
-
-    def __call__(self, args: Sequence[Any]) -> Any:
-        positional = args[: self.n_positional]
-        keywords = dict(zip(self.kwarg_names, args[self.n_positional :]))
-        return self.fn(*positional, **keywords)
 
 
 class ReferenceInterpreter(Interpreter):
@@ -79,8 +57,8 @@ class ReferenceInterpreter(Interpreter):
 
 
 def _run_named_op(name: str, inputs: PythonValues, n_results: int) -> PythonValues:
-    host = host_op(name)
-    if host is not None:
+    info = op_info(name)
+    if (host := info.python) is not None:
         result = host(*inputs)
     else:
         call = ReferenceInterpreter._torch_calls.get(name)
@@ -89,27 +67,16 @@ def _run_named_op(name: str, inputs: PythonValues, n_results: int) -> PythonValu
         result = call(inputs)
     if n_results == 0:  # `aten._assert_tensor_metadata` and other checks return None
         return ()
-    if n_results == 1 and name != "torch.prim.ListUnpack":  # unpacking one item is still a tuple
+    if n_results == 1 and not info.unpacks:  # unpacking one item is still a tuple
         return (result,)
     return tuple(result)
 
 
-def literal_value(attr) -> torch.Tensor:
-    if not isinstance(attr, DenseIntOrFPElementsAttr):
-        raise InterpretationError(
-            "torch.vtensor.literal: only inline dense<...> values are supported "
-            "(weights must be dycl.param references)"
-        )
-    shape = attr.get_shape()
-    values = np.array(attr.get_values()).reshape(shape)
-    dtype = _torch_dtype(attr.get_element_type())
-    return torch.from_numpy(values).to(dtype)
-
-
-def _torch_dtype(element_type) -> torch.dtype:
-    from dycl.dialects.dtypes import torch_dtype
-
-    return torch_dtype(element_type)
+def literal_value(op: t.ValueTensorLiteralOp) -> torch.Tensor:
+    try:
+        return literal_tensor(op)
+    except ValueError as err:
+        raise InterpretationError(str(err)) from None
 
 
 @register_impls
@@ -117,33 +84,34 @@ class TorchFunctions(InterpreterFunctions):
     def __init__(self, weights: Mapping[str, Any]):
         self.weights = weights
 
+    # (xDSL's `impl` takes one op class per method)
     @impl(t.ConstantIntOp)
     def run_const_int(self, interp, op: t.ConstantIntOp, args):
-        return (op.value.value.data,)
+        return (op.python_value,)
 
     @impl(t.ConstantFloatOp)
     def run_const_float(self, interp, op: t.ConstantFloatOp, args):
-        return (op.value.value.data,)
+        return (op.python_value,)
 
     @impl(t.ConstantBoolOp)
     def run_const_bool(self, interp, op: t.ConstantBoolOp, args):
-        return (op.bool_value,)
+        return (op.python_value,)
 
     @impl(t.ConstantNoneOp)
-    def run_const_none(self, interp, op, args):
-        return (None,)
+    def run_const_none(self, interp, op: t.ConstantNoneOp, args):
+        return (op.python_value,)
 
     @impl(t.ConstantStrOp)
     def run_const_str(self, interp, op: t.ConstantStrOp, args):
-        return (op.value.data,)
+        return (op.python_value,)
 
     @impl(t.ConstantDeviceOp)
     def run_const_device(self, interp, op: t.ConstantDeviceOp, args):
-        return (torch.device(op.value.data),)
+        return (torch.device(op.python_value),)
 
     @impl(t.ValueTensorLiteralOp)
     def run_literal(self, interp, op: t.ValueTensorLiteralOp, args):
-        return (literal_value(op.value),)
+        return (literal_value(op),)
 
     @impl(t.ListConstructOp)
     def run_list(self, interp, op, args):

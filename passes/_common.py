@@ -8,17 +8,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, UnitAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.printer import Printer
+from xdsl.rewriter import Rewriter
+from xdsl.transforms.dead_code_elimination import would_be_trivially_dead
 from xdsl.utils.exceptions import PassFailedException
 
 from dycl.dialects import torch as t
-from dycl.dialects.dycl import ParamOp
-from dycl.dialects.host_ops import host_op
-
-SUBDNN_ATTR = "dycl.subdnn"
-"""Unit attribute on every sub-DNN `func.func` (conventions.md, "The HCFG")."""
+from dycl.dialects.dycl import SUBDNN_ATTR, ParamOp, is_subdnn, mark_subdnn
+from dycl.dialects.torch_ops import has_value_semantics, is_torch_op, op_info
 
 CONTROL_OPS = (scf.IfOp, scf.ForOp, scf.WhileOp)
 """The region ops the host IR may contain."""
@@ -38,14 +38,6 @@ CONSTANT_OPS = (
 
 
 # ------------------------------------------------------------------ functions
-
-
-def is_subdnn(op: Operation) -> bool:
-    return isinstance(op, func.FuncOp) and SUBDNN_ATTR in op.attributes
-
-
-def mark_subdnn(op: func.FuncOp) -> None:
-    op.attributes[SUBDNN_ATTR] = UnitAttr()
 
 
 def host_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
@@ -118,8 +110,8 @@ def is_static_tensor_type(type_: Attribute) -> bool:
 
 
 def tensor_list_operand(value: SSAValue) -> t.ListConstructOp | None:
-    """The `ListConstruct` of tensors (and constants) feeding `value`, if any
-    (`aten.cat`'s operand): it travels with its user into a sub-DNN."""
+    """The `ListConstruct` of tensors (and constants) feeding `value`, if any (what a
+    concatenation reads): it travels with its user into a sub-DNN."""
     owner = value.owner
     if isinstance(owner, t.ListConstructOp) and not is_constant(value):
         if all(is_tensor(e) or is_constant(e) for e in owner.elements):
@@ -130,21 +122,21 @@ def tensor_list_operand(value: SSAValue) -> t.ListConstructOp | None:
 def is_tensor_compute(op: Operation) -> bool:
     """A torch op a sub-DNN may contain: tensor results only, tensor operands, constant
     scalars or lists of tensors; no regions; not a host-level scalar/list op. Also an op
-    returning a list of tensors that only `torch.prim.ListUnpack` reads (`aten.split`,
-    `aten.unbind`), and that unpack."""
+    returning a list of tensors that only unpacks read (a split, an unbind), and such an
+    unpack."""
     if op.regions or isinstance(
         op, (*CONSTANT_OPS, t.ListConstructOp, t.BoolTensorOp, t.TensorStaticInfoCastOp)
     ):
         return False
-    name = t.op_name(op)
-    if name == "torch.prim.ListUnpack":
+    info = op_info(op)
+    if info.unpacks:
         source = op.operands[0].owner if len(op.operands) == 1 else None
         return (
             isinstance(source, Operation)
             and all(is_tensor(r) for r in op.results)
             and is_tensor_compute(source)
         )
-    if not name.startswith("torch.") or host_op(name) is not None:
+    if not is_torch_op(op) or info.python is not None:
         return False
     if not op.results or not (
         all(is_tensor(r) for r in op.results) or _is_unpacked_tensor_list(op)
@@ -164,9 +156,7 @@ def _is_unpacked_tensor_list(op: Operation) -> bool:
     result = op.results[0]
     if not (isinstance(result.type, t.ListType) and isinstance(result.type.element, t.ValueTensorType)):
         return False
-    return bool(result.uses) and all(
-        t.op_name(use.operation) == "torch.prim.ListUnpack" for use in result.uses
-    )
+    return bool(result.uses) and all(op_info(use.operation).unpacks for use in result.uses)
 
 
 def is_host_tensor_compute(op: Operation) -> bool:
@@ -177,16 +167,13 @@ def is_host_tensor_compute(op: Operation) -> bool:
         op, (*CONSTANT_OPS, t.ListConstructOp, t.BoolTensorOp, t.TensorStaticInfoCastOp)
     ):
         return False
-    name = t.op_name(op)
-    if not name.startswith("torch.") or host_op(name) is not None:
+    info = op_info(op)
+    if not is_torch_op(op) or info.python is not None:
         return False
-    if name in t.COMPUTATION_FREE_OPS or name in HOST_LIST_OPS:
+    # Tensor ops of a host list (data-dependent length) stay in the host.
+    if info.category.computation_free or info.reads_tensor_list:
         return False
     return any(is_tensor(r) for r in op.results)
-
-
-HOST_LIST_OPS = frozenset({"torch.aten.stack", "torch.aten.cat", "torch.prim.ListUnpack"})
-"""Tensor ops of a host list (data-dependent length): they stay in the host (conventions)."""
 
 
 def op_operand_values(op: Operation) -> Iterator[SSAValue]:
@@ -195,6 +182,61 @@ def op_operand_values(op: Operation) -> Iterator[SSAValue]:
         if (lst := tensor_list_operand(operand)) is not None:
             yield from lst.elements
         yield operand
+
+
+# --------------------------------------------------------- cloning, dead ops
+
+
+def clone_into(
+    value: SSAValue, mapping: dict[SSAValue, SSAValue], builder: list[Operation]
+) -> SSAValue:
+    """The value inside a new function: mapped, or a clone of its constant/list
+    producer (recursively), appended to `builder`."""
+    if value in mapping:
+        return mapping[value]
+    owner = value.owner
+    assert isinstance(owner, Operation), "live-ins must be mapped before use"
+    for operand in owner.operands:
+        clone_into(operand, mapping, builder)
+    append_clone(owner, mapping, builder)
+    return mapping[value]
+
+
+def append_clone(
+    op: Operation, mapping: dict[SSAValue, SSAValue], builder: list[Operation]
+) -> None:
+    """Append a copy of `op` reading mapped operands; map its results to the copy's."""
+    clone = op.clone(value_mapper=mapping)
+    builder.append(clone)
+    mapping.update(zip(op.results, clone.results))
+
+
+def is_dead(op: Operation) -> bool:
+    """Nothing reads the op's results and it has no other effect: a torch, torch_c or
+    dycl op (value semantics: xDSL's dead-code elimination keeps these unregistered ops,
+    whose effects it cannot know), or an op whose traits tell xDSL it is free of effects."""
+    if op.regions or any(r.uses for r in op.results):
+        return False
+    return has_value_semantics(op) or would_be_trivially_dead(op)
+
+
+def erase_dead_ops(
+    block: Block,
+    rewriter: PatternRewriter | None = None,
+    kinds: tuple[type[Operation], ...] = (Operation,),
+) -> None:
+    """Erase the dead ops (`is_dead`) of `block` and its regions, last to first, so that
+    an op whose only reader was dead goes too; only ops of `kinds`. Terminators stay."""
+    for op in reversed(list(block.ops)):
+        for region in op.regions:
+            for inner in region.blocks:
+                erase_dead_ops(inner, rewriter, kinds)
+        if op is block.last_op or not isinstance(op, kinds) or not is_dead(op):
+            continue
+        if rewriter is None:
+            Rewriter.erase_op(op)
+        else:
+            rewriter.erase(op)
 
 
 # ------------------------------------------------------------- shapes, bytes
@@ -266,7 +308,7 @@ class HCFGError(PassFailedException):
 
 def locate(op: Operation) -> str:
     """Where `op` is: its source location when it has one, else its path from the
-    function: `@forward: op 5 (scf.for) / body / op 1 (torch.aten.cat)`."""
+    function: `@forward: op 5 (scf.for) / body / op 1 (torch.aten.mm)`."""
     if isinstance(op.location, FileLineColLoc):
         loc = op.location
         return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
@@ -282,16 +324,17 @@ def locate(op: Operation) -> str:
         if isinstance(parent, func.FuncOp):
             return f"@{parent.sym_name.data}: " + " / ".join(reversed(path))
         region_index = parent.regions.index(current.parent_region())
-        names = _REGION_NAMES.get(t.op_name(parent), ())
+        names = REGION_NAMES.get(type(parent), ())
         path.append(names[region_index] if region_index < len(names) else f"region {region_index}")
         current = parent
 
 
-_REGION_NAMES = {
-    "scf.if": ("then", "else"),
-    "scf.for": ("body",),
-    "scf.while": ("before", "after"),
+REGION_NAMES: dict[type[Operation], tuple[str, ...]] = {
+    scf.IfOp: ("then", "else"),
+    scf.ForOp: ("body",),
+    scf.WhileOp: ("before", "after"),
 }
+"""What the regions of each control op are called in diagnostics and summaries."""
 
 
 def op_text(op: Operation, limit: int = 200) -> str:

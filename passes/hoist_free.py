@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -42,22 +42,22 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from dycl.dialects import torch as t
+from dycl.dialects.torch_ops import Category, constant_value, op_info
 from dycl.passes._common import (
     check_functions,
+    clone_into,
+    erase_dead_ops,
     is_constant,
     is_subdnn,
     is_tensor,
 )
-from dycl.passes.const_prop import constant_value
-from dycl.passes.outline import clone_into
 
 
 def host_can_produce(op: Operation) -> bool:
     """The op's result is its (contiguous) tensor operand's data seen through new
     metadata, in the same memory order: the host makes it without a kernel or a copy."""
-    name = t.op_name(op)
-    if name not in t.COMPUTATION_FREE_OPS or len(op.results) != 1 or not op.operands:
+    info = op_info(op)
+    if not info.category.computation_free or len(op.results) != 1 or not op.operands:
         return False
     source, *rest = op.operands
     if not is_tensor(source) or not all(is_constant(v) and not is_tensor(v) for v in rest):
@@ -65,33 +65,10 @@ def host_can_produce(op: Operation) -> bool:
     shape = source.type.shape
     if shape is None or None in shape or not is_tensor(op.results[0]):
         return False
-    if name in t.IDENTITY_OPS or name in t.RESHAPE_OPS:
+    if info.category is not Category.STRIDED_VIEW:
         return True
-    args = [constant_value(v) for v in rest]
-    rank = len(shape)
-    match name:
-        case "torch.aten.permute":
-            return _keeps_order(shape, [d % rank for d in args[0]]) if rank else True
-        case "torch.aten.transpose.int":
-            perm = list(range(rank))
-            a, b = args[0] % rank, args[1] % rank
-            perm[a], perm[b] = perm[b], perm[a]
-            return _keeps_order(shape, perm)
-        case "torch.aten.t":
-            return rank < 2 or _keeps_order(shape, [1, 0])
-        case "torch.aten.select.int":
-            return all(d == 1 for d in shape[: args[0] % rank])
-        case "torch.aten.slice.Tensor":
-            dim, step = args[0] % rank, args[3]
-            return step in (1, None) and all(d == 1 for d in shape[:dim])
-        case "torch.aten.expand":
-            return op.results[0].type.shape == shape
-    return False
-
-
-def _keeps_order(shape: Sequence[int], perm: Sequence[int]) -> bool:
-    moved = [p for p in perm if shape[p] != 1]
-    return moved == sorted(moved)
+    keeps_order = info.same_memory_order
+    return keeps_order is not None and keeps_order(shape, [constant_value(v) for v in rest], op)
 
 
 # ------------------------------------------------------------- call-site helpers
@@ -137,7 +114,7 @@ def set_results(
                 new.results[i].name_hint = call.results[k].name_hint
         rewriter.replace(call, new, new_results=keep)
         new_calls.append(new)
-    _remove_dead_body_ops(rewriter, fn.body.block)
+    erase_dead_ops(fn.body.block, rewriter)  # what only the dropped results read
     return new_calls
 
 
@@ -145,14 +122,6 @@ def drop_results(rewriter: PatternRewriter, fn: func.FuncOp, dropped: set[int]) 
     returned = _return_op(fn).operands
     kept = [k for k in range(len(returned)) if k not in dropped]
     set_results(rewriter, fn, [returned[k] for k in kept], kept)
-
-
-def _remove_dead_body_ops(rewriter: PatternRewriter, block: Block) -> None:
-    """Sub-DNN ops have value semantics: an op nobody reads is dead."""
-    for op in reversed(list(block.ops)):
-        if op is block.last_op or any(r.uses for r in op.results):
-            continue
-        rewriter.erase(op)
 
 
 def _clone_before(
@@ -165,7 +134,7 @@ def _clone_before(
     `where`, operands through `mapping`; an identity copy is just its source (tensors
     have value semantics, so a copy in the host would only move data)."""
     source = mapping[op.operands[0]]
-    if t.op_name(op) in t.IDENTITY_OPS and source.type == op.results[0].type:
+    if op_info(op).category is Category.IDENTITY and source.type == op.results[0].type:
         return source
     built: list[Operation] = []
     for operand in op.operands:

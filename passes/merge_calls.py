@@ -47,9 +47,10 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from dycl.dialects import torch as t
+from dycl.dialects.torch_ops import is_computation_free
 from dycl.passes._common import (
     check_functions,
+    clone_into,
     is_constant,
     is_static_tensor_type,
     is_subdnn,
@@ -57,7 +58,6 @@ from dycl.passes._common import (
     is_tensor_compute,
     mark_subdnn,
 )
-from dycl.passes.outline import clone_into
 
 
 # ------------------------------------------------------------------------ helpers
@@ -94,7 +94,7 @@ def subdnn_callee(call: Operation, module: builtin.ModuleOp | None = None) -> fu
 def is_absorbable(op: Operation) -> bool:
     """A computation-free tensor op a sub-DNN can hold: a view, reshape or copy whose tensor
     operands and results all have static shapes, other operands constants."""
-    if t.op_name(op) not in t.COMPUTATION_FREE_OPS or not is_tensor_compute(op):
+    if not is_computation_free(op) or not is_tensor_compute(op):
         return False
     return all(is_static_tensor_type(v.type) for v in (*op.operands, *op.results) if is_tensor(v))
 

@@ -32,9 +32,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dycl.dialects import torch as t
+from dycl.dialects.torch_ops import is_computation_free
 from dycl.passes._common import (
     CONSTANT_OPS,
     CONTROL_OPS,
+    append_clone,
+    clone_into,
+    erase_dead_ops,
     error,
     format_type,
     host_functions,
@@ -46,34 +50,6 @@ from dycl.passes._common import (
     op_operand_values,
     tensor_list_operand,
 )
-
-
-def is_computation_free(op: Operation) -> bool:
-    return t.op_name(op) in t.COMPUTATION_FREE_OPS
-
-
-def clone_into(
-    value: SSAValue, mapping: dict[SSAValue, SSAValue], builder: list[Operation]
-) -> SSAValue:
-    """The value inside the new function: mapped, or a clone of its constant/list
-    producer (recursively), appended to `builder`."""
-    if value in mapping:
-        return mapping[value]
-    owner = value.owner
-    assert isinstance(owner, Operation), "live-ins must be mapped before use"
-    for operand in owner.operands:
-        clone_into(operand, mapping, builder)
-    append_clone(owner, mapping, builder)
-    return mapping[value]
-
-
-def append_clone(
-    op: Operation, mapping: dict[SSAValue, SSAValue], builder: list[Operation]
-) -> None:
-    """Append a copy of `op` reading mapped operands; map its results to the copy's."""
-    clone = op.clone(value_mapper=mapping)
-    builder.append(clone)
-    mapping.update(zip(op.results, clone.results))
 
 
 @dataclass
@@ -287,17 +263,9 @@ def outline_module(
     outliner = Outliner(module, min_ops, prefix)
     for function in list(host_functions(module)):
         outliner.outline_block(function.body.block)
-        remove_dead_values(function)
+        # Constants and lists nobody reads any more: they moved into the sub-DNNs.
+        erase_dead_ops(function.body.block, kinds=(*CONSTANT_OPS, t.ListConstructOp))
     return outliner.created
-
-
-def remove_dead_values(function: func.FuncOp) -> None:
-    """Erase constants and lists nobody reads any more (left behind by outlining)."""
-    for op in reversed(list(function.walk())):
-        if isinstance(op, (*CONSTANT_OPS, t.ListConstructOp)) and not any(
-            r.uses for r in op.results
-        ):
-            Rewriter.erase_op(op)
 
 
 @dataclass(frozen=True)
@@ -314,4 +282,4 @@ class OutlinePass(ModulePass):
         outline_module(op, self.min_ops, self.prefix)
 
 
-__all__: Sequence[str] = ["OutlinePass", "outline_module", "is_computation_free", "clone_into"]
+__all__: Sequence[str] = ["OutlinePass", "outline_module", "is_computation_free"]

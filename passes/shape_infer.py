@@ -13,7 +13,8 @@ the program determines:
 - `scf.for` / `scf.while` carries reach a fixed point (join of the entry and end-of-body
   types); a carry whose shape changes per iteration ends up with an unknown dim — the mark
   `dycl-unroll-loops{shape-varying-only=true}` reads — and is reported;
-- `torch.aten.size.int` of a static dim becomes a constant;
+- an op whose value the types fix (the size of a static dim, the length of a static list)
+  becomes a constant;
 - casts are inserted wherever a joined type meets a more specific value, so the IR verifies.
 
 The result types of the host function follow its `func.return`.
@@ -33,6 +34,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dycl.dialects import torch as t
 from dycl.dialects.dtypes import element_type
+from dycl.dialects.torch_ops import (
+    NO_VALUE,
+    TorchOpCall,
+    constant_value,
+    is_torch_op,
+    op_info,
+    static_list_elements,
+)
 from dycl.passes._common import (
     format_type,
     host_functions,
@@ -41,7 +50,6 @@ from dycl.passes._common import (
     locate,
     refines,
 )
-from dycl.passes.const_prop import _NO_VALUE, constant_value
 
 _PROBES = (5, 13)
 """Sizes substituted for unknown dims when recomputing shapes on meta tensors."""
@@ -71,8 +79,6 @@ class _MetaShapes:
     @classmethod
     def _call(cls, name: str):
         if name not in cls._calls:
-            from dycl.interpreter import TorchOpCall
-
             try:
                 cls._calls[name] = TorchOpCall(name)
             except (AttributeError, RuntimeError, ValueError):  # ValueError: no torch.<ns>.<op> name
@@ -81,7 +87,9 @@ class _MetaShapes:
 
     @classmethod
     def result_types(cls, op: Operation) -> list[Attribute] | None:
-        if (rule := _LIST_SHAPE_RULES.get(t.op_name(op))) is not None:
+        # Shape rules spare the meta-tensor call: the first of a process costs ~2 s (torch
+        # initialises its meta kernels lazily).
+        if (rule := op_info(op).shape) is not None:
             if (types := rule(op)) is not None:
                 return types
         call = cls._call(t.op_name(op))
@@ -95,7 +103,7 @@ class _MetaShapes:
         runs = []
         for probe in probes:
             args = [_meta_arg(v, probe) for v in op.operands]
-            if any(a is _NO_VALUE for a in args):
+            if any(a is NO_VALUE for a in args):
                 return None
             try:
                 import torch
@@ -123,49 +131,6 @@ class _MetaShapes:
         return types
 
 
-def _joined_list(op: Operation) -> tuple[list[t.ValueTensorType], int] | None:
-    """The element types of `op`'s constant-length tensor list and its constant dim."""
-    lst, dim = op.operands[0].owner, constant_value(op.operands[1])
-    if not isinstance(lst, t.ListConstructOp) or not isinstance(dim, int) or not lst.elements:
-        return None
-    types = [e.type for e in lst.elements]
-    if not all(isinstance(ty, t.ValueTensorType) and ty.shape is not None for ty in types):
-        return None
-    if len({len(ty.shape) for ty in types}) != 1 or len({ty.element_type for ty in types}) != 1:
-        return None
-    return types, dim
-
-
-def _stack_shape(op: Operation) -> list[Attribute] | None:
-    if (joined := _joined_list(op)) is None:
-        return None
-    types, dim = joined
-    shape = list(types[0].shape)
-    for ty in types[1:]:
-        shape = [a if a == b else None for a, b in zip(shape, ty.shape)]
-    dim = dim % (len(shape) + 1)
-    return [t.ValueTensorType([*shape[:dim], len(types), *shape[dim:]], types[0].element_type)]
-
-
-def _cat_shape(op: Operation) -> list[Attribute] | None:
-    if (joined := _joined_list(op)) is None or not joined[0][0].shape:
-        return None
-    types, dim = joined
-    dim = dim % len(types[0].shape)
-    shape = list(types[0].shape)
-    for ty in types[1:]:
-        shape = [a if a == b else None for a, b in zip(shape, ty.shape)]
-    sizes = [ty.shape[dim] for ty in types]
-    shape[dim] = None if None in sizes else sum(sizes)
-    return [t.ValueTensorType(shape, types[0].element_type)]
-
-
-# Shape rules for the list ops that shape inference meets most (joins of host lists): they
-# spare the first meta-tensor call of a process, which costs ~2 s (torch initialises its
-# meta kernels lazily). Everything else goes through meta tensors.
-_LIST_SHAPE_RULES = {"torch.aten.stack": _stack_shape, "torch.aten.cat": _cat_shape}
-
-
 def _is_torch_tensor(value: Any) -> bool:
     import torch
 
@@ -185,18 +150,18 @@ def _meta_arg(value: SSAValue, probe: int) -> Any:
     type_ = value.type
     if isinstance(type_, t.ValueTensorType):
         if type_.shape is None or type_.element_type is None:
-            return _NO_VALUE
+            return NO_VALUE
         from dycl.dialects.dtypes import torch_dtype
 
         try:
             dtype = torch_dtype(type_.element_type)
         except ValueError:
-            return _NO_VALUE
+            return NO_VALUE
         shape = [probe if d is None else d for d in type_.shape]
         return torch.empty(shape, dtype=dtype, device="meta")
     if isinstance(value.owner, t.ListConstructOp):
         elements = [_meta_arg(e, probe) for e in value.owner.elements]
-        return _NO_VALUE if any(e is _NO_VALUE for e in elements) else elements
+        return NO_VALUE if any(e is NO_VALUE for e in elements) else elements
     return constant_value(value)
 
 
@@ -239,10 +204,8 @@ class ShapeInference:
                 self.look_through_cast(op)
             case func.CallOp() | func.ReturnOp() | scf.YieldOp() | scf.ConditionOp():
                 pass
-            case _ if t.op_name(op) == "torch.aten.size.int":
-                self.fold_size(op)
-            case _ if t.op_name(op) == "torch.aten.len.t":
-                self.fold_list_length(op)
+            case _ if op_info(op).static_value is not None:
+                self.fold_static_value(op)
             case _:
                 self.resolve_static_lists(op)
                 self.infer_torch_op(op)
@@ -252,7 +215,7 @@ class ShapeInference:
     def infer_torch_op(self, op: Operation) -> None:
         if op.regions or not any(is_tensor(r) for r in op.results):
             return
-        if not t.op_name(op).startswith("torch."):
+        if not is_torch_op(op):
             return
         changed = any(v in self.refined for v in _all_operand_values(op))
         unknown = any(
@@ -287,26 +250,17 @@ class ShapeInference:
             self.refined.add(op.operand)
             Rewriter.erase_op(op)
 
-    def fold_size(self, op: Operation) -> None:
-        if len(op.operands) != 2 or not is_tensor(op.operands[0]):
-            return
-        shape = op.operands[0].type.shape
-        dim = constant_value(op.operands[1])
-        if shape is None or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
-            return
-        if (size := shape[dim]) is None:
-            return
-        Rewriter.replace_op(op, t.ConstantIntOp(size))
-
-    def fold_list_length(self, op: Operation) -> None:
-        if (elements := static_list_elements(op.operands[0])) is not None:
-            Rewriter.replace_op(op, t.ConstantIntOp(len(elements)))
+    def fold_static_value(self, op: Operation) -> None:
+        """`size(x, 1)` of a static dim, `len(xs)` of a static list -> a constant."""
+        value = op_info(op).static_value(op)
+        if isinstance(value, int) and not isinstance(value, bool):
+            Rewriter.replace_op(op, t.ConstantIntOp(value))
 
     def resolve_static_lists(self, op: Operation) -> None:
         """`stack(append(append([a], b), c))` -> `stack([a, b, c])`: a host list whose
         length and elements the program fixes becomes a plain list of tensors (which
         dycl-outline then moves into the sub-DNN with its user)."""
-        if t.op_name(op) not in _LIST_TENSOR_OPS:
+        if not op_info(op).reads_tensor_list:
             return
         for index, operand in enumerate(op.operands):
             if not isinstance(operand.type, t.ListType) or isinstance(operand.owner, t.ListConstructOp):
@@ -395,24 +349,6 @@ class ShapeInference:
                 self.notes.append(ShapeNote(op, (
                     f"loop-carried value #{k} of {kind} changes shape per iteration: "
                     f"{format_type(a)} -> {format_type(b)}")))
-
-
-_LIST_TENSOR_OPS = frozenset({"torch.aten.stack", "torch.aten.cat"})
-
-
-def static_list_elements(value: SSAValue) -> list[SSAValue] | None:
-    """The elements of a list built by `prim.ListConstruct` and a chain of `aten.append.t`
-    (lists have value semantics, conventions.md); None when the chain passes a block
-    argument, a control-flow result or any other op."""
-    appended: list[SSAValue] = []
-    while True:
-        owner = value.owner
-        if isinstance(owner, t.ListConstructOp):
-            return [*owner.elements, *reversed(appended)]
-        if not isinstance(owner, Operation) or t.op_name(owner) != "torch.aten.append.t":
-            return None
-        appended.append(owner.operands[1])
-        value = owner.operands[0]
 
 
 def _terminator(block: Block) -> Operation:

@@ -1,10 +1,10 @@
 """Rebuild a sub-DNN func as a `torch.fx.GraphModule` that the exporters take.
 
 Every torch-dialect op `torch.aten.<name>.<overload>` becomes a call of
-`torch.ops.aten.<name>.<overload>`, resolved by the reference interpreter's `TorchOpCall`
-(schema-driven: keyword-only arguments become keywords). Constants become Python
-literals, `dycl.param` weights become buffers of the root module, so the exported
-program carries them as initializers / bound constants.
+`torch.ops.aten.<name>.<overload>`, resolved by `dycl.dialects.torch_ops.TorchOpCall`
+(schema-driven: keyword-only arguments become keywords); list and tuple ops stay Python
+structure. Constants become Python literals, `dycl.param` weights become buffers of the
+root module, so the exported program carries them as initializers / bound constants.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dycl.backends.errors import BackendError
 from dycl.backends.subdnn import SubDNN, only_func
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import ParamOp
-from dycl.interpreter import TorchOpCall, literal_value
+from dycl.dialects.torch_ops import TorchOpCall, literal_tensor, op_info
 from dycl.ir import parse_module
 
 # torch-mlir writes enum arguments as their integer codes (c10 ScalarType, MemoryFormat).
@@ -73,20 +73,17 @@ class _Builder:
     def tensor_literal(self, op: t.ValueTensorLiteralOp) -> None:
         attr = f"literal_{len(self.buffer_names)}"
         self.buffer_names[attr] = attr
-        self.root.register_buffer(attr, literal_value(op.value))
+        self.root.register_buffer(attr, literal_tensor(op))
         self.values[op.result] = self.graph.get_attr(attr)
 
     def list_construct(self, op: t.ListConstructOp) -> None:
         self.values[op.result] = [self.values[v] for v in op.elements]
 
-    def list_construct_any(self, op: Operation) -> None:
-        self.values[op.results[0]] = [self.values[v] for v in op.operands]
-
     def identity(self, op: Operation) -> None:
         self.values[op.results[0]] = self.values[op.operands[0]]
 
     def unpack(self, op: UnregisteredOp) -> None:
-        """`torch.prim.ListUnpack` of a list-valued op (`aten.split`) or of a ListConstruct."""
+        """An unpack of a list-valued op (a split) or of a ListConstruct."""
         source = self.values[op.operands[0]]
         for i, result in enumerate(op.results):
             if isinstance(source, (list, tuple)):
@@ -96,15 +93,20 @@ class _Builder:
 
     def torch_op(self, op: UnregisteredOp) -> None:
         name = op.op_name.data
-        if name in _PRIM_HANDLERS:
-            _PRIM_HANDLERS[name](self, op)
+        info = op_info(name)
+        if info.unpacks:
+            self.unpack(op)
+            return
+        if (python := info.python) is not None:
+            # A host list/tuple op is Python structure around the graph's nodes.
+            self.values[op.results[0]] = python(*(self.values[v] for v in op.operands))
             return
         try:
             call = TorchOpCall(name)
         except (AttributeError, RuntimeError, ValueError) as err:
             raise self.fail(f"no torch op of that name ({err})", name) from None
         args = [self.values[v] for v in op.operands]
-        if name in _EMPTY_DIMS_MEAN_ALL and args[1] == []:
+        if info.empty_dim_list_means_all and args[1] == []:
             # torch.onnx cannot convert a reduction over `dim=[]` (= all dims); spell them out.
             args[1] = list(range(op.operands[0].type.rank))
         schema_args = call.fn._schema.arguments
@@ -136,27 +138,17 @@ class _Builder:
 
 
 _HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
-    t.ConstantIntOp: lambda b, op: b.literal(op, op.value.value.data),
-    t.ConstantFloatOp: lambda b, op: b.literal(op, op.value.value.data),
-    t.ConstantBoolOp: lambda b, op: b.literal(op, op.bool_value),
-    t.ConstantNoneOp: lambda b, op: b.literal(op, None),
-    t.ConstantStrOp: lambda b, op: b.literal(op, op.value.data),
-    t.ConstantDeviceOp: lambda b, op: b.literal(op, op.value.data),
+    **{
+        constant: lambda b, op: b.literal(op, op.python_value)
+        for constant in (
+            t.ConstantIntOp, t.ConstantFloatOp, t.ConstantBoolOp, t.ConstantNoneOp,
+            t.ConstantStrOp, t.ConstantDeviceOp,
+        )
+    },
     t.ListConstructOp: _Builder.list_construct,
     t.ValueTensorLiteralOp: _Builder.tensor_literal,
     t.TensorStaticInfoCastOp: _Builder.identity,
     ParamOp: _Builder.param,
-}
-
-
-# Reductions whose empty `dim` list means every dimension (`x.amax()` imports that way).
-_EMPTY_DIMS_MEAN_ALL = frozenset({"torch.aten.amax", "torch.aten.amin"})
-
-# torch-mlir prim ops that are Python structure, not torch.ops calls.
-_PRIM_HANDLERS: dict[str, Callable[[_Builder, Any], None]] = {
-    "torch.prim.ListUnpack": _Builder.unpack,
-    "torch.prim.TupleUnpack": _Builder.unpack,
-    "torch.prim.TupleConstruct": _Builder.list_construct_any,
 }
 
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp
 
 from dycl.backends.cost import estimated_macs
 from dycl.dialects.dtypes import dtype_name
-from dycl.dialects.dycl import ParamOp
+from dycl.dialects.dycl import ParamOp, is_subdnn
 from dycl.dialects.torch import ValueTensorType
 from dycl.ir import print_module
 
@@ -51,10 +51,6 @@ class SubDNN:
         return digest.hexdigest()
 
 
-def is_subdnn(op) -> bool:
-    return isinstance(op, func.FuncOp) and isinstance(op.attributes.get("dycl.subdnn"), UnitAttr)
-
-
 def tensor_spec(type_, where: str) -> TensorSpec:
     if not isinstance(type_, ValueTensorType) or not type_.has_static_shape:
         raise ValueError(f"{where}: expected a statically shaped !torch.vtensor, got {type_}")
@@ -82,3 +78,5 @@ def only_func(module: ModuleOp) -> func.FuncOp:
     (function,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
     return function
 
+
+__all__ = ["SubDNN", "TensorSpec", "is_subdnn", "only_func", "subdnn_from_func", "subdnns_of", "tensor_spec"]

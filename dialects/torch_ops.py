@@ -1,0 +1,512 @@
+"""What each torch op means, in one place: one `TorchOpInfo` record per op or op family.
+
+torch-mlir's ops mostly parse as xDSL's unregistered ops (see `dycl.ir.parse_module`), so
+their meaning cannot sit on op classes as it does in `xdsl.dialects.arith`; it sits here,
+keyed by op name, and every consumer reads it:
+
+- `category`: tensor math (a kernel), a computation-free view or copy (identity, reshape,
+  strided view), a tensor query, a host scalar/list op, a constant, or an op with effects.
+  The HCFG passes decide with it what goes into a sub-DNN and what the host may keep.
+- `host`: the op as a Python expression over its operands, written for the host program
+  (numpy arrays, `np`, the runtime helpers `rt`). For host scalar/list ops the same
+  expression is also what the reference interpreter and constant propagation compute.
+- `shape`: a rule for the result types (dycl-shape-infer; ops without one are run on meta
+  tensors), `static_value`: the op's value when the types fix it.
+- `macs`: a multiply-accumulate estimate (the runtime's thread choice, dycl.backends.cost).
+
+Ops not listed are tensor math with no host translation: they belong in sub-DNNs.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import arith, builtin
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from dycl.dialects import torch as t
+
+# ------------------------------------------------------------------------ records
+
+
+class Category(enum.Enum):
+    TENSOR_MATH = "tensor math"
+    IDENTITY = "identity copy"
+    """The operand itself (tensors have value semantics, so a copy is the value)."""
+    RESHAPE = "reshape"
+    """A contiguous tensor's data under a new shape."""
+    STRIDED_VIEW = "strided view"
+    """The data under new strides: free only when it keeps the memory order."""
+    TENSOR_QUERY = "tensor query"
+    """A host scalar read from a tensor's metadata."""
+    HOST = "host scalar/list"
+    CONSTANT = "constant"
+    EFFECT = "effect"
+    """An effect beyond its results (or a placeholder): never removed when unused."""
+    NOT_TORCH = "not a torch op"
+
+    @property
+    def computation_free(self) -> bool:
+        return self in (Category.IDENTITY, Category.RESHAPE, Category.STRIDED_VIEW)
+
+
+@dataclass(frozen=True)
+class HostCode:
+    """A Python expression over named operands: `params` name them in order (`*name`
+    takes all remaining ones; operands past the names are ignored); the free name `dtype`
+    stands for the result's element type."""
+
+    params: tuple[str, ...]
+    source: str
+
+    @property
+    def expression(self) -> ast.expr:
+        """A fresh parse: callers may rewrite it."""
+        return ast.parse(self.source, mode="eval").body
+
+    @functools.cached_property
+    def function(self) -> Callable[..., Any]:
+        """The expression as a Python function of the operand values (host ops only:
+        the expression must need nothing but builtins)."""
+        params = ", ".join((*self.params, "*_") if not self.variadic else self.params)
+        return eval(f"lambda {params}: {self.source}", {"__builtins__": __builtins__})
+
+    @property
+    def variadic(self) -> bool:
+        return bool(self.params) and self.params[-1].startswith("*")
+
+    @property
+    def is_operand(self) -> bool:
+        """The expression is one operand: the op is a copy (or a cast) of it."""
+        return self.source in self.params
+
+
+ShapeRule = Callable[[Operation], "list[Attribute] | None"]
+MemoryOrderRule = Callable[[Sequence[int], list[Any], Operation], bool]
+
+
+@dataclass(frozen=True)
+class TorchOpInfo:
+    name: str
+    category: Category
+    host: HostCode | None = None
+    unpacks: bool = False
+    """The results are the items of the one list/tuple the op reads (`[a, b] = xs`)."""
+    reads_tensor_list: bool = False
+    """Operand 0 is a host list of tensors of data-dependent length: the op stays in the
+    host unless dycl-shape-infer turns the list into a static `ListConstruct`."""
+    appends_to_list: bool = False
+    """The result is operand 0 with operand 1 appended (lists have value semantics)."""
+    empty_dim_list_means_all: bool = False
+    """A reduction whose `dim=[]` means every dimension (ONNX export needs them spelled out)."""
+    shape: ShapeRule | None = field(default=None, compare=False)
+    static_value: Callable[[Operation], Any] | None = field(default=None, compare=False)
+    """The op's value when its operand types and constants fix it, else `NO_VALUE`."""
+    same_memory_order: MemoryOrderRule | None = field(default=None, compare=False)
+    """(source shape, constant operands, op) -> the strided view keeps the memory order."""
+    macs: Callable[[Operation], int | None] | None = field(default=None, compare=False)
+
+    @property
+    def python(self) -> Callable[..., Any] | None:
+        """What a host scalar/list op computes, as a Python function; None for other ops."""
+        if self.category is not Category.HOST or self.host is None:
+            return None
+        return self.host.function
+
+
+def _op(name: str, category: Category, params: str = "", host: str | None = None, **rules) -> TorchOpInfo:
+    code = None if host is None else HostCode(tuple(p.strip() for p in params.split(",") if p.strip()), host)
+    return TorchOpInfo(name, category, code, **rules)
+
+
+# ------------------------------------------------------------------ constants
+
+
+class _NoValue:
+    def __repr__(self) -> str:
+        return "NO_VALUE"
+
+
+NO_VALUE: Any = _NoValue()
+"""What `constant_value` gives for a value the program does not fix."""
+
+
+def constant_value(value: SSAValue) -> Any:
+    """The Python value of a constant SSA value (lists of constants included), or
+    `NO_VALUE`."""
+    owner = value.owner
+    match owner:
+        case t.ListConstructOp():
+            elements = [constant_value(e) for e in owner.elements]
+            return NO_VALUE if any(e is NO_VALUE for e in elements) else elements
+        case arith.ConstantOp() if isinstance(owner.value, builtin.IntegerAttr):
+            return owner.value.value.data
+        # (not a device: no pass computes with one)
+        case t.ConstantIntOp() | t.ConstantFloatOp() | t.ConstantBoolOp() | t.ConstantNoneOp() | t.ConstantStrOp():
+            return owner.python_value
+    return NO_VALUE
+
+
+def materialize(value: Any, result_type: Attribute) -> Operation | None:
+    """A constant op producing `value` with `result_type`, when there is one."""
+    match result_type:
+        case t.BoolType() if isinstance(value, bool):
+            return t.ConstantBoolOp(value)
+        case t.IntType() if isinstance(value, int) and not isinstance(value, bool):
+            return t.ConstantIntOp(value)
+        case t.FloatType() if isinstance(value, float):
+            return t.ConstantFloatOp(value)
+        case builtin.IntegerType() if isinstance(value, int):
+            return arith.ConstantOp(builtin.IntegerAttr(int(value), result_type))
+    return None
+
+
+def static_list_elements(value: SSAValue) -> list[SSAValue] | None:
+    """The elements of a list built by a `ListConstruct` and a chain of appends; None when
+    the chain passes a block argument, a control-flow result or any other op."""
+    appended: list[SSAValue] = []
+    while True:
+        owner = value.owner
+        if isinstance(owner, t.ListConstructOp):
+            return [*owner.elements, *reversed(appended)]
+        if not isinstance(owner, Operation) or not op_info(owner).appends_to_list:
+            return None
+        appended.append(owner.operands[1])
+        value = owner.operands[0]
+
+
+# ----------------------------------------------------------------- shape rules
+
+
+def _joined_list(op: Operation) -> tuple[list[t.ValueTensorType], int] | None:
+    """The element types of `op`'s constant-length tensor list and its constant dim."""
+    lst, dim = op.operands[0].owner, constant_value(op.operands[1])
+    if not isinstance(lst, t.ListConstructOp) or not isinstance(dim, int) or not lst.elements:
+        return None
+    types = [e.type for e in lst.elements]
+    if not all(isinstance(ty, t.ValueTensorType) and ty.shape is not None for ty in types):
+        return None
+    if len({len(ty.shape) for ty in types}) != 1 or len({ty.element_type for ty in types}) != 1:
+        return None
+    return types, dim
+
+
+def _stack_shape(op: Operation) -> list[Attribute] | None:
+    if (joined := _joined_list(op)) is None:
+        return None
+    types, dim = joined
+    shape = list(types[0].shape)
+    for ty in types[1:]:
+        shape = [a if a == b else None for a, b in zip(shape, ty.shape)]
+    dim = dim % (len(shape) + 1)
+    return [t.ValueTensorType([*shape[:dim], len(types), *shape[dim:]], types[0].element_type)]
+
+
+def _cat_shape(op: Operation) -> list[Attribute] | None:
+    if (joined := _joined_list(op)) is None or not joined[0][0].shape:
+        return None
+    types, dim = joined
+    dim = dim % len(types[0].shape)
+    shape = list(types[0].shape)
+    for ty in types[1:]:
+        shape = [a if a == b else None for a, b in zip(shape, ty.shape)]
+    sizes = [ty.shape[dim] for ty in types]
+    shape[dim] = None if None in sizes else sum(sizes)
+    return [t.ValueTensorType(shape, types[0].element_type)]
+
+
+def _static_size(op: Operation) -> Any:
+    source = op.operands[0] if len(op.operands) == 2 else None
+    if source is None or not isinstance(source.type, t.ValueTensorType):
+        return NO_VALUE
+    shape, dim = source.type.shape, constant_value(op.operands[1])
+    if shape is None or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+        return NO_VALUE
+    return NO_VALUE if shape[dim] is None else shape[dim]
+
+
+def _static_length(op: Operation) -> Any:
+    elements = static_list_elements(op.operands[0])
+    return NO_VALUE if elements is None else len(elements)
+
+
+# ---------------------------------------------------------- memory-order rules
+# A strided view is free in the host when the non-size-1 dims keep their order (or it
+# takes a contiguous leading block): numpy then returns a view, not a copy.
+
+
+def _keeps_order(shape: Sequence[int], perm: Sequence[int]) -> bool:
+    moved = [p for p in perm if shape[p] != 1]
+    return moved == sorted(moved)
+
+
+def _permute_keeps_order(shape: Sequence[int], args: list[Any], op: Operation) -> bool:
+    return _keeps_order(shape, [d % len(shape) for d in args[0]]) if shape else True
+
+
+def _transpose_keeps_order(shape: Sequence[int], args: list[Any], op: Operation) -> bool:
+    perm = list(range(len(shape)))
+    a, b = args[0] % len(shape), args[1] % len(shape)
+    perm[a], perm[b] = perm[b], perm[a]
+    return _keeps_order(shape, perm)
+
+
+def _t_keeps_order(shape: Sequence[int], args: list[Any], op: Operation) -> bool:
+    return len(shape) < 2 or _keeps_order(shape, [1, 0])
+
+
+def _select_keeps_order(shape: Sequence[int], args: list[Any], op: Operation) -> bool:
+    return all(d == 1 for d in shape[: args[0] % len(shape)])
+
+
+def _slice_keeps_order(shape: Sequence[int], args: list[Any], op: Operation) -> bool:
+    dim, step = args[0] % len(shape), args[3]
+    return step in (1, None) and all(d == 1 for d in shape[:dim])
+
+
+def _expand_keeps_order(shape: Sequence[int], args: list[Any], op: Operation) -> bool:
+    return op.results[0].type.shape == tuple(shape)
+
+
+# -------------------------------------------------------------- MAC estimates
+# Convolutions and products only: next to them element-wise work is noise.
+
+
+def _static_dims(value: SSAValue) -> tuple[int, ...] | None:
+    type_ = value.type
+    if not isinstance(type_, t.ValueTensorType) or not type_.has_static_shape:
+        return None
+    return tuple(type_.shape)
+
+
+def _per_output(operand: int, inner: Callable[[tuple[int, ...]], int]) -> Callable[[Operation], int | None]:
+    """MACs = output elements x `inner(shape of operand #operand)`."""
+
+    def macs(op: Operation) -> int | None:
+        if len(op.operands) <= operand or not op.results:
+            return None
+        result, source = _static_dims(op.results[0]), _static_dims(op.operands[operand])
+        if result is None or source is None or not source:
+            return None
+        return math.prod(result) * inner(source)
+
+    return macs
+
+
+def _weight_fan_in(shape: tuple[int, ...]) -> int:
+    return math.prod(shape[1:])  # conv [Cout, Cin/groups, k...], linear [out, in]
+
+
+def _reduced_dim(shape: tuple[int, ...]) -> int:
+    return shape[-1]  # matmul-like: [..., M, K] @ [..., K, N]
+
+
+_WEIGHT_MACS = _per_output(1, _weight_fan_in)
+_PRODUCT_MACS = _per_output(0, _reduced_dim)
+_ADD_PRODUCT_MACS = _per_output(1, _reduced_dim)
+
+# --------------------------------------------------------------------- the table
+
+C = Category
+_RECORDS: list[TorchOpInfo] = [
+    # Host lists and scalars: plain Python values. Lists have value semantics (an append
+    # makes a new list): list values may be shared by both sides of an scf.if.
+    _op(t.ListConstructOp.name, C.HOST, "*xs", "[*xs]"),
+    _op("torch.aten.len.t", C.HOST, "xs", "len(xs)"),
+    _op("torch.aten.__getitem__.t", C.HOST, "xs, i", "xs[i]"),
+    _op("torch.aten.append.t", C.HOST, "xs, x", "[*xs, x]", appends_to_list=True),
+    _op("torch.prim.ListUnpack", C.HOST, "xs", "xs", unpacks=True),
+    _op("torch.prim.TupleConstruct", C.HOST, "*xs", "(*xs,)"),
+    _op("torch.prim.TupleUnpack", C.HOST, "xs", "xs", unpacks=True),
+    _op("torch.aten.neg.int", C.HOST, "a", "-a"),
+    _op("torch.aten.neg.float", C.HOST, "a", "-a"),
+    _op("torch.aten.__not__", C.HOST, "a", "not a"),
+    _op("torch.aten.Bool.int", C.HOST, "a", "bool(a)"),
+    _op("torch.aten.Bool.float", C.HOST, "a", "bool(a)"),
+    _op(t.BoolTensorOp.name, C.HOST, "x", "bool(x)"),  # a host sync
+    _op("torch.aten.Int.bool", C.HOST, "a", "int(a)"),
+    _op("torch.aten.Int.float", C.HOST, "a", "int(a)"),
+    _op("torch.aten.Int.Tensor", C.HOST, "x", "int(x.item())"),
+    _op("torch.aten.Float.Tensor", C.HOST, "x", "float(x.item())"),
+    _op("torch.aten.Float.Scalar", C.HOST, "a", "float(a)"),
+    _op("torch.aten.item", C.HOST, "x", "x.item()"),
+    _op("torch.prim.max.int", C.HOST, "a, b", "max(a, b)"),
+    _op("torch.prim.min.int", C.HOST, "a, b", "min(a, b)"),
+    # torch_c: builtin <-> torch scalars are the same Python bools and ints in the host.
+    *(_op(op.name, C.HOST, "x", "x") for op in (t.ToI1Op, t.FromI1Op, t.ToI64Op, t.FromI64Op)),
+    # Tensor metadata read as host scalars.
+    _op("torch.aten.size.int", C.TENSOR_QUERY, "x, dim", "x.shape[dim]", static_value=_static_size),
+    _op("torch.aten.dim", C.TENSOR_QUERY, "x", "x.ndim"),
+    _op("torch.aten.numel", C.TENSOR_QUERY, "x", "x.size"),
+    # Computation-free: the host makes them on numpy without a kernel.
+    *(_op(name, C.IDENTITY, "x", "x") for name in (
+        "torch.aten.clone", "torch.aten.contiguous", "torch.aten.detach", "torch.aten.alias",
+        "torch.aten.lift_fresh_copy", t.TensorStaticInfoCastOp.name,
+    )),
+    *(_op(name, C.RESHAPE, "x, shape", "x.reshape(shape)") for name in (
+        "torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view",
+    )),
+    _op("torch.aten.flatten.using_ints", C.RESHAPE, "x, start, end", "rt.flatten(x, start, end)"),
+    _op("torch.aten.unflatten.int", C.RESHAPE, "x, dim, sizes", "rt.unflatten(x, dim, sizes)"),
+    _op("torch.aten.squeeze", C.RESHAPE, "x", "np.squeeze(x)"),
+    _op("torch.aten.squeeze.dim", C.RESHAPE, "x, dim", "rt.squeeze_dim(x, dim)"),
+    _op("torch.aten.squeeze.dims", C.RESHAPE, "x, dims", "rt.squeeze_dims(x, dims)"),
+    _op("torch.aten.unsqueeze", C.RESHAPE, "x, dim", "np.expand_dims(x, dim)"),
+    _op("torch.aten.permute", C.STRIDED_VIEW, "x, dims", "x.transpose(dims)",
+        same_memory_order=_permute_keeps_order),
+    _op("torch.aten.transpose.int", C.STRIDED_VIEW, "x, a, b", "x.swapaxes(a, b)",
+        same_memory_order=_transpose_keeps_order),
+    _op("torch.aten.t", C.STRIDED_VIEW, "x", "x.T", same_memory_order=_t_keeps_order),
+    _op("torch.aten.expand", C.STRIDED_VIEW, "x, sizes", "rt.expand(x, sizes)",
+        same_memory_order=_expand_keeps_order),
+    _op("torch.aten.select.int", C.STRIDED_VIEW, "x, dim, index", "rt.select(x, dim, index)",
+        same_memory_order=_select_keeps_order),
+    _op("torch.aten.slice.Tensor", C.STRIDED_VIEW, "x, dim, start, end, step",
+        "rt.slice_tensor(x, dim, start, end, step)", same_memory_order=_slice_keeps_order),
+    # Tensor math the host also runs on numpy: stores at a run-time index (a tensor op
+    # reading a host int stays in the host), host lists of tensors, scalars made tensors.
+    _op("torch.aten.select_scatter", C.TENSOR_MATH, "x, src, dim, index", "rt.select_scatter(x, src, dim, index)"),
+    _op("torch.aten.slice_scatter", C.TENSOR_MATH, "x, src, dim, start, end, step",
+        "rt.slice_scatter(x, src, dim, start, end, step)"),
+    _op("torch.aten.stack", C.TENSOR_MATH, "xs, dim", "rt.stack(xs, dim)", reads_tensor_list=True, shape=_stack_shape),
+    _op("torch.aten.cat", C.TENSOR_MATH, "xs, dim", "rt.cat(xs, dim)", reads_tensor_list=True, shape=_cat_shape),
+    _op("torch.aten.split.Tensor", C.TENSOR_MATH, "x, size, dim", "rt.split(x, size, dim)"),
+    _op("torch.aten.split_with_sizes", C.TENSOR_MATH, "x, sizes, dim", "rt.split_with_sizes(x, sizes, dim)"),
+    _op("torch.aten.chunk", C.TENSOR_MATH, "x, chunks, dim", "rt.chunk(x, chunks, dim)"),
+    _op("torch.aten.unbind.int", C.TENSOR_MATH, "x, dim", "rt.unbind(x, dim)"),
+    *(_op(name, C.TENSOR_MATH, "a", "np.array(a, dtype=dtype)") for name in (
+        "torch.prim.NumToTensor.Scalar", "torch.aten.tensor.int", "torch.aten.tensor.float",
+        "torch.aten.tensor.bool",
+    )),
+    # Tensor math with a MAC estimate.
+    *(_op(name, C.TENSOR_MATH, macs=_WEIGHT_MACS) for name in (
+        "torch.aten.conv1d", "torch.aten.conv2d", "torch.aten.conv3d", "torch.aten.convolution",
+        "torch.aten._convolution", "torch.aten.linear",
+    )),
+    *(_op(name, C.TENSOR_MATH, macs=_PRODUCT_MACS) for name in (
+        "torch.aten.matmul", "torch.aten.mm", "torch.aten.bmm",
+    )),
+    *(_op(name, C.TENSOR_MATH, macs=_ADD_PRODUCT_MACS) for name in ("torch.aten.addmm", "torch.aten.baddbmm")),
+    *(_op(name, C.TENSOR_MATH, empty_dim_list_means_all=True) for name in ("torch.aten.amax", "torch.aten.amin")),
+    # Effects (and torch-mlir's placeholder for a value no path defines).
+    *(_op(name, C.EFFECT) for name in (
+        "torch.prim.RaiseException", "torch.prim.Print", "torch.aten.warn", "torch.prim.Uninitialized",
+    )),
+    *(_op(op.name, C.CONSTANT) for op in (
+        t.ConstantIntOp, t.ConstantFloatOp, t.ConstantBoolOp, t.ConstantNoneOp, t.ConstantStrOp,
+        t.ConstantDeviceOp, t.ValueTensorLiteralOp,
+    )),
+]
+del C
+
+_BY_NAME: dict[str, TorchOpInfo] = {info.name: info for info in _RECORDS}
+assert len(_BY_NAME) == len(_RECORDS), "an op is listed twice"
+
+# The scalar binary family `torch.aten.<op>.<kind>`: `add.int`, `lt.float`, `eq.bool`...
+_SCALAR_BINARY = {
+    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b", "floordiv": "a // b",
+    "remainder": "a % b", "eq": "a == b", "ne": "a != b", "lt": "a < b", "le": "a <= b",
+    "gt": "a > b", "ge": "a >= b", "__and__": "a & b", "__or__": "a | b", "__is__": "a is b",
+    "__isnot__": "a is not b",
+}
+_SCALAR_KINDS = frozenset({"int", "float", "bool", "float_int", "int_float"})
+
+_TORCH_NAMESPACE = "torch."
+_VALUE_NAMESPACES = (_TORCH_NAMESPACE, "torch_c.", "dycl.")
+
+
+def _scalar_binary(name: str) -> TorchOpInfo | None:
+    parts = name.split(".")
+    if len(parts) == 4 and parts[:2] == ["torch", "aten"] and parts[3] in _SCALAR_KINDS:
+        if (expression := _SCALAR_BINARY.get(parts[2])) is not None:
+            return _op(name, Category.HOST, "a, b", expression)
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _info_by_name(name: str) -> TorchOpInfo | None:
+    if (info := _BY_NAME.get(name)) is not None:
+        return info
+    if not name.startswith(_VALUE_NAMESPACES[:2]):
+        return None
+    return _scalar_binary(name) or TorchOpInfo(name, Category.TENSOR_MATH)
+
+
+_NOT_TORCH = TorchOpInfo("", Category.NOT_TORCH)
+
+
+def op_info(op: Operation | str) -> TorchOpInfo:
+    """The record of a torch / torch_c op (by op or name). Unlisted torch ops are tensor
+    math; ops of other dialects get an empty record (category NOT_TORCH)."""
+    name = op if isinstance(op, str) else t.op_name(op)
+    return _info_by_name(name) or _NOT_TORCH
+
+
+def is_torch_op(op: Operation) -> bool:
+    """An op of torch-mlir's `torch` dialect (registered here or not)."""
+    return t.op_name(op).startswith(_TORCH_NAMESPACE)
+
+
+def has_value_semantics(op: Operation) -> bool:
+    """A torch, torch_c or dycl op whose only effect is its results: unused, it is dead.
+    (xDSL's dead-code elimination keeps unregistered ops, whose effects it cannot know.)"""
+    return t.op_name(op).startswith(_VALUE_NAMESPACES) and op_info(op).category is not Category.EFFECT
+
+
+def is_computation_free(op: Operation) -> bool:
+    return op_info(op).category.computation_free
+
+
+# -------------------------------------------------------------- torch calls
+
+
+class TorchOpCall:
+    """A torch op resolved once per op name: operands map onto the schema in order,
+    keyword-only schema arguments are passed as keywords (positionally they fail).
+    Raises AttributeError, RuntimeError or ValueError when torch has no such op."""
+
+    def __init__(self, name: str):
+        import torch
+
+        ns, opname, *overload = name.removeprefix(_TORCH_NAMESPACE).split(".", 2)
+        packet = getattr(getattr(torch.ops, ns), opname)
+        self.fn = getattr(packet, overload[0] if overload else "default")
+        self.kwarg_names = [a.name for a in self.fn._schema.arguments if a.kwarg_only]
+        self.n_positional = len(self.fn._schema.arguments) - len(self.kwarg_names)
+
+    def __call__(self, args: Sequence[Any]) -> Any:
+        positional = args[: self.n_positional]
+        keywords = dict(zip(self.kwarg_names, args[self.n_positional :]))
+        return self.fn(*positional, **keywords)
+
+
+def literal_tensor(op: t.ValueTensorLiteralOp):
+    """The literal as a torch tensor of its element type."""
+    import torch
+
+    from dycl.dialects.dtypes import torch_dtype
+
+    return torch.from_numpy(op.raw_array()).to(torch_dtype(op.value.get_element_type()))
+
+
+__all__ = [
+    "Category",
+    "HostCode",
+    "NO_VALUE",
+    "TorchOpCall",
+    "TorchOpInfo",
+    "constant_value",
+    "has_value_semantics",
+    "is_computation_free",
+    "is_torch_op",
+    "literal_tensor",
+    "materialize",
+    "op_info",
+    "static_list_elements",
+]
