@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dycl.runtime import ArtifactError, CompiledModel, InputError, load
+from dycl.runtime import ArtifactError, CompiledModel, InputError, RuntimeOptions, load
 
 __all__ = [
     "compile",
@@ -99,6 +99,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     method: str = "forward",
     check: bool = True,
     threads: int | None = None,
+    runtime: RuntimeOptions | None = None,
     jobs: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     use_cache: bool = True,
@@ -116,7 +117,8 @@ def compile(  # noqa: A001 - the public name the design asks for
     atol=1e-4)). The result is `manifest["check"]` (kept by save/load) and
     `compile_report["check_seconds"]`. `check=False` skips it (`{"ran": false}`).
     threads: runtime threads (default: all cores; sub-DNNs under 2 M multiply-accumulates
-    run on one). jobs: compile processes (default: TVM uses all cores when there are enough
+    run on one). runtime: how the compiled model runs (`dycl.runtime.RuntimeOptions`;
+    `threads` is a shorthand for its `threads`). jobs: compile processes (default: TVM uses all cores when there are enough
     sub-DNNs to pay for the pool; ONNX Runtime exports all sub-DNNs at once in-process).
     pipeline: options of `dycl-pipeline` (min_ops, max_trip_count, weights_as_args).
     """
@@ -142,6 +144,7 @@ def compile(  # noqa: A001 - the public name the design asks for
         options,
         entry=program.function_name,
         threads=threads,
+        runtime=runtime,
         jobs=jobs,
         cache_dir=cache_dir,
         use_cache=use_cache,
@@ -174,6 +177,7 @@ def compile_module(
     *,
     entry: str = "forward",
     threads: int | None = None,
+    runtime: RuntimeOptions | None = None,
     jobs: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     use_cache: bool = True,
@@ -190,13 +194,13 @@ def compile_module(
 
     options = check_options(backend, backend_options)  # fail before the slow steps
     return _compile(
-        module, weights, backend, options, entry=entry, threads=threads, jobs=jobs, cache_dir=cache_dir,
+        module, weights, backend, options, entry=entry, threads=threads, runtime=runtime, jobs=jobs, cache_dir=cache_dir,
         use_cache=use_cache, progress=progress, pipeline=pipeline, run_pipeline=run_pipeline, stage=_no_stage,
     )
 
 
 def _compile(
-    module, weights, backend, options, *, entry, threads, jobs, cache_dir, use_cache, progress, pipeline,
+    module, weights, backend, options, *, entry, threads, runtime, jobs, cache_dir, use_cache, progress, pipeline,
     run_pipeline, stage: Callable[[str], contextlib.AbstractContextManager],
 ) -> CompiledModel:
     report: dict[str, Any] = {"backend": backend}
@@ -225,11 +229,13 @@ def _compile(
     report["subdnn_count"] = len(subdnns)
     report["cached_subdnns"] = sum(c.cached for c in compiled.values())
 
+    if runtime is not None:
+        threads = threads or runtime.threads  # what a later dycl.load of the artifact uses
     with stage("artifact"):
         directory = tempfile.mkdtemp(prefix="dycl-artifact-")
         try:
             write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads)
-            model = CompiledModel(directory, threads=threads)
+            model = CompiledModel(directory, threads=threads, runtime=runtime)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise

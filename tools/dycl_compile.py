@@ -20,6 +20,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from dycl.backends import BACKENDS
+
 
 def _load_model(target: str):
     """`pkg.module:factory` -> (model, default example inputs or None, path inputs or None)."""
@@ -97,7 +99,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         help="example inputs, e.g. 'randn(1,3,32,32)' or 'x: f32[1,4] = randn, n: i64 = 5' (repeatable)",
     )
     parser.add_argument("-o", "--output", required=True, help="artifact directory to write")
-    parser.add_argument("--backend", choices=["onnxruntime", "tvm"], default="onnxruntime")
+    parser.add_argument("--backend", choices=BACKENDS, default="onnxruntime")
     parser.add_argument("--method", default="forward", help="the method to compile")
     parser.add_argument("--threads", type=int, help="runtime threads per sub-DNN (default: all cores)")
     parser.add_argument("--jobs", type=int, help="compile processes (default: all cores)")
@@ -124,7 +126,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         examples = default_examples
     else:
         raise SystemExit("dycl-compile: error: give example inputs with --example (e.g. --example 'randn(1,3,32,32)')")
-    options = {"tune_seconds": args.tune_seconds} if args.backend == "tvm" and args.tune_seconds else {}
+    from dycl.backends import backend_class
+
+    tunes = "tune_seconds" in backend_class(args.backend).option_names()
+    options = {"tune_seconds": args.tune_seconds} if tunes and args.tune_seconds else {}
     start = time.perf_counter()
     compiled = dycl.compile(
         model, examples, backend=args.backend, method=args.method, threads=args.threads,

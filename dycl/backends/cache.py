@@ -33,9 +33,10 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 def _tool_versions(backend: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
-    names = ["torch", "onnx", "onnxscript", "onnxruntime"] if backend == "onnxruntime" else ["torch", "apache-tvm"]
+    from dycl.backends import backend_class
+
     parts = []
-    for name in names:
+    for name in backend_class(backend).tool_packages:
         try:
             parts.append(f"{name}={version(name)}")
         except PackageNotFoundError:
@@ -76,8 +77,9 @@ class CompileCache:
     def _entry(self, backend: str, key: str) -> Path:
         return self.root / backend / key[:2] / key
 
-    def tuning_dir(self, content_key: str) -> Path:
-        return self.root / "tvm-tuning" / content_key[:2] / content_key
+    def tuning_dir(self, backend: str, content_key: str) -> Path:
+        """Where `backend` keeps what it learns compiling this content (`Backend.compile`)."""
+        return self.root / f"{backend}-tuning" / content_key[:2] / content_key
 
     def get(self, backend: str, key: str, name: str) -> CompiledSubDNN | None:
         if not self.enabled:

@@ -4,8 +4,8 @@ Independent sub-DNNs compile in parallel in a pool of worker processes sized to 
 machine (`dycl.backends.worker`: fresh interpreters, as torch and fork do not mix, that
 never re-run the user's script). Each worker pays a torch import and a first-export
 warm-up of several seconds, so a few sub-DNNs compile in this process instead. A backend
-with `compile_batch` (ONNX Runtime: one export for all) compiles in this process unless
-the caller asks for jobs.
+that `batches` (ONNX Runtime: one export for all) compiles in this process unless the
+caller asks for jobs. The backend itself comes from the registry (`dycl.backends`).
 """
 
 from __future__ import annotations
@@ -17,61 +17,28 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dycl.backends import backend_class
 from dycl.backends.cache import CompileCache, cache_key, cache_root
 from dycl.backends.compiled import CompiledSubDNN
-from dycl.backends.subdnn import SubDNN
-from dycl.backends.worker import read_frame, write_frame
+from dycl.backends.errors import BackendError
+from dycl.backends.jobs import CompileJob, read_frame, write_frame
+
+if TYPE_CHECKING:
+    from dycl.backends.backend import Backend
+    from dycl.backends.subdnn import SubDNN
 
 # Below this many sub-DNNs to compile, a pool costs more (worker start-up) than it saves.
 MIN_JOBS_FOR_POOL = 8
 
 
-def backend_module(backend: str):
-    if backend == "onnxruntime":
-        from dycl.backends import onnxruntime as module
-    elif backend == "tvm":
-        from dycl.backends import tvm as module
-    else:
-        raise ValueError(f"unknown backend '{backend}': choose 'onnxruntime' or 'tvm'")
-    return module
-
-
-def backend_options(backend: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    defaults = backend_module(backend).DEFAULT_OPTIONS
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        known = ", ".join(sorted(defaults)) or "none"
-        raise TypeError(f"unknown {backend} backend option(s) {unknown}; known: {known}")
-    return {**defaults, **options}
-
-
-def _compile_one(
-    backend: str,
-    subdnn: SubDNN,
-    weights: Mapping[str, np.ndarray],
-    options: Mapping[str, Any],
-    tuning_dir: str | None,
-) -> CompiledSubDNN:
-    """Runs in a worker or in-process."""
-    start = time.perf_counter()
-    module = backend_module(backend)
-    if backend == "tvm":
-        compiled = module.compile_subdnn(subdnn, weights, options, Path(tuning_dir) if tuning_dir else None)
-    else:
-        compiled = module.compile_subdnn(subdnn, weights, options)
-    compiled.seconds = time.perf_counter() - start
-    return compiled
-
-
-def _compile_batch(batch, subdnns: list[SubDNN], arrays, options) -> dict[str, CompiledSubDNN]:
+def _compile_batch(backend: Backend, subdnns: list[SubDNN], arrays) -> dict[str, CompiledSubDNN]:
     start = time.perf_counter()
     used = {n: arrays[n] for s in subdnns for n in s.weight_names}
-    compiled = batch(subdnns, used, options)
+    compiled = backend.compile_batch(subdnns, used)
     share = (time.perf_counter() - start) / len(subdnns)  # the wall time, split evenly
     for result in compiled.values():
         result.seconds = share
@@ -81,7 +48,7 @@ def _compile_batch(batch, subdnns: list[SubDNN], arrays, options) -> dict[str, C
 def compile_subdnns(
     subdnns: Sequence[SubDNN],
     weights: Mapping[str, Any],
-    backend: str = "onnxruntime",
+    backend: str,
     options: Mapping[str, Any] | None = None,
     *,
     jobs: int | None = None,
@@ -90,7 +57,7 @@ def compile_subdnns(
     progress: bool = True,
 ) -> dict[str, CompiledSubDNN]:
     """Compile each sub-DNN; returns name -> CompiledSubDNN in the given order."""
-    options = backend_options(backend, options or {})
+    compiler = backend_class(backend).from_options(options or {})
     cache = CompileCache(cache_root(cache_dir), enabled=use_cache)
     arrays = {name: _as_numpy(value) for name, value in weights.items()}
 
@@ -99,39 +66,35 @@ def compile_subdnns(
     for subdnn in subdnns:
         missing = [n for n in subdnn.weight_names if n not in arrays]
         if missing:
-            from dycl.backends.errors import BackendError
-
             raise BackendError(backend, subdnn.name, f"weights missing from the store: {missing}")
         content = subdnn.content_key(arrays)
-        key = cache_key(content, backend, options)
+        key = cache_key(content, backend, compiler.option_values())
         hit = cache.get(backend, key, subdnn.name)
         if hit is not None:
             results[subdnn.name] = hit
         else:
             pending.append((subdnn, key, content))
 
-    def job_args(item):
+    def job(item) -> CompileJob:
         subdnn, _, content = item
         used = {n: arrays[n] for n in subdnn.weight_names}
-        tuning = str(cache.tuning_dir(content)) if backend == "tvm" else None
-        return (backend, subdnn, used, options, tuning)
+        return CompileJob(compiler, subdnn, used, str(cache.tuning_dir(backend, content)))
 
-    batch = getattr(backend_module(backend), "compile_batch", None)
     workers = min(jobs or os.cpu_count() or 1, len(pending))
     # A backend that compiles many sub-DNNs in one go beats a pool's start-up cost;
     # it still gets the pool when the caller asks for more than one job.
-    wants_pool = jobs is not None if batch else (jobs is not None or len(pending) >= MIN_JOBS_FOR_POOL)
+    wants_pool = jobs is not None if compiler.batches else (jobs is not None or len(pending) >= MIN_JOBS_FOR_POOL)
     bar = _progress_bar(len(subdnns), len(results), backend, progress)
     try:
         if workers > 1 and wants_pool:
-            compiled = _compile_in_pool(pending, job_args, workers, bar)
-        elif batch is not None and pending:
-            compiled = _compile_batch(batch, [item[0] for item in pending], arrays, options)
+            compiled = _compile_in_pool([job(item) for item in pending], workers, bar)
+        elif compiler.batches and pending:
+            compiled = _compile_batch(compiler, [item[0] for item in pending], arrays)
             bar.update(len(pending))
         else:
             compiled = {}
             for item in pending:
-                compiled[item[0].name] = _compile_one(*job_args(item))
+                compiled[item[0].name] = job(item).run()
                 bar.update(1)
     finally:
         bar.close()
@@ -141,13 +104,13 @@ def compile_subdnns(
     return {s.name: results[s.name] for s in subdnns}
 
 
-def _compile_in_pool(pending, job_args, workers: int, bar) -> dict[str, CompiledSubDNN]:
+def _compile_in_pool(pending: list[CompileJob], workers: int, bar) -> dict[str, CompiledSubDNN]:
     """Compile in `workers` subprocesses (`python -m dycl.backends.worker`)."""
     # Biggest first, so one large sub-DNN does not start last and finish alone.
-    order = sorted(pending, key=lambda item: -len(item[0].ir_text))
-    jobs: queue.Queue = queue.Queue()
-    for item in order:
-        jobs.put(item)
+    order = sorted(pending, key=lambda job: -len(job.subdnn.ir_text))
+    jobs: queue.Queue[CompileJob] = queue.Queue()
+    for job in order:
+        jobs.put(job)
     compiled: dict[str, CompiledSubDNN] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -163,14 +126,14 @@ def _compile_in_pool(pending, job_args, workers: int, bar) -> dict[str, Compiled
         try:
             while not errors:
                 try:
-                    item = jobs.get_nowait()
+                    job = jobs.get_nowait()
                 except queue.Empty:
                     return
-                name = item[0].name
-                write_frame(process.stdin, (name, job_args(item)))
+                name = job.subdnn.name
+                write_frame(process.stdin, (name, job))
                 reply = read_frame(process.stdout)
                 if reply is None:  # the worker died (killed, out of memory): compile here
-                    result = _compile_one(*job_args(item))
+                    result = job.run()
                 else:
                     _, ok, result = reply
                     if not ok:

@@ -11,21 +11,55 @@ import logging
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from dycl.backends.backend import Backend
 from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
 from dycl.backends.fx_rebuild import export, export_side_by_side
 from dycl.backends.subdnn import SubDNN
 
 NAME = "onnxruntime"
-DEFAULT_OPTIONS: dict[str, Any] = {"opset": None}
 
 
-def compile_subdnn(subdnn: SubDNN, weights: Mapping[str, Any], options: Mapping[str, Any]) -> CompiledSubDNN:
-    program = export(subdnn, weights, NAME)
-    model_bytes = _to_onnx(subdnn, program, options)
-    input_names, output_names = _check_with_session(subdnn, model_bytes)
+@dataclass(frozen=True)
+class OnnxRuntimeOptions:
+    opset: int | None = None
+    """The ONNX opset to export to; None: the exporter's default."""
+
+
+class OnnxRuntimeBackend(Backend):
+    name = NAME
+    Options = OnnxRuntimeOptions
+    tool_packages = ("torch", "onnx", "onnxscript", "onnxruntime")
+    batches = True
+    options: OnnxRuntimeOptions
+
+    def compile(self, subdnn: SubDNN, weights: Mapping[str, Any], tuning_dir: Path | None = None) -> CompiledSubDNN:
+        program = export(subdnn, weights, NAME)
+        model_bytes = _to_onnx(subdnn, program, self.options.opset)
+        input_names, output_names = _check_with_session(subdnn, model_bytes)
+        return _compiled(subdnn, model_bytes, input_names, output_names)
+
+    def compile_batch(self, subdnns: Sequence[SubDNN], weights: Mapping[str, Any]) -> dict[str, CompiledSubDNN]:
+        """Several sub-DNNs through one export, cut back into one ONNX model each.
+
+        The exporter sets up its decomposition tables on every call (~0.4 s, more than a
+        small sub-DNN's own work), so a network's sub-DNNs go through together. Each part
+        is checked by its own session like a lone compile; if anything in the joint route
+        fails, every sub-DNN is compiled alone, so an error still names its sub-DNN and op.
+        """
+        if len(subdnns) >= 2:
+            try:
+                return _compile_side_by_side(subdnns, weights, self.options.opset)
+            except Exception:  # noqa: BLE001 - the lone compiles below report the real error
+                pass
+        return super().compile_batch(subdnns, weights)
+
+
+def _compiled(subdnn: SubDNN, model_bytes: bytes, input_names: list[str], output_names: list[str]) -> CompiledSubDNN:
     return CompiledSubDNN(
         name=subdnn.name,
         backend=NAME,
@@ -34,32 +68,14 @@ def compile_subdnn(subdnn: SubDNN, weights: Mapping[str, Any], options: Mapping[
     )
 
 
-def compile_batch(
-    subdnns: Sequence[SubDNN], weights: Mapping[str, Any], options: Mapping[str, Any]
-) -> dict[str, CompiledSubDNN]:
-    """Several sub-DNNs through one export, cut back into one ONNX model each.
-
-    The exporter sets up its decomposition tables on every call (~0.4 s, more than a
-    small sub-DNN's own work), so a network's sub-DNNs go through together. Each part is checked by its own session like a lone
-    compile; if anything in the joint route fails, every sub-DNN is compiled alone, so
-    an error still names its sub-DNN and op.
-    """
-    if len(subdnns) < 2:
-        return {s.name: compile_subdnn(s, weights, options) for s in subdnns}
-    try:
-        return _compile_side_by_side(subdnns, weights, options)
-    except Exception:  # noqa: BLE001 - the lone compiles below report the real error
-        return {s.name: compile_subdnn(s, weights, options) for s in subdnns}
-
-
-def _compile_side_by_side(subdnns, weights, options) -> dict[str, CompiledSubDNN]:
+def _compile_side_by_side(subdnns, weights, opset: int | None) -> dict[str, CompiledSubDNN]:
     import onnx.utils
 
     inputs = [[f"s{k}_in{i}" for i in range(len(s.inputs))] for k, s in enumerate(subdnns)]
     outputs = [[f"s{k}_out{j}" for j in range(len(s.outputs))] for k, s in enumerate(subdnns)]
     program = export_side_by_side(list(subdnns), weights, NAME)
     joint = export_onnx(
-        program, options.get("opset"), [n for ns in inputs for n in ns], [n for ns in outputs for n in ns]
+        program, opset, [n for ns in inputs for n in ns], [n for ns in outputs for n in ns]
     ).model_proto
     present = {value.name for value in joint.graph.input}
     extractor = onnx.utils.Extractor(joint)
@@ -68,20 +84,15 @@ def _compile_side_by_side(subdnns, weights, options) -> dict[str, CompiledSubDNN
         kept = [n for n in input_names if n in present]  # the exporter drops unread inputs
         model_bytes = extractor.extract_model(kept, output_names).SerializeToString()
         _check_with_session(subdnn, model_bytes)
-        results[subdnn.name] = CompiledSubDNN(
-            name=subdnn.name,
-            backend=NAME,
-            files={f"{subdnn.name}.onnx": model_bytes},
-            meta={"file": f"{subdnn.name}.onnx", "input_names": input_names, "output_names": output_names},
-        )
+        results[subdnn.name] = _compiled(subdnn, model_bytes, input_names, output_names)
     return results
 
 
-def _to_onnx(subdnn: SubDNN, program, options: Mapping[str, Any]) -> bytes:
+def _to_onnx(subdnn: SubDNN, program, opset: int | None) -> bytes:
     try:
         onnx_program = export_onnx(
             program,
-            options.get("opset"),
+            opset,
             input_names=[f"in{i}" for i in range(len(subdnn.inputs))],
             output_names=[f"out{i}" for i in range(len(subdnn.outputs))],
         )

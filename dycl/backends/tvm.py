@@ -13,28 +13,68 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dycl.backends.backend import Backend
 from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
 from dycl.backends.fx_rebuild import export
 from dycl.backends.subdnn import SubDNN
 
 NAME = "tvm"
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "target": "llvm",
-    "tune_seconds": 0.0,  # MetaSchedule budget per sub-DNN; 0 = untuned
-    "tune_trials_per_round": 8,  # small rounds: the budget is checked between rounds
-}
 
 
-def _target(options: Mapping[str, Any]):
+@dataclass(frozen=True)
+class TvmOptions:
+    target: Any = "llvm"
+    """A TVM target (its string, dict or `tvm.target.Target`); "llvm": this machine's CPU."""
+    tune_seconds: float = 0.0
+    """MetaSchedule budget per sub-DNN; 0 = untuned."""
+    tune_trials_per_round: int = 8
+    """Small rounds: the budget is checked between rounds."""
+
+
+class TvmBackend(Backend):
+    name = NAME
+    Options = TvmOptions
+    tool_packages = ("torch", "apache-tvm")
+    options: TvmOptions
+
+    def compile(self, subdnn: SubDNN, weights: Mapping[str, Any], tuning_dir: Path | None = None) -> CompiledSubDNN:
+        import tvm
+
+        mod = _to_relax(subdnn, weights)
+        target = target_of(self.options.target)
+        tuned = float(self.options.tune_seconds or 0.0) > 0
+        try:
+            if tuned:
+                mod = _tune(mod, target, self.options, tuning_dir or Path(tempfile.mkdtemp(prefix="dycl-tune-")))
+            executable = tvm.compile(mod, target=target)
+            with tempfile.TemporaryDirectory(prefix="dycl-tvm-") as tmp:
+                library = Path(tmp) / f"{subdnn.name}.so"
+                executable.export_library(str(library))
+                library_bytes = library.read_bytes()
+        except BackendError:
+            raise
+        except Exception as err:
+            raise BackendError(NAME, subdnn.name, f"TVM compile failed: {str(err).strip()[:500]}") from err
+        return CompiledSubDNN(
+            name=subdnn.name,
+            backend=NAME,
+            files={f"{subdnn.name}.so": library_bytes},
+            meta={"file": f"{subdnn.name}.so", "n_outputs": len(subdnn.outputs), "tuned": tuned},
+        )
+
+
+def target_of(target: Any = "llvm"):
+    """The `tvm.target.Target` of a `target` option."""
     import tvm
 
-    target = options.get("target", "llvm")
     if isinstance(target, str) and target == "llvm":
-        # MetaSchedule needs the core count in the target; plain llvm is what FACTS found fastest.
+        # MetaSchedule needs the core count in the target. Otherwise plain llvm, without
+        # -mcpu or -mattr: it measured fastest on these sub-DNNs when the backend was written.
         return tvm.target.Target({"kind": "llvm", "num-cores": os.cpu_count() or 1})
     return tvm.target.Target(target)
 
@@ -126,7 +166,7 @@ def _converters() -> dict:
     }
 
 
-def _tune(mod, target, options: Mapping[str, Any], tuning_dir: Path):
+def _tune(mod, target, options: TvmOptions, tuning_dir: Path):
     """MetaSchedule rounds until the budget is spent; returns the module with the best
     schedules of the database applied (untuned functions keep the default schedule)."""
     import logging
@@ -135,8 +175,8 @@ def _tune(mod, target, options: Mapping[str, Any], tuning_dir: Path):
 
     # MetaSchedule logs every round to stdout at DEBUG; its records stay in tuning_dir/logs.
     logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
-    budget = float(options.get("tune_seconds") or 0.0)
-    trials = int(options.get("tune_trials_per_round", 8))
+    budget = float(options.tune_seconds or 0.0)
+    trials = int(options.tune_trials_per_round)
     tuning_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     while time.monotonic() - start < budget:
@@ -144,34 +184,3 @@ def _tune(mod, target, options: Mapping[str, Any], tuning_dir: Path):
             trials, target, work_dir=str(tuning_dir), max_trials_per_task=trials
         )(mod)
     return relax.pipeline.static_shape_tuning_pipeline(0, target, work_dir=str(tuning_dir))(mod)
-
-
-def compile_subdnn(
-    subdnn: SubDNN,
-    weights: Mapping[str, Any],
-    options: Mapping[str, Any],
-    tuning_dir: Path | None = None,
-) -> CompiledSubDNN:
-    import tvm
-
-    mod = _to_relax(subdnn, weights)
-    target = _target(options)
-    tuned = float(options.get("tune_seconds") or 0.0) > 0
-    try:
-        if tuned:
-            mod = _tune(mod, target, options, tuning_dir or Path(tempfile.mkdtemp(prefix="dycl-tune-")))
-        executable = tvm.compile(mod, target=target)
-        with tempfile.TemporaryDirectory(prefix="dycl-tvm-") as tmp:
-            library = Path(tmp) / f"{subdnn.name}.so"
-            executable.export_library(str(library))
-            library_bytes = library.read_bytes()
-    except BackendError:
-        raise
-    except Exception as err:
-        raise BackendError(NAME, subdnn.name, f"TVM compile failed: {str(err).strip()[:500]}") from err
-    return CompiledSubDNN(
-        name=subdnn.name,
-        backend=NAME,
-        files={f"{subdnn.name}.so": library_bytes},
-        meta={"file": f"{subdnn.name}.so", "n_outputs": len(subdnn.outputs), "tuned": tuned},
-    )

@@ -17,12 +17,15 @@ import sys
 import time
 from collections.abc import Sequence
 
+from dycl.runtime.options import ORT_THREAD_POOLS
+
 QUICK_NETWORKS = ("blockdrop", "skipnet_ff")
 QUICK_SYSTEMS = ("eager", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "oracle-ort")
 
 
 def _set_threads(threads: int) -> None:
-    # Before TVM (and ideally torch) is imported: TVM reads TVM_NUM_THREADS at start-up.
+    # The TVM oracle's thread count, and the ceiling of DyCL's TVM runners (see
+    # dycl.runtime.runners): TVM reads it when a thread first runs TVM code.
     os.environ["TVM_NUM_THREADS"] = str(threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
 
@@ -55,9 +58,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stem", help="output file name stem (default bench-<date>, quick-<date>)")
     p.add_argument("--ort-spinning", action="store_true",
                    help="turn ORT intra-op spin-waiting on (the runtime leaves it off: see docs/bench.md)")
-    p.add_argument("--ort-pool", choices=("session", "shared"), default="session",
+    p.add_argument("--ort-pool", choices=ORT_THREAD_POOLS, default="session",
                    help="ORT intra-op threads: one pool per session (the runtime's default) or ORT's process-wide "
-                   "pool for every session of the run, DyCL's and the oracle's (dycl.runtime.runners.ORT_THREAD_POOL; "
+                   "pool for every session of the run, DyCL's and the oracle's (RuntimeOptions.ort_thread_pool; "
                    "it spins after runs, see docs/bench.md)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
@@ -73,10 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dycl.bench import report
     from dycl.bench.run import Settings, bench
     from dycl.bench.systems import ALL_SYSTEMS
-    from dycl.runtime import runners
-
-    runners.ORT_SPINNING = args.ort_spinning  # off by default, as in the runtime
-    runners.ORT_THREAD_POOL = args.ort_pool  # per session by default, as in the runtime
+    from dycl.runtime import RuntimeOptions
     from dycl.zoo import REGISTRY
 
     if args.only:
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for system in (s.strip() for s in left.split(",") if s.strip()):
             limits[system] = tuple(n.strip() for n in right.split(",") if n.strip())
     settings = Settings(
-        threads=args.threads,
+        runtime=RuntimeOptions(threads=args.threads, ort_spinning=args.ort_spinning, ort_thread_pool=args.ort_pool),
         systems=systems,
         budget_seconds=args.budget if args.budget is not None else (6.0 if args.quick else 45.0),
         min_rounds=args.min_rounds or 3,
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = {
         "machine": report.machine(),
         "config": {
-            "threads": settings.threads,
+            "threads": settings.runtime.threads,
             "batch": 1,
             "systems": list(settings.systems),
             "networks": names,

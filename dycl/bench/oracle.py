@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from dycl.backends import runner_factory
 from dycl.backends.onnxruntime import export_onnx
+from dycl.runtime import RuntimeOptions
 
 
 @dataclass
@@ -83,7 +85,7 @@ def _onnx_bytes(program: torch.export.ExportedProgram, n_inputs: int, n_outputs:
 
 
 def compile_oracle(
-    model: torch.nn.Module, inputs: tuple, backend: str, threads: int, directory: Path
+    model: torch.nn.Module, inputs: tuple, backend: str, runtime: RuntimeOptions, directory: Path
 ) -> OracleGraph:
     """Trace `inputs`' path and compile it whole with `backend` ("onnxruntime" or "tvm").
 
@@ -107,13 +109,13 @@ def compile_oracle(
             import tvm
             from tvm.relax.frontend.torch import from_exported_program
 
-            from dycl.backends.tvm import _target
+            from dycl.backends.tvm import target_of
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 mod = from_exported_program(program, keep_params_as_input=False)
             partial = partial.with_suffix(".so")  # export_library picks the linker from the suffix
-            tvm.compile(mod, target=_target({"target": "llvm"})).export_library(str(partial))
+            tvm.compile(mod, target=target_of("llvm")).export_library(str(partial))
         else:
             raise ValueError(f"unknown backend {backend!r}")
         partial.rename(path)
@@ -132,15 +134,14 @@ def compile_oracle(
                 cost["template"] = [None if isinstance(v, torch.Tensor) else v for v in leaves(model(*inputs))]
             (directory / "cost.json").write_text(json.dumps(cost))
         template = cost["template"]
-    run = with_constants(_load(path, backend, len(inputs), threads), template)
+    run = with_constants(_load(path, backend, len(inputs), runtime), template)
     return OracleGraph(run, trace_seconds, compile_seconds, path.stat().st_size, ops)
 
 
-def _load(path: Path, backend: str, n_inputs: int, threads: int):
-    from dycl.runtime.runners import ort_runner, tvm_runner
-
+def _load(path: Path, backend: str, n_inputs: int, runtime: RuntimeOptions):
+    load = runner_factory(backend)
     if backend == "tvm":
-        return tvm_runner(path, {}, n_inputs, threads)
+        return load(path, {}, runtime)
     import onnx
 
     # Output names from the file, not from a throw-away session: with the runtime's shared
@@ -148,7 +149,7 @@ def _load(path: Path, backend: str, n_inputs: int, threads: int):
     graph = onnx.load(str(path), load_external_data=False).graph
     # ort_runner skips an input the exporter dropped because the graph never reads it
     meta = {"input_names": [f"in{i}" for i in range(n_inputs)], "output_names": [o.name for o in graph.output]}
-    return ort_runner(path, meta, n_inputs, threads)
+    return load(path, meta, runtime)
 
 
 def cache_key(network: str, inputs: tuple, backend: str) -> str:
@@ -172,7 +173,7 @@ def oracle_calls(
     path_inputs: list[tuple],
     paths: list,
     backend: str,
-    threads: int,
+    runtime: RuntimeOptions,
     cache_dir: Path | None = None,
 ) -> tuple[list, dict]:
     """One zero-argument call per path input (numpy in, list of numpy out), and the cost.
@@ -188,7 +189,7 @@ def oracle_calls(
         if key not in graphs:
             directory = cache_dir / "oracle" / network / f"{backend}-{cache_key(network, inputs, backend)}"
             cached += (directory / ("oracle.onnx" if backend == "onnxruntime" else "oracle.so")).exists()
-            graphs[key] = compile_oracle(model, inputs, backend, threads, directory)
+            graphs[key] = compile_oracle(model, inputs, backend, runtime, directory)
         arrays = tuple(np.ascontiguousarray(t.detach().numpy()) for t in inputs)
         calls.append(_bind(graphs[key].run, arrays))
     cost = {

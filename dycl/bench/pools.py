@@ -146,13 +146,14 @@ def network_worker(config: str, artifact: str, network: str, threads: int) -> No
     time sweeps over the network's path inputs (ms per inference)."""
     import numpy as np
 
-    from dycl.runtime import runners
+    from dycl.runtime import RuntimeOptions
     from dycl.runtime.model import CompiledModel
     from dycl.zoo import REGISTRY
 
-    if config == "shared":
-        runners.ORT_THREAD_POOL = "shared"
-    model = CompiledModel(artifact, threads=1 if config == "single" else threads)
+    runtime = RuntimeOptions(
+        threads=1 if config == "single" else threads, ort_thread_pool="shared" if config == "shared" else "session"
+    )
+    model = CompiledModel(artifact, runtime=runtime)
     inputs = [tuple(np.ascontiguousarray(t.detach().numpy()) for t in args) for args in REGISTRY[network].path_inputs()]
     for args in inputs:
         model(*args)

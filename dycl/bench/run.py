@@ -15,11 +15,12 @@ import torch
 from dycl.bench import systems as S
 from dycl.bench.numerics import errors_against
 from dycl.bench.timing import interleaved, plan_rounds, sweep_seconds
+from dycl.runtime import RuntimeOptions
 
 
 @dataclass(frozen=True)
 class Settings:
-    threads: int = 2
+    runtime: RuntimeOptions = RuntimeOptions(threads=2)  # DyCL's and the oracles'; threads for every system
     systems: tuple[str, ...] = ("eager", "torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-tvm",
                                 "oracle-ort", "oracle-tvm")
     budget_seconds: float = 45.0  # timed rounds per network (all systems together)
@@ -40,7 +41,7 @@ def bench_network(name: str, settings: Settings) -> dict:
     from dycl.zoo import REGISTRY
 
     entry = REGISTRY[name]
-    torch.set_num_threads(settings.threads)
+    torch.set_num_threads(settings.runtime.threads)
     start = time.perf_counter()
     model = entry.build(0)
     path_inputs = entry.path_inputs()
@@ -82,18 +83,18 @@ def bench_network(name: str, settings: Settings) -> dict:
         for system in S.DYCL_SYSTEMS:
             if system in wanted:
                 attempt(system, lambda s=system: S.prepare_dycl(
-                    s, program, frontend_seconds, path_inputs, settings.threads, cache_dir))
+                    s, program, frontend_seconds, path_inputs, settings.runtime, cache_dir))
         if "dycl-tvm-tuned" in wanted:
             if S.tuning_database_exists(program, None):
                 attempt("dycl-tvm-tuned", lambda: S.prepare_dycl(
-                    "dycl-tvm-tuned", program, frontend_seconds, path_inputs, settings.threads, None,
+                    "dycl-tvm-tuned", program, frontend_seconds, path_inputs, settings.runtime, None,
                     {"tune_seconds": 1e-9}))
             else:
                 record["failures"]["dycl-tvm-tuned"] = "no MetaSchedule database in the compile cache (dycl-bench never tunes)"
     for system in ("oracle-ort", "oracle-tvm"):
         if system in wanted:
             attempt(system, lambda s=system: S.prepare_oracle(
-                s, name, model, path_inputs, paths, settings.threads, settings.cache_dir))
+                s, name, model, path_inputs, paths, settings.runtime, settings.cache_dir))
     if "torch.compile" in wanted:  # last: dynamo's caches are process-wide
         attempt("torch.compile", lambda: S.prepare_torch_compile(model, path_inputs))
 

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from dycl.runtime import RuntimeOptions
+
 LABELS = {
     "eager": "PyTorch eager",
     "torch.compile": "torch.compile",
@@ -140,7 +142,7 @@ def prepare_dycl(
     program,
     frontend_seconds: float,
     path_inputs: Sequence[tuple],
-    threads: int,
+    runtime: RuntimeOptions,
     cache_dir: str | os.PathLike,
     backend_options: dict | None = None,
 ) -> Prepared:
@@ -164,7 +166,7 @@ def prepare_dycl(
         program.weights,
         backend,
         entry=program.function_name,
-        threads=threads,
+        runtime=runtime,
         cache_dir=cache_dir,
         progress=False,
         run_pipeline=False,
@@ -212,7 +214,7 @@ def tuning_database_exists(program, cache_dir: str | os.PathLike | None) -> bool
     cache = CompileCache(cache_root(cache_dir))
     weights = {k: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v) for k, v in program.weights.items()}
     for subdnn in subdnns_of(module):
-        directory = cache.tuning_dir(subdnn.content_key(weights))
+        directory = cache.tuning_dir("tvm", subdnn.content_key(weights))
         if directory.is_dir() and any(directory.rglob("*tuning_record*")):
             return True
     return False
@@ -227,13 +229,13 @@ def prepare_oracle(
     model: torch.nn.Module,
     path_inputs: Sequence[tuple],
     paths: Sequence,
-    threads: int,
+    runtime: RuntimeOptions,
     cache_dir: str | os.PathLike | None,
 ) -> Prepared:
     from dycl.bench.oracle import oracle_calls
 
     backend = {"oracle-ort": "onnxruntime", "oracle-tvm": "tvm"}[name]
-    calls, cost = oracle_calls(network, model, list(path_inputs), list(paths), backend, threads,
+    calls, cost = oracle_calls(network, model, list(path_inputs), list(paths), backend, runtime,
                                Path(cache_dir) if cache_dir else None)
     cost["total_seconds"] = cost["trace_seconds"] + cost["compile_seconds"]
     return Prepared(name, calls, cost)

@@ -13,13 +13,15 @@ import shutil
 import sys
 import types
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dycl.backends import runner_factory
 from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest
-from dycl.runtime.runners import RUNNERS, default_threads
+from dycl.runtime.options import RuntimeOptions, default_threads
 
 
 class InputError(TypeError):
@@ -55,14 +57,24 @@ _SCALAR_TYPES = {"int": (int, np.integer), "float": (float, int, np.floating, np
 
 
 class CompiledModel:
-    """Load with `dycl.load(dir)`; `dycl.compile` returns one too."""
+    """Load with `dycl.load(dir)`; `dycl.compile` returns one too.
 
-    def __init__(self, directory: str | os.PathLike, threads: int | None = None):
+    `threads` (a shorthand for `runtime.threads`) wins over `runtime`, which wins over
+    the manifest's threads; the default is every core.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike, threads: int | None = None, runtime: RuntimeOptions | None = None
+    ):
         self.directory = Path(directory)
         self.manifest = read_manifest(self.directory)
         self.backend = self.manifest["backend"]
         self.entry = self.manifest["entry"]
-        self.threads = threads or self.manifest.get("runtime", {}).get("threads") or default_threads()
+        runtime = runtime or RuntimeOptions()
+        self.threads = (
+            threads or runtime.threads or self.manifest.get("runtime", {}).get("threads") or default_threads()
+        )
+        self.runtime = replace(runtime, threads=self.threads)
         self.hcfg = None  # set by dycl.compile (the xDSL module); a loaded artifact has none
         self.compile_report: dict[str, Any] = {}
         self._inputs = [_InputSpec(r) for r in self.manifest["inputs"]]
@@ -73,14 +85,15 @@ class CompiledModel:
     # ------------------------------------------------------------- loading
 
     def _bind_host(self):
-        if self.backend not in RUNNERS:
-            raise ArtifactError(f"{self.directory}: unknown backend '{self.backend}' in the manifest")
-        make_runner = RUNNERS[self.backend]
+        try:
+            make_runner = runner_factory(self.backend)
+        except ValueError:
+            raise ArtifactError(f"{self.directory}: unknown backend '{self.backend}' in the manifest") from None
         subdnns = {}
         for record in self.manifest["subdnns"]:
             path = self.directory / record["file"]
             try:
-                subdnns[record["name"]] = make_runner(path, record, len(record["inputs"]), self.threads)
+                subdnns[record["name"]] = make_runner(path, record, self.runtime)
             except Exception as err:
                 raise ArtifactError(f"{path}: the {self.backend} runtime cannot load it: {err}") from err
         self.subdnn_calls = subdnns

@@ -13,74 +13,28 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from dycl.runtime.options import ORT_THREAD_POOLS, RuntimeOptions, default_threads
+
 Runner = Callable[..., list]
+
+
+class RunnerFactory(Protocol):
+    """Loads one compiled sub-DNN file; `meta` is its manifest record. `options.threads`
+    is resolved (an int)."""
+
+    def __call__(self, path: Path, meta: Mapping[str, Any], options: RuntimeOptions) -> Runner: ...
 
 
 # A sub-DNN with fewer multiply-accumulates than this (manifest "macs", from
 # dycl.backends.cost) runs on one thread: waking a second intra-op thread costs more than
 # it saves. Measured here (2 threads vs 1, idle machine): 1.3-1.4x slower under 0.2 M
 # MACs, even at 1-4 M, 0.75-0.8x from 4.7 M (a SkipNet block) up. ONNX Runtime only:
-# TVM's thread pool is one per process.
+# TVM runs every sub-DNN on its calling thread's one pool.
 SINGLE_THREAD_MACS = 2_000_000
-
-# ONNX Runtime's intra-op workers spin-wait after each run by default. DyCL holds one
-# session (one thread pool) per sub-DNN, so 20-40 pools would spin against each other and
-# against the host program; off unless a caller (dycl-bench --ort-spinning) turns it on.
-ORT_SPINNING = False
-
-# Where a session's intra-op threads come from. "session" (the default): each session has
-# its own pool (`threads_for` threads, none below SINGLE_THREAD_MACS). "shared": every
-# session DyCL creates runs on ONNX Runtime's process-wide pool
-# (`onnxruntime.set_global_thread_pool_sizes(threads, 1)`, `use_per_session_threads =
-# False`). Not the default, because in onnxruntime's Python API (1.31) the global pool
-# - spin-waits after every run and nothing turns that off (`session.intra_op.allow_spinning`
-#   and `session.force_spinning_stop` apply to per-session pools only; measured: ~24 ms of
-#   CPU in the 50 ms after a burst, the same as a spinning per-session pool);
-# - is created once per process, with one size, and cannot be replaced;
-# - once it exists, onnxruntime refuses every session of the process that asks for its own
-#   pool ("use_per_session_threads must be false when using a global thread pool"),
-#   including the export check of a later `dycl.compile` and the user's own sessions.
-# `python -m dycl.bench.pools` measures both (docs/bench.md).
-ORT_THREAD_POOL = "session"
-ORT_THREAD_POOLS = ("session", "shared")
-
-_global_pool_threads: int | None = None
-"""Size of the global pool this process created (-1: it existed already), else None."""
-
-
-def ort_global_pool() -> int | None:
-    """The global intra-op pool's size if DyCL created it in this process (-1 if someone
-    else had), else None."""
-    return _global_pool_threads
-
-
-def _shared_pool(threads: int) -> bool:
-    """Whether a new session must run on the global pool, creating it on first use."""
-    global _global_pool_threads
-    if _global_pool_threads is not None:
-        return True  # once it exists, onnxruntime accepts no other kind of session
-    if ORT_THREAD_POOL == "session":
-        return False
-    if ORT_THREAD_POOL != "shared":
-        raise ValueError(f"ORT_THREAD_POOL must be one of {ORT_THREAD_POOLS}, not {ORT_THREAD_POOL!r}")
-    import onnxruntime as ort
-
-    try:
-        ort.set_global_thread_pool_sizes(threads, 1)
-        _global_pool_threads = threads
-    except Exception as err:  # created before, outside DyCL: use it, whatever its size
-        if "already" not in str(err):
-            raise
-        _global_pool_threads = -1
-    return True
-
-
-def default_threads() -> int:
-    return os.cpu_count() or 1
 
 
 def threads_for(record: Mapping[str, Any], threads: int) -> int:
@@ -92,31 +46,66 @@ def threads_for(record: Mapping[str, Any], threads: int) -> int:
 
 # ------------------------------------------------------------------- ONNX Runtime
 
+# ONNX Runtime's global thread pool is one per process, and once it exists onnxruntime
+# takes no other kind of session (`RuntimeOptions.ort_thread_pool`): so whether this
+# process made it is process state, recorded here, not an option.
+_global_pool_threads: int | None = None
+"""Size of the global pool this process created (-1: it existed already), else None."""
 
-def ort_session_options(threads: int, pool_threads: int | None = None):
+
+def ort_global_pool() -> int | None:
+    """The global intra-op pool's size if DyCL created it in this process (-1 if someone
+    else had), else None."""
+    return _global_pool_threads
+
+
+def _shared_pool(options: RuntimeOptions) -> bool:
+    """Whether a new session must run on the global pool, creating it on first use."""
+    global _global_pool_threads
+    if _global_pool_threads is not None:
+        return True  # once it exists, onnxruntime accepts no other kind of session
+    if options.ort_thread_pool == "session":
+        return False
+    if options.ort_thread_pool != "shared":
+        raise ValueError(f"ort_thread_pool must be one of {ORT_THREAD_POOLS}, not {options.ort_thread_pool!r}")
+    import onnxruntime as ort
+
+    try:
+        ort.set_global_thread_pool_sizes(options.threads, 1)
+        _global_pool_threads = options.threads
+    except Exception as err:  # created before, outside DyCL: use it, whatever its size
+        if "already" not in str(err):
+            raise
+        _global_pool_threads = -1
+    return True
+
+
+def ort_session_options(options: RuntimeOptions, threads: int):
     """Options of a sub-DNN session with `threads` intra-op threads; on the shared pool
-    (`ORT_THREAD_POOL`, sized `pool_threads`, default `threads`) the pool decides."""
+    (sized `options.threads`) the pool decides."""
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    if _shared_pool(pool_threads or threads):
+    session_options = ort.SessionOptions()
+    if _shared_pool(options):
         # Pool sizes set here would be ignored, with a warning on every session.
-        options.use_per_session_threads = False
+        session_options.use_per_session_threads = False
     else:
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if ORT_SPINNING else "0")
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    return options
+        session_options.intra_op_num_threads = threads
+        session_options.inter_op_num_threads = 1
+        session_options.add_session_config_entry(
+            "session.intra_op.allow_spinning", "1" if options.ort_spinning else "0"
+        )
+    session_options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session_options.log_severity_level = 3
+    return session_options
 
 
-def ort_runner(path: Path, meta: Mapping[str, Any], n_inputs: int, threads: int) -> Runner:
+def ort_runner(path: Path, meta: Mapping[str, Any], options: RuntimeOptions) -> Runner:
     import onnxruntime as ort
 
-    options = ort_session_options(threads_for(meta, threads), pool_threads=threads)
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session_options = ort_session_options(options, threads_for(meta, options.threads))
+    session = ort.InferenceSession(str(path), session_options, providers=["CPUExecutionProvider"])
     present = {i.name for i in session.get_inputs()}
     names = [n if n in present else None for n in meta["input_names"]]
     outputs = list(meta["output_names"])
@@ -174,8 +163,25 @@ def _to_tvm(tvm, array: np.ndarray):
     return tvm.runtime.tensor(np.array(array, order="C", copy=True))
 
 
-def tvm_runner(path: Path, meta: Mapping[str, Any], n_inputs: int, threads: int) -> Runner:
-    os.environ.setdefault("TVM_NUM_THREADS", str(threads))
+# TVM keeps one thread pool per calling thread, and has no per-call thread count.
+# `runtime.config_threadpool(1, n)` (mode 1: TVM's default "big cores" affinity) sets how
+# many workers the calling thread's pool uses, up to the count the pool was created with:
+# the TVM_NUM_THREADS environment variable's (else half the cores), read when the thread
+# first runs TVM code. That ceiling is what stays process-wide; a runner sets it to every
+# core if it is unset, so that each model gets its own `threads` on the thread that calls
+# it (TVM 0.27; `tvm.runtime.num_threads()` reports the count in use).
+_tvm_pool = threading.local()
+"""`.threads`: the worker count this thread's TVM pool was last configured with."""
+
+
+def _use_tvm_threads(configure: Callable[[int, int], None], threads: int) -> None:
+    if getattr(_tvm_pool, "threads", None) != threads:
+        configure(1, threads)
+        _tvm_pool.threads = threads
+
+
+def tvm_runner(path: Path, meta: Mapping[str, Any], options: RuntimeOptions) -> Runner:
+    os.environ.setdefault("TVM_NUM_THREADS", str(default_threads()))  # the ceiling: see above
     import tvm
     from tvm import relax
 
@@ -192,14 +198,14 @@ def tvm_runner(path: Path, meta: Mapping[str, Any], n_inputs: int, threads: int)
     to_tvm = _to_tvm
     from_dlpack = np.from_dlpack
     tensor_type = tvm.runtime.Tensor
+    configure = tvm.get_global_func("runtime.config_threadpool")
+    threads = options.threads
 
     def run(*arrays):
+        _use_tvm_threads(configure, threads)
         result = main_function()(*[to_tvm(tvm, a) for a in arrays])
         if isinstance(result, tensor_type):
             return [from_dlpack(result)]
         return [from_dlpack(r) for r in result]
 
     return run
-
-
-RUNNERS: dict[str, Callable[..., Runner]] = {"onnxruntime": ort_runner, "tvm": tvm_runner}

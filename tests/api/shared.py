@@ -11,9 +11,9 @@ import tempfile
 
 import pytest
 
-os.environ.setdefault("DYCL_CACHE_DIR", tempfile.mkdtemp(prefix="dycl-test-cache-"))
+from dycl.backends import BACKENDS  # noqa: F401 - the tests' parameter list
 
-BACKENDS = ("onnxruntime", "tvm")
+os.environ.setdefault("DYCL_CACHE_DIR", tempfile.mkdtemp(prefix="dycl-test-cache-"))
 
 # Block torch (and the compiler stack) in a subprocess: the deployed runtime must not need it.
 NO_TORCH_PRELUDE = """

@@ -14,6 +14,7 @@ from dycl.bench.cli import main
 from dycl.bench.numerics import errors_against, max_abs_error
 from dycl.bench.run import derive
 from dycl.bench.timing import geomean, interleaved, plan_rounds
+from dycl.runtime import RuntimeOptions
 
 
 def test_interleaved_runs_every_input_of_every_system_per_round():
@@ -149,9 +150,9 @@ def test_oracle_freezes_each_inputs_path_and_matches_eager(tmp_path):
     with torch.no_grad():
         expected = [model(*args) for args in inputs]
     assert {e[1] for e in expected} == {1, 2}  # both paths
-    calls, cost = oracle_calls("early_exit", model, inputs, [e[1] for e in expected], "onnxruntime", 1, tmp_path)
+    calls, cost = oracle_calls("early_exit", model, inputs, [e[1] for e in expected], "onnxruntime", RuntimeOptions(threads=1), tmp_path)
     assert cost["graphs"] == 2 and cost["cached_graphs"] == 0
     for call, want in zip(calls, expected):
         assert max_abs_error(want, call())[0] < 1e-5
-    calls, cost = oracle_calls("early_exit", model, inputs, [e[1] for e in expected], "onnxruntime", 1, tmp_path)
+    calls, cost = oracle_calls("early_exit", model, inputs, [e[1] for e in expected], "onnxruntime", RuntimeOptions(threads=1), tmp_path)
     assert cost["cached_graphs"] == 2 and max_abs_error(expected[1], calls[1]())[0] < 1e-5

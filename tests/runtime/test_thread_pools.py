@@ -1,9 +1,10 @@
 """ONNX Runtime thread pools of a loaded model: one pool per session by default; ORT's
-process-wide pool with `runners.ORT_THREAD_POOL = "shared"`, with the same results.
+process-wide pool with `RuntimeOptions(ort_thread_pool="shared")`, with the same results.
 
 The shared pool is created once per process and then binds every later session of the
 process, so that mode only ever runs in a subprocess here."""
 
+import os
 import pickle
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import dycl
-from dycl.runtime import runners
+from dycl.runtime import RuntimeOptions, runners
 from tests.foundation.samples import inputs
 
 SAMPLES = ("early_exit", "gated_loop")
@@ -24,7 +25,7 @@ def _sessions(model):
 
 
 def test_default_is_one_pool_per_session(compiled_samples):
-    assert runners.ORT_THREAD_POOL == "session"
+    assert RuntimeOptions().ort_thread_pool == "session"
     assert runners.ort_global_pool() is None
     model = compiled_samples("early_exit")
     options = [s.get_session_options() for s in _sessions(model)]
@@ -44,7 +45,7 @@ def test_shared_pool_holds_every_session_and_changes_no_result(compiled_samples,
     script = textwrap.dedent(f"""
         import pickle
         import numpy as np, onnxruntime as ort, dycl
-        from dycl.runtime import runners
+        from dycl.runtime import RuntimeOptions, runners
 
         def same(a, b):
             if isinstance(a, (tuple, list)):
@@ -53,12 +54,12 @@ def test_shared_pool_holds_every_session_and_changes_no_result(compiled_samples,
                 return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
             return a == b
 
-        runners.ORT_THREAD_POOL = "shared"
+        runtime = RuntimeOptions(ort_thread_pool="shared")
         xs = np.load({str(tmp_path / "xs.npy")!r})
         for k, (sample, path) in enumerate({ {s: str(p) for s, p in paths.items()} !r}.items()):
-            if k:  # the pool exists: a model loaded afterwards joins it whatever the switch says
-                runners.ORT_THREAD_POOL = "session"
-            model = dycl.load(path, threads=2)
+            if k:  # the pool exists: a model loaded afterwards joins it whatever its options say
+                runtime = RuntimeOptions(ort_thread_pool="session")
+            model = dycl.load(path, threads=2, runtime=runtime)
             assert runners.ort_global_pool() == 2
             for run in model.subdnn_calls.values():
                 assert run.session.get_session_options().use_per_session_threads is False
@@ -82,8 +83,31 @@ def test_shared_pool_holds_every_session_and_changes_no_result(compiled_samples,
     assert run.stdout.strip().splitlines()[-1] == "ok"
 
 
-def test_unknown_pool_mode_is_refused(monkeypatch, compiled_samples):
+def test_unknown_pool_mode_is_refused(compiled_samples):
     model = compiled_samples("early_exit")
-    monkeypatch.setattr(runners, "ORT_THREAD_POOL", "bogus")
-    with pytest.raises(dycl.runtime.ArtifactError, match="ORT_THREAD_POOL"):
-        dycl.load(model.directory)
+    with pytest.raises(dycl.runtime.ArtifactError, match="ort_thread_pool"):
+        dycl.load(model.directory, runtime=RuntimeOptions(ort_thread_pool="bogus"))
+
+
+def test_each_tvm_model_runs_with_its_own_threads(compiled_samples):
+    """TVM's pool is per calling thread: a runner sets its model's count on the thread that
+    calls it, so a second model's threads no longer depend on which model came first."""
+    import threading
+
+    import tvm
+
+    model = compiled_samples("early_exit", "tvm")
+    x = inputs(1)[0].numpy()
+    one, two = dycl.load(model.directory, threads=1), dycl.load(model.directory, threads=2)
+    seen = []
+
+    def calls():  # a fresh thread: its pool is created with the process-wide ceiling
+        for m in (two, one, two):
+            m(x)
+            seen.append(tvm.runtime.num_threads())
+
+    thread = threading.Thread(target=calls)
+    thread.start()
+    thread.join()
+    both = min(2, int(os.environ["TVM_NUM_THREADS"]))
+    assert seen == [both, 1, both]
