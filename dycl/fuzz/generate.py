@@ -5,8 +5,8 @@ programs tensor mutation in place (`dycl.fuzz.mutation`: subscript and augmented
 in-place methods, `out=`, inplace modules, views and aliases, one-arm and per-step writes).
 
 `generate(seed)` is deterministic in the seed. Only constructs the frontend documents are
-used (DESIGN.md, "The frontend"); every layer keeps the shape of `x` within a stage, so any
-statement may follow any other. Mutation draws from a second random stream:
+used (README.md, "What the frontend accepts"); every layer keeps the shape of `x` within a
+stage, so any statement may follow any other. Mutation draws from a second random stream:
 `generate(seed, mutation=False)` is the program the generator wrote before mutation existed,
 and a mutating program is that program with mutation statements added (and, mostly,
 `outs.append(x.clone())` for `outs.append(x)`). Research-code constructs
