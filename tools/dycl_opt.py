@@ -6,6 +6,9 @@ located diagnostics (`file:line:col: error: ...`) with exit code 1, never a trac
 The input, and the IR after each pass, is verified by `dycl.ir.verify_module`, which
 points at the op that fails (the parser records where each op starts); IR a pass broke
 is reported as `InvalidPassOutput`, a DyCL bug rather than bad input.
+
+`dycl-pipeline` runs as its steps, so that this verification and xDSL's `--time-passes`
+and `--print-between-passes` act after each of them.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
 import dycl.tools.dycl_opt as dycl_opt
@@ -40,7 +41,9 @@ def test_expand_pipelines_replaces_each_pipeline_by_its_steps():
 @pytest.mark.parametrize("verify", [True, False])
 @pytest.mark.parametrize("spec, pipeline", [("dycl-pipeline", PipelinePass()),
                                             ("dycl-pipeline{merge-calls=true}", PipelinePass(merge_calls=True))])
-def test_time_passes_times_each_step(tmp_path, capsys, spec, pipeline, verify):
+def test_time_passes_times_each_step(tmp_path, capsys, monkeypatch, spec, pipeline, verify):
+    # xDSL's --disable-verify turns attribute verification off for the whole process: undo it.
+    monkeypatch.setattr(Attribute, "__post_init__", Attribute.__post_init__)
     source = tmp_path / "early_exit.mlir"
     source.write_text(samples.EARLY_EXIT)
     flags = [] if verify else ["--disable-verify"]
