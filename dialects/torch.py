@@ -388,36 +388,23 @@ class TensorStaticInfoCastOp(IRDLOperation):
 # ----------------------------------------------------- torch_c: builtin <-> torch
 
 
-@irdl_op_definition
-class ToI1Op(IRDLOperation):
-    name = "torch_c.to_i1"
-    operand = operand_def(BoolType)
-    result = result_def(IntegerType)
-    traits = traits_def(Pure())
+def _scalar_cast(class_name: str, name: str, source: type[Attribute], target: type[Attribute]):
+    """A `torch_c` op: the same scalar seen as a torch or a builtin type."""
+    fields = {
+        "name": name,
+        "operand": operand_def(source),
+        "result": result_def(target),
+        "traits": traits_def(Pure()),
+        "__doc__": _scalar_cast.__doc__,
+        "__module__": __name__,
+    }
+    return irdl_op_definition(type(class_name, (IRDLOperation,), fields))
 
 
-@irdl_op_definition
-class FromI1Op(IRDLOperation):
-    name = "torch_c.from_i1"
-    operand = operand_def(IntegerType)
-    result = result_def(BoolType)
-    traits = traits_def(Pure())
-
-
-@irdl_op_definition
-class ToI64Op(IRDLOperation):
-    name = "torch_c.to_i64"
-    operand = operand_def(IntType)
-    result = result_def(IntegerType)
-    traits = traits_def(Pure())
-
-
-@irdl_op_definition
-class FromI64Op(IRDLOperation):
-    name = "torch_c.from_i64"
-    operand = operand_def(IntegerType)
-    result = result_def(IntType)
-    traits = traits_def(Pure())
+ToI1Op = _scalar_cast("ToI1Op", "torch_c.to_i1", BoolType, IntegerType)
+FromI1Op = _scalar_cast("FromI1Op", "torch_c.from_i1", IntegerType, BoolType)
+ToI64Op = _scalar_cast("ToI64Op", "torch_c.to_i64", IntType, IntegerType)
+FromI64Op = _scalar_cast("FromI64Op", "torch_c.from_i64", IntegerType, IntType)
 
 
 # ---------------------------------------------------------------------- names

@@ -318,7 +318,7 @@ _RECORDS: list[TorchOpInfo] = [
     # Host lists and scalars: plain Python values. Lists have value semantics (an append
     # makes a new list): list values may be shared by both sides of an scf.if.
     _op(t.ListConstructOp.name, C.HOST, "*xs", "[*xs]"),
-    _op("torch.aten.len.t", C.HOST, "xs", "len(xs)"),
+    _op("torch.aten.len.t", C.HOST, "xs", "len(xs)", static_value=_static_length),
     _op("torch.aten.__getitem__.t", C.HOST, "xs, i", "xs[i]"),
     _op("torch.aten.append.t", C.HOST, "xs, x", "[*xs, x]", appends_to_list=True),
     _op("torch.prim.ListUnpack", C.HOST, "xs", "xs", unpacks=True),

@@ -5,12 +5,13 @@ Shared by dycl-shape-infer, dycl-outline, dycl-hoist-free, dycl-dedup and `dycl.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.printer import Printer
 from xdsl.rewriter import Rewriter
 from xdsl.transforms.dead_code_elimination import would_be_trivially_dead
@@ -75,6 +76,32 @@ def check_function(fn: func.FuncOp) -> func.FuncOp:
     if not isinstance(last, func.ReturnOp):
         raise error(last or fn, f"a {kind} that does not end in func.return")
     return fn
+
+
+class SubDNNPattern(RewritePattern, ABC):
+    """A rewrite of one sub-DNN `func.func` (together with its call sites)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
+        if is_subdnn(fn):
+            self.rewrite_subdnn(fn, rewriter)
+
+    @abstractmethod
+    def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None: ...
+
+
+def call_sites(fn: func.FuncOp) -> list[func.CallOp]:
+    """Every `func.call` of `fn` in the module's host functions, in program order."""
+    module = fn.parent_op()
+    assert module is not None
+    name = fn.sym_name.data
+    return [
+        op
+        for host in module.ops
+        if isinstance(host, func.FuncOp) and not is_subdnn(host)
+        for op in host.walk()
+        if isinstance(op, func.CallOp) and op.callee.root_reference.data == name
+    ]
 
 
 def calls_by_callee(module: ModuleOp) -> dict[str, list[func.CallOp]]:

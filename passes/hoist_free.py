@@ -33,22 +33,17 @@ from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker
 from xdsl.rewriter import InsertPoint
 
 from dycl.dialects.torch_ops import Category, constant_value, op_info
 from dycl.passes._common import (
+    SubDNNPattern,
+    call_sites,
     check_functions,
     clone_into,
     erase_dead_ops,
     is_constant,
-    is_subdnn,
     is_tensor,
 )
 
@@ -74,19 +69,6 @@ def host_can_produce(op: Operation) -> bool:
 # ------------------------------------------------------------- call-site helpers
 
 
-def _call_sites(fn: func.FuncOp) -> list[func.CallOp]:
-    module = fn.parent_op()
-    assert module is not None
-    name = fn.sym_name.data
-    return [
-        op
-        for host in module.ops
-        if isinstance(host, func.FuncOp) and not is_subdnn(host)
-        for op in host.walk()
-        if isinstance(op, func.CallOp) and op.callee.root_reference.data == name
-    ]
-
-
 def _return_op(fn: func.FuncOp) -> func.ReturnOp:
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -105,7 +87,7 @@ def set_results(
     fn.update_function_type()
     types = [v.type for v in returned]
     new_calls = []
-    for call in _call_sites(fn):
+    for call in call_sites(fn):
         new = func.CallOp(call.callee, call.arguments, types)
         keep: list[SSAValue | None] = [None] * len(call.results)
         for i, k in enumerate(old_index):
@@ -148,11 +130,8 @@ def _clone_before(
 # --------------------------------------------------------------------- patterns
 
 
-class ForwardArgResult(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
-        if not is_subdnn(fn):
-            return
+class ForwardArgResult(SubDNNPattern):
+    def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
         returned = _return_op(fn).operands
         forwarded = {
             k: v.index
@@ -161,22 +140,19 @@ class ForwardArgResult(RewritePattern):
         }
         if not forwarded:
             return
-        for call in _call_sites(fn):
+        for call in call_sites(fn):
             for k, j in forwarded.items():
                 call.results[k].replace_all_uses_with(call.arguments[j])
         drop_results(rewriter, fn, set(forwarded))
 
 
-class HoistConstantResult(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
-        if not is_subdnn(fn):
-            return
+class HoistConstantResult(SubDNNPattern):
+    def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
         returned = _return_op(fn).operands
         constants = {k for k, v in enumerate(returned) if is_constant(v)}
         if not constants:
             return
-        for call in _call_sites(fn):
+        for call in call_sites(fn):
             mapping: dict[SSAValue, SSAValue] = {}
             built: list[Operation] = []
             for k in constants:
@@ -187,13 +163,10 @@ class HoistConstantResult(RewritePattern):
         drop_results(rewriter, fn, constants)
 
 
-class SinkFreeResult(RewritePattern):
+class SinkFreeResult(SubDNNPattern):
     """`return view(%v)` -> `return %v`, and the host applies the view after the call."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
-        if not is_subdnn(fn):
-            return
+    def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
         ret = _return_op(fn)
         for op in fn.body.block.ops:
             if op is ret or not host_can_produce(op):
@@ -209,7 +182,7 @@ class SinkFreeResult(RewritePattern):
         source = op.operands[0]
         returned = list(ret.operands)
         if isinstance(source, BlockArgument):
-            calls = _call_sites(fn)
+            calls = call_sites(fn)
             sources = [call.arguments[source.index] for call in calls]
         else:
             if source not in returned:
@@ -217,7 +190,7 @@ class SinkFreeResult(RewritePattern):
                                     [*range(len(returned)), None])
                 returned.append(source)
             else:
-                calls = _call_sites(fn)
+                calls = call_sites(fn)
             sources = [call.results[returned.index(source)] for call in calls]
         viewed = {k for k, v in enumerate(returned) if v is op.results[0]}
         for call, host_source in zip(calls, sources):
@@ -227,20 +200,17 @@ class SinkFreeResult(RewritePattern):
         drop_results(rewriter, fn, viewed)
 
 
-class HoistFreeArgument(RewritePattern):
+class HoistFreeArgument(SubDNNPattern):
     """`f(%a) { %v = view(%a) ... }` -> `f(view(%a)) { ... }` when only the view reads %a."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
-        if not is_subdnn(fn):
-            return
+    def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
         for arg in fn.body.block.args:
             op = arg.get_user_of_unique_use()
             if op is None or op.operands[0] is not arg or not host_can_produce(op):
                 continue
             if any(o is arg for o in op.operands[1:]):
                 continue
-            for call in _call_sites(fn):
+            for call in call_sites(fn):
                 value = _clone_before(
                     rewriter, op, InsertPoint.before(call), {arg: call.arguments[arg.index]}
                 )
@@ -254,42 +224,33 @@ class HoistFreeArgument(RewritePattern):
             return
 
 
-class RemoveUnusedResult(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
-        if not is_subdnn(fn):
-            return
-        calls = _call_sites(fn)
+class RemoveUnusedResult(SubDNNPattern):
+    def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
+        calls = call_sites(fn)
         n = len(fn.function_type.outputs)
         unused = {k for k in range(n) if not any(c.results[k].uses for c in calls)}
         if unused and calls:
             drop_results(rewriter, fn, unused)
 
 
-class RemoveUnusedArgument(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
-        if not is_subdnn(fn):
-            return
+class RemoveUnusedArgument(SubDNNPattern):
+    def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
         unused = [a for a in fn.body.block.args if not a.uses]
         if not unused:
             return
         dropped = {a.index for a in unused}
-        for call in _call_sites(fn):
+        for call in call_sites(fn):
             call.operands = [v for j, v in enumerate(call.arguments) if j not in dropped]
         for arg in reversed(unused):
             rewriter.erase_block_argument(arg)
         fn.update_function_type()
 
 
-class DropEmptySubDNN(RewritePattern):
+class DropEmptySubDNN(SubDNNPattern):
     """No results (everything was hoisted or forwarded) or no callers: nothing to run."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
-        if not is_subdnn(fn):
-            return
-        calls = _call_sites(fn)
+    def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
+        calls = call_sites(fn)
         if calls and fn.function_type.outputs.data:
             return
         for call in calls:
@@ -297,7 +258,7 @@ class DropEmptySubDNN(RewritePattern):
         rewriter.erase(fn)
 
 
-def hoist_patterns() -> list[RewritePattern]:
+def hoist_patterns() -> list[SubDNNPattern]:
     return [
         ForwardArgResult(),
         HoistConstantResult(),

@@ -49,6 +49,7 @@ from xdsl.rewriter import InsertPoint
 
 from dycl.dialects.torch_ops import is_computation_free
 from dycl.passes._common import (
+    call_sites,
     check_functions,
     clone_into,
     is_constant,
@@ -117,14 +118,6 @@ def _fresh_name(module: builtin.ModuleOp, prefix: str) -> str:
     while f"{prefix}{k}" in taken:
         k += 1
     return f"{prefix}{k}"
-
-
-def _call_sites(module: builtin.ModuleOp, name: str) -> Iterable[func.CallOp]:
-    for host in module.ops:
-        if isinstance(host, func.FuncOp) and not is_subdnn(host):
-            for op in host.walk():
-                if isinstance(op, func.CallOp) and op.callee.root_reference.data == name:
-                    yield op
 
 
 def _inline_body(callee: func.FuncOp, args: Iterable[SSAValue], builder: list[Operation]) -> list[SSAValue]:
@@ -271,7 +264,7 @@ def merge(plan: MergePlan, rewriter: PatternRewriter, prefix: str) -> func.CallO
             rewriter.erase(op, safe_erase=False)
     rewriter.erase(first, safe_erase=False)
     for callee in {f, g}:
-        if not any(True for _ in _call_sites(module, callee.sym_name.data)):
+        if not call_sites(callee):
             rewriter.erase(callee)
     return call
 

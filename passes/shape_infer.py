@@ -23,6 +23,7 @@ The result types of the host function follow its `func.return`.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -297,19 +298,12 @@ class ShapeInference:
 
     def infer_for(self, op: scf.ForOp) -> None:
         body = op.body.block
-        carried = list(op.iter_args)
-        types = [v.type for v in carried]
-        entry_types = list(types)
-        for _ in range(_MAX_FIXED_POINT_ROUNDS):
-            for k, type_ in enumerate(types):
-                self.set_type(body.args[k + 1], type_)
+
+        def run_body() -> list[Attribute]:
             self.infer_block(body)
-            yielded = [v.type for v in _terminator(body).operands]
-            new = [join_types(a, b) for a, b in zip(types, yielded)]
-            if new == types:
-                break
-            types = new
-        self.finish_loop(op, body, entry_types, types, "scf.for", first_arg=1)
+            return [v.type for v in _terminator(body).operands]
+
+        types = self.infer_carries(op, body, 1, [v.type for v in op.iter_args], run_body)
         for k, type_ in enumerate(types):
             _cast_operand(op, 3 + k, type_)
             _cast_operand(_terminator(body), k, type_)
@@ -317,23 +311,15 @@ class ShapeInference:
 
     def infer_while(self, op: scf.WhileOp) -> None:
         before, after = op.before_region.block, op.after_region.block
-        types = [v.type for v in op.arguments]
-        entry_types = list(types)
-        for _ in range(_MAX_FIXED_POINT_ROUNDS):
-            for k, type_ in enumerate(types):
-                self.set_type(before.args[k], type_)
+
+        def run_body() -> list[Attribute]:
             self.infer_block(before)
-            condition = _terminator(before)
-            passed = [v.type for v in condition.operands[1:]]
-            for k, type_ in enumerate(passed):
-                self.set_type(after.args[k], type_)
+            for k, value in enumerate(_terminator(before).operands[1:]):
+                self.set_type(after.args[k], value.type)
             self.infer_block(after)
-            yielded = [v.type for v in _terminator(after).operands]
-            new = [join_types(a, b) for a, b in zip(types, yielded)]
-            if new == types:
-                break
-            types = new
-        self.finish_loop(op, before, entry_types, types, "scf.while", first_arg=0)
+            return [v.type for v in _terminator(after).operands]
+
+        types = self.infer_carries(op, before, 0, [v.type for v in op.arguments], run_body)
         for k, type_ in enumerate(types):
             _cast_operand(op, k, type_)
             _cast_operand(_terminator(after), k, type_)
@@ -341,13 +327,34 @@ class ShapeInference:
         for k, value in enumerate(condition.operands[1:]):
             self.set_type(op.results[k], value.type)
 
+    def infer_carries(
+        self,
+        op: Operation,
+        block: Block,
+        first_arg: int,
+        entry: list[Attribute],
+        run_body: Callable[[], list[Attribute]],
+    ) -> list[Attribute]:
+        """The loop-carried types (the carries are `block.args[first_arg:]`): from the
+        entry types, join what one more pass over the body yields until nothing changes."""
+        types = entry
+        for _ in range(_MAX_FIXED_POINT_ROUNDS):
+            for k, type_ in enumerate(types):
+                self.set_type(block.args[k + first_arg], type_)
+            new = [join_types(a, b) for a, b in zip(types, run_body())]
+            if new == types:
+                break
+            types = new
+        self.finish_loop(op, block, entry, types, first_arg)
+        return types
+
     def finish_loop(
-        self, op: Operation, block: Block, entry: list, final: list, kind: str, first_arg: int
+        self, op: Operation, block: Block, entry: list, final: list, first_arg: int
     ) -> None:
         for k, (a, b) in enumerate(zip(entry, final)):
             if a != b and is_tensor(block.args[k + first_arg]):
                 self.notes.append(ShapeNote(op, (
-                    f"loop-carried value #{k} of {kind} changes shape per iteration: "
+                    f"loop-carried value #{k} of {op.name} changes shape per iteration: "
                     f"{format_type(a)} -> {format_type(b)}")))
 
 

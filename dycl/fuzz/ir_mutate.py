@@ -25,14 +25,23 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import ModuleOp
+
+from dycl.dialects import torch as t
+from dycl.dialects.dycl import ParamOp
+
 TOKEN = re.compile(r'"[^"\n]*"|%[\w.#$-]+|\^[\w]+|@[\w.$-]+|![\w.]+(<[^>\n]*>)?|[\w.]+|->|[^\s\w]')
 TYPES = ["f32", "f64", "i1", "i64", "si64", "index", "!torch.int", "!torch.bool", "!torch.float",
          "!torch.vtensor<[1,4],f32>", "!torch.vtensor<[?,?],f32>", "!torch.vtensor<[],i1>",
          "!torch.list<vtensor>", "tensor<2xf32>", "none", "()", "!torch.vtensor<[1,4],f3>"]
 BAD_ATTRIBUTES = ['3 : i5', '"unterminated', 'dense<[1.0, 2.0]> : tensor<3xf32>', '#ml_program.extern : f32',
                   '[', '{}', 'unit', '0x7FFFFFFFFFFFFFFFFF : i64', '@missing', 'array<i64: 1, x>', '"\\xff"']
-OPS = ['"torch.aten.no_such_op"', '"foo.bar"', '"func.func"', '"scf.yield"', '"scf.if"', '"dycl.param"',
-       '"func.return"', '"builtin.module"', '"torch.constant.int"', '"arith.constant"', '"torch_c.to_i1"']
+OPS = ['"torch.aten.no_such_op"', '"foo.bar"'] + [
+    f'"{op.name}"'
+    for op in (func.FuncOp, scf.YieldOp, scf.IfOp, ParamOp, func.ReturnOp, ModuleOp, t.ConstantIntOp,
+               arith.ConstantOp, t.ToI1Op)
+]
 PASSES = ["dycl-const-prop", "dycl-shape-infer", "dycl-unroll-loops", "dycl-outline", "dycl-hoist-free",
           "dycl-dedup", "dycl-pipeline"]
 PIPELINES = ["", "dycl-const-prop", "dycl-pipeline", "dycl-shape-infer,dycl-outline",
