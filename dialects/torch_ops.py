@@ -20,6 +20,7 @@ Ops not listed are tensor math with no host translation: they belong in sub-DNNs
 from __future__ import annotations
 
 import ast
+import builtins
 import enum
 import functools
 import math
@@ -58,12 +59,28 @@ class Category(enum.Enum):
 
 @dataclass(frozen=True)
 class HostCode:
-    """A Python expression over named operands: `params` name them in order (`*name`
-    takes all remaining ones; operands past the names are ignored); the free name `dtype`
-    stands for the result's element type."""
+    """A Python expression over named operands: `params` name them in order (`*operands`
+    takes all remaining ones as a tuple; operands past the names are ignored); the free
+    name `dtype` stands for the result's element type."""
 
     params: tuple[str, ...]
     source: str
+
+    @classmethod
+    def of(cls, source: str) -> HostCode:
+        """The operands are the expression's free names, in the order they appear; the
+        name `operands` takes all (remaining) operands as a tuple. Builtins, `np`, `rt`
+        and `dtype` are no operands."""
+        params: list[str] = []
+
+        class FreeNames(ast.NodeVisitor):
+            def visit_Name(self, node: ast.Name) -> None:
+                name = "*operands" if node.id == "operands" else node.id
+                if name not in _NOT_OPERANDS and name not in params:
+                    params.append(name)
+
+        FreeNames().visit(ast.parse(source, mode="eval"))
+        return cls(tuple(params), source)
 
     @property
     def expression(self) -> ast.expr:
@@ -120,9 +137,22 @@ class TorchOpInfo:
         return self.host.function
 
 
-def _op(name: str, category: Category, params: str = "", host: str | None = None, **rules) -> TorchOpInfo:
-    code = None if host is None else HostCode(tuple(p.strip() for p in params.split(",") if p.strip()), host)
-    return TorchOpInfo(name, category, code, **rules)
+_NOT_OPERANDS = frozenset(dir(builtins)) | {"np", "rt", "dtype"}
+
+HostSpec = str | None | tuple[str | None, dict[str, Any]]
+
+
+def _with(host: str | None, **rules: Any) -> HostSpec:
+    """A table entry with rules besides its host expression."""
+    return host, rules
+
+
+def _records(category: Category, table: dict[str, HostSpec]) -> list[TorchOpInfo]:
+    records = []
+    for name, spec in table.items():
+        host, rules = spec if isinstance(spec, tuple) else (spec, {})
+        records.append(TorchOpInfo(name, category, None if host is None else HostCode.of(host), **rules))
+    return records
 
 
 # ------------------------------------------------------------------ constants
@@ -307,103 +337,129 @@ def _reduced_dim(shape: tuple[int, ...]) -> int:
     return shape[-1]  # matmul-like: [..., M, K] @ [..., K, N]
 
 
-_WEIGHT_MACS = _per_output(1, _weight_fan_in)
-_PRODUCT_MACS = _per_output(0, _reduced_dim)
-_ADD_PRODUCT_MACS = _per_output(1, _reduced_dim)
 
 # --------------------------------------------------------------------- the table
 
-C = Category
-_RECORDS: list[TorchOpInfo] = [
-    # Host lists and scalars: plain Python values. Lists have value semantics (an append
-    # makes a new list): list values may be shared by both sides of an scf.if.
-    _op(t.ListConstructOp.name, C.HOST, "*xs", "[*xs]"),
-    _op("torch.aten.len.t", C.HOST, "xs", "len(xs)", static_value=_static_length),
-    _op("torch.aten.__getitem__.t", C.HOST, "xs, i", "xs[i]"),
-    _op("torch.aten.append.t", C.HOST, "xs, x", "[*xs, x]", appends_to_list=True),
-    _op("torch.prim.ListUnpack", C.HOST, "xs", "xs", unpacks=True),
-    _op("torch.prim.TupleConstruct", C.HOST, "*xs", "(*xs,)"),
-    _op("torch.prim.TupleUnpack", C.HOST, "xs", "xs", unpacks=True),
-    _op("torch.aten.neg.int", C.HOST, "a", "-a"),
-    _op("torch.aten.neg.float", C.HOST, "a", "-a"),
-    _op("torch.aten.__not__", C.HOST, "a", "not a"),
-    _op("torch.aten.Bool.int", C.HOST, "a", "bool(a)"),
-    _op("torch.aten.Bool.float", C.HOST, "a", "bool(a)"),
-    _op(t.BoolTensorOp.name, C.HOST, "x", "bool(x)"),  # a host sync
-    _op("torch.aten.Int.bool", C.HOST, "a", "int(a)"),
-    _op("torch.aten.Int.float", C.HOST, "a", "int(a)"),
-    _op("torch.aten.Int.Tensor", C.HOST, "x", "int(x.item())"),
-    _op("torch.aten.Float.Tensor", C.HOST, "x", "float(x.item())"),
-    _op("torch.aten.Float.Scalar", C.HOST, "a", "float(a)"),
-    _op("torch.aten.item", C.HOST, "x", "x.item()"),
-    _op("torch.prim.max.int", C.HOST, "a, b", "max(a, b)"),
-    _op("torch.prim.min.int", C.HOST, "a, b", "min(a, b)"),
-    # torch_c: builtin <-> torch scalars are the same Python bools and ints in the host.
-    *(_op(op.name, C.HOST, "x", "x") for op in (t.ToI1Op, t.FromI1Op, t.ToI64Op, t.FromI64Op)),
-    # Tensor metadata read as host scalars.
-    _op("torch.aten.size.int", C.TENSOR_QUERY, "x, dim", "x.shape[dim]", static_value=_static_size),
-    _op("torch.aten.dim", C.TENSOR_QUERY, "x", "x.ndim"),
-    _op("torch.aten.numel", C.TENSOR_QUERY, "x", "x.size"),
-    # Computation-free: the host makes them on numpy without a kernel.
-    *(_op(name, C.IDENTITY, "x", "x") for name in (
-        "torch.aten.clone", "torch.aten.contiguous", "torch.aten.detach", "torch.aten.alias",
-        "torch.aten.lift_fresh_copy", t.TensorStaticInfoCastOp.name,
-    )),
-    *(_op(name, C.RESHAPE, "x, shape", "x.reshape(shape)") for name in (
-        "torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view",
-    )),
-    _op("torch.aten.flatten.using_ints", C.RESHAPE, "x, start, end", "rt.flatten(x, start, end)"),
-    _op("torch.aten.unflatten.int", C.RESHAPE, "x, dim, sizes", "rt.unflatten(x, dim, sizes)"),
-    _op("torch.aten.squeeze", C.RESHAPE, "x", "np.squeeze(x)"),
-    _op("torch.aten.squeeze.dim", C.RESHAPE, "x, dim", "rt.squeeze_dim(x, dim)"),
-    _op("torch.aten.squeeze.dims", C.RESHAPE, "x, dims", "rt.squeeze_dims(x, dims)"),
-    _op("torch.aten.unsqueeze", C.RESHAPE, "x, dim", "np.expand_dims(x, dim)"),
-    _op("torch.aten.permute", C.STRIDED_VIEW, "x, dims", "x.transpose(dims)",
-        same_memory_order=_permute_keeps_order),
-    _op("torch.aten.transpose.int", C.STRIDED_VIEW, "x, a, b", "x.swapaxes(a, b)",
-        same_memory_order=_transpose_keeps_order),
-    _op("torch.aten.t", C.STRIDED_VIEW, "x", "x.T", same_memory_order=_t_keeps_order),
-    _op("torch.aten.expand", C.STRIDED_VIEW, "x, sizes", "rt.expand(x, sizes)",
-        same_memory_order=_expand_keeps_order),
-    _op("torch.aten.select.int", C.STRIDED_VIEW, "x, dim, index", "rt.select(x, dim, index)",
-        same_memory_order=_select_keeps_order),
-    _op("torch.aten.slice.Tensor", C.STRIDED_VIEW, "x, dim, start, end, step",
-        "rt.slice_tensor(x, dim, start, end, step)", same_memory_order=_slice_keeps_order),
-    # Tensor math the host also runs on numpy: stores at a run-time index (a tensor op
-    # reading a host int stays in the host), host lists of tensors, scalars made tensors.
-    _op("torch.aten.select_scatter", C.TENSOR_MATH, "x, src, dim, index", "rt.select_scatter(x, src, dim, index)"),
-    _op("torch.aten.slice_scatter", C.TENSOR_MATH, "x, src, dim, start, end, step",
-        "rt.slice_scatter(x, src, dim, start, end, step)"),
-    _op("torch.aten.stack", C.TENSOR_MATH, "xs, dim", "rt.stack(xs, dim)", reads_tensor_list=True, shape=_stack_shape),
-    _op("torch.aten.cat", C.TENSOR_MATH, "xs, dim", "rt.cat(xs, dim)", reads_tensor_list=True, shape=_cat_shape),
-    _op("torch.aten.split.Tensor", C.TENSOR_MATH, "x, size, dim", "rt.split(x, size, dim)"),
-    _op("torch.aten.split_with_sizes", C.TENSOR_MATH, "x, sizes, dim", "rt.split_with_sizes(x, sizes, dim)"),
-    _op("torch.aten.chunk", C.TENSOR_MATH, "x, chunks, dim", "rt.chunk(x, chunks, dim)"),
-    _op("torch.aten.unbind.int", C.TENSOR_MATH, "x, dim", "rt.unbind(x, dim)"),
-    *(_op(name, C.TENSOR_MATH, "a", "np.array(a, dtype=dtype)") for name in (
-        "torch.prim.NumToTensor.Scalar", "torch.aten.tensor.int", "torch.aten.tensor.float",
-        "torch.aten.tensor.bool",
-    )),
-    # Tensor math with a MAC estimate.
-    *(_op(name, C.TENSOR_MATH, macs=_WEIGHT_MACS) for name in (
-        "torch.aten.conv1d", "torch.aten.conv2d", "torch.aten.conv3d", "torch.aten.convolution",
-        "torch.aten._convolution", "torch.aten.linear",
-    )),
-    *(_op(name, C.TENSOR_MATH, macs=_PRODUCT_MACS) for name in (
-        "torch.aten.matmul", "torch.aten.mm", "torch.aten.bmm",
-    )),
-    *(_op(name, C.TENSOR_MATH, macs=_ADD_PRODUCT_MACS) for name in ("torch.aten.addmm", "torch.aten.baddbmm")),
-    *(_op(name, C.TENSOR_MATH, empty_dim_list_means_all=True) for name in ("torch.aten.amax", "torch.aten.amin")),
-    # Effects (and torch-mlir's placeholder for a value no path defines).
-    *(_op(name, C.EFFECT) for name in (
-        "torch.prim.RaiseException", "torch.prim.Print", "torch.aten.warn", "torch.prim.Uninitialized",
-    )),
-    *(_op(op.name, C.CONSTANT) for op in (
+# Each table maps op names to their host expression (None: none) or to `_with(...)`.
+
+_HOST_OPS: dict[str, HostSpec] = {
+    # Plain Python values. Lists have value semantics (an append makes a new list): list
+    # values may be shared by both sides of an scf.if.
+    t.ListConstructOp.name: "[*operands]",
+    "torch.aten.len.t": _with("len(xs)", static_value=_static_length),
+    "torch.aten.__getitem__.t": "xs[i]",
+    "torch.aten.append.t": _with("[*xs, x]", appends_to_list=True),
+    "torch.prim.ListUnpack": _with("xs", unpacks=True),
+    "torch.prim.TupleConstruct": "operands",
+    "torch.prim.TupleUnpack": _with("xs", unpacks=True),
+    "torch.aten.neg.int": "-a",
+    "torch.aten.neg.float": "-a",
+    "torch.aten.__not__": "not a",
+    "torch.aten.Bool.int": "bool(a)",
+    "torch.aten.Bool.float": "bool(a)",
+    t.BoolTensorOp.name: "bool(x)",  # a host sync
+    "torch.aten.Int.bool": "int(a)",
+    "torch.aten.Int.float": "int(a)",
+    "torch.aten.Int.Tensor": "int(x.item())",
+    "torch.aten.Float.Tensor": "float(x.item())",
+    "torch.aten.Float.Scalar": "float(a)",
+    "torch.aten.item": "x.item()",
+    "torch.prim.max.int": "max(a, b)",
+    "torch.prim.min.int": "min(a, b)",
+    # torch_c: builtin and torch scalars are the same Python bools and ints in the host.
+    **{cast.name: "x" for cast in (t.ToI1Op, t.FromI1Op, t.ToI64Op, t.FromI64Op)},
+}
+
+_TENSOR_QUERIES: dict[str, HostSpec] = {
+    "torch.aten.size.int": _with("x.shape[dim]", static_value=_static_size),
+    "torch.aten.dim": "x.ndim",
+    "torch.aten.numel": "x.size",
+}
+
+# Computation-free: the host makes them on numpy without a kernel.
+_IDENTITIES: dict[str, HostSpec] = {
+    "torch.aten.clone": "x",
+    "torch.aten.contiguous": "x",
+    "torch.aten.detach": "x",
+    "torch.aten.alias": "x",
+    "torch.aten.lift_fresh_copy": "x",
+    t.TensorStaticInfoCastOp.name: "x",
+}
+
+_RESHAPES: dict[str, HostSpec] = {
+    "torch.aten.view": "x.reshape(shape)",
+    "torch.aten.reshape": "x.reshape(shape)",
+    "torch.aten._unsafe_view": "x.reshape(shape)",
+    "torch.aten.flatten.using_ints": "rt.flatten(x, start, end)",
+    "torch.aten.unflatten.int": "rt.unflatten(x, dim, sizes)",
+    "torch.aten.squeeze": "np.squeeze(x)",
+    "torch.aten.squeeze.dim": "rt.squeeze_dim(x, dim)",
+    "torch.aten.squeeze.dims": "rt.squeeze_dims(x, dims)",
+    "torch.aten.unsqueeze": "np.expand_dims(x, dim)",
+}
+
+_STRIDED_VIEWS: dict[str, HostSpec] = {
+    "torch.aten.permute": _with("x.transpose(dims)", same_memory_order=_permute_keeps_order),
+    "torch.aten.transpose.int": _with("x.swapaxes(a, b)", same_memory_order=_transpose_keeps_order),
+    "torch.aten.t": _with("x.T", same_memory_order=_t_keeps_order),
+    "torch.aten.expand": _with("rt.expand(x, sizes)", same_memory_order=_expand_keeps_order),
+    "torch.aten.select.int": _with("rt.select(x, dim, index)", same_memory_order=_select_keeps_order),
+    "torch.aten.slice.Tensor": _with(
+        "rt.slice_tensor(x, dim, start, end, step)", same_memory_order=_slice_keeps_order
+    ),
+}
+
+_TENSOR_MATH: dict[str, HostSpec] = {
+    # The host runs these on numpy too: stores at a run-time index (a tensor op reading a
+    # host int stays in the host), host lists of tensors, scalars made tensors.
+    "torch.aten.select_scatter": "rt.select_scatter(x, src, dim, index)",
+    "torch.aten.slice_scatter": "rt.slice_scatter(x, src, dim, start, end, step)",
+    "torch.aten.stack": _with("rt.stack(xs, dim)", reads_tensor_list=True, shape=_stack_shape),
+    "torch.aten.cat": _with("rt.cat(xs, dim)", reads_tensor_list=True, shape=_cat_shape),
+    "torch.aten.split.Tensor": "rt.split(x, size, dim)",
+    "torch.aten.split_with_sizes": "rt.split_with_sizes(x, sizes, dim)",
+    "torch.aten.chunk": "rt.chunk(x, chunks, dim)",
+    "torch.aten.unbind.int": "rt.unbind(x, dim)",
+    "torch.prim.NumToTensor.Scalar": "np.array(a, dtype=dtype)",
+    "torch.aten.tensor.int": "np.array(a, dtype=dtype)",
+    "torch.aten.tensor.float": "np.array(a, dtype=dtype)",
+    "torch.aten.tensor.bool": "np.array(a, dtype=dtype)",
+    # Sub-DNN work with a MAC estimate.
+    **dict.fromkeys(
+        ("torch.aten.conv1d", "torch.aten.conv2d", "torch.aten.conv3d", "torch.aten.convolution",
+         "torch.aten._convolution", "torch.aten.linear"),
+        _with(None, macs=_per_output(1, _weight_fan_in)),
+    ),
+    **dict.fromkeys(
+        ("torch.aten.matmul", "torch.aten.mm", "torch.aten.bmm"), _with(None, macs=_per_output(0, _reduced_dim))
+    ),
+    **dict.fromkeys(("torch.aten.addmm", "torch.aten.baddbmm"), _with(None, macs=_per_output(1, _reduced_dim))),
+    **dict.fromkeys(("torch.aten.amax", "torch.aten.amin"), _with(None, empty_dim_list_means_all=True)),
+}
+
+# Effects, and torch-mlir's placeholder for a value no path defines.
+_EFFECTS: dict[str, HostSpec] = dict.fromkeys(
+    ("torch.prim.RaiseException", "torch.prim.Print", "torch.aten.warn", "torch.prim.Uninitialized")
+)
+
+_CONSTANTS: dict[str, HostSpec] = dict.fromkeys(
+    op.name
+    for op in (
         t.ConstantIntOp, t.ConstantFloatOp, t.ConstantBoolOp, t.ConstantNoneOp, t.ConstantStrOp,
         t.ConstantDeviceOp, t.ValueTensorLiteralOp,
-    )),
+    )
+)
+
+_RECORDS: list[TorchOpInfo] = [
+    *_records(Category.HOST, _HOST_OPS),
+    *_records(Category.TENSOR_QUERY, _TENSOR_QUERIES),
+    *_records(Category.IDENTITY, _IDENTITIES),
+    *_records(Category.RESHAPE, _RESHAPES),
+    *_records(Category.STRIDED_VIEW, _STRIDED_VIEWS),
+    *_records(Category.TENSOR_MATH, _TENSOR_MATH),
+    *_records(Category.EFFECT, _EFFECTS),
+    *_records(Category.CONSTANT, _CONSTANTS),
 ]
-del C
 
 _BY_NAME: dict[str, TorchOpInfo] = {info.name: info for info in _RECORDS}
 assert len(_BY_NAME) == len(_RECORDS), "an op is listed twice"
@@ -425,7 +481,7 @@ def _scalar_binary(name: str) -> TorchOpInfo | None:
     parts = name.split(".")
     if len(parts) == 4 and parts[:2] == ["torch", "aten"] and parts[3] in _SCALAR_KINDS:
         if (expression := _SCALAR_BINARY.get(parts[2])) is not None:
-            return _op(name, Category.HOST, "a, b", expression)
+            return TorchOpInfo(name, Category.HOST, HostCode.of(expression))
     return None
 
 

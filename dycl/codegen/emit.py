@@ -67,14 +67,14 @@ def unpack(targets: Sequence[str], value: ast.expr) -> ast.Assign:
 
 
 class _Substitute(ast.NodeTransformer):
-    """A `HostCode` expression with operand expressions for its parameter names."""
+    """A `HostCode` expression with operand expressions for its parameter names; the
+    name `operands` becomes the tuple of all (remaining) operands."""
 
     def __init__(self, code: HostCode, operands: Sequence[ast.expr], dtype: Callable[[], ast.expr]):
         self.bindings: dict[str, ast.expr] = {}
-        self.spliced: dict[str, list[ast.expr]] = {}
         for k, param in enumerate(code.params):
             if param.startswith("*"):
-                self.spliced[param[1:]] = list(operands[k:])
+                self.bindings[param[1:]] = ast.Tuple(list(operands[k:]), ast.Load())
             elif k < len(operands):
                 self.bindings[param] = operands[k]
         self.dtype = dtype
@@ -87,10 +87,10 @@ class _Substitute(ast.NodeTransformer):
         return node
 
     def visit_Starred(self, node: ast.Starred) -> ast.AST | list[ast.expr]:
-        # `[*xs]`, `(*xs,)`: the operands themselves, spliced into the enclosing list.
-        if isinstance(node.value, ast.Name) and node.value.id in self.spliced:
-            return [copy.deepcopy(e) for e in self.spliced[node.value.id]]
-        return self.generic_visit(node)
+        # `[*operands]`: the operands themselves, spliced into the enclosing list.
+        value = self.visit(node.value)
+        return list(value.elts) if isinstance(value, ast.Tuple) and isinstance(node.value, ast.Name) \
+            and node.value.id == "operands" else ast.Starred(value, node.ctx)
 
 
 def instantiate(code: HostCode, operands: Sequence[ast.expr], dtype: Callable[[], ast.expr]) -> ast.expr:
