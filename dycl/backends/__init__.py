@@ -4,7 +4,7 @@ Every backend is registered once, in `get_all_backends`, by name and through two
 factories (as `dycl.passes` and `xdsl.transforms` register passes): its `Backend` class,
 which imports torch and the compiler, and its runner factory, which needs numpy and the
 backend's own runtime only, so that `dycl.runtime` loads an artifact without torch. This
-module itself imports neither: the names below the registry load on first use.
+module imports neither; `compile_subdnns` and the `SubDNN` names load on first use.
 
 `compile_subdnns(subdnns_of(module), weights, backend, options)` is the entry point;
 `BackendError` names the sub-DNN and the op a backend cannot take.
@@ -17,8 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dycl.backends.backend import Backend
+from dycl.backends.compiled import CompiledSubDNN
+from dycl.backends.errors import BackendError
+
 if TYPE_CHECKING:
-    from dycl.backends.backend import Backend
     from dycl.runtime.runners import RunnerFactory
 
 
@@ -80,11 +83,8 @@ def backend_options(backend: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return backend_class(backend).from_options(options).option_values()
 
 
-# name -> defining module, imported on first use (they import xDSL or numpy).
+# name -> defining module, imported on first use (they import xDSL).
 _LAZY = {
-    "Backend": "dycl.backends.backend",
-    "BackendError": "dycl.backends.errors",
-    "CompiledSubDNN": "dycl.backends.compiled",
     "compile_subdnns": "dycl.backends.driver",
     "SubDNN": "dycl.backends.subdnn",
     "TensorSpec": "dycl.backends.subdnn",
