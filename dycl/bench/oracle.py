@@ -91,7 +91,7 @@ def compile_oracle(
 
     A compiled graph already in `directory` (a previous run's, same key) is loaded instead."""
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / ("oracle.onnx" if backend == "onnxruntime" else "oracle.so")
+    path = directory / _graph_file(backend)
     trace_seconds = compile_seconds = 0.0
     ops = -1
     template: list = []
@@ -136,6 +136,10 @@ def compile_oracle(
         template = cost["template"]
     run = with_constants(_load(path, backend, len(inputs), runtime), template)
     return OracleGraph(run, trace_seconds, compile_seconds, path.stat().st_size, ops)
+
+
+def _graph_file(backend: str) -> str:
+    return "oracle.onnx" if backend == "onnxruntime" else "oracle.so"
 
 
 def _load(path: Path, backend: str, n_inputs: int, runtime: RuntimeOptions):
@@ -188,7 +192,7 @@ def oracle_calls(
         key = repr(path)
         if key not in graphs:
             directory = cache_dir / "oracle" / network / f"{backend}-{cache_key(network, inputs, backend)}"
-            cached += (directory / ("oracle.onnx" if backend == "onnxruntime" else "oracle.so")).exists()
+            cached += (directory / _graph_file(backend)).exists()
             graphs[key] = compile_oracle(model, inputs, backend, runtime, directory)
         arrays = tuple(np.ascontiguousarray(t.detach().numpy()) for t in inputs)
         calls.append(_bind(graphs[key].run, arrays))

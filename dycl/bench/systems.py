@@ -214,7 +214,7 @@ def tuning_database_exists(program, cache_dir: str | os.PathLike | None) -> bool
     cache = CompileCache(cache_root(cache_dir))
     weights = {k: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v) for k, v in program.weights.items()}
     for subdnn in subdnns_of(module):
-        directory = cache.tuning_dir("tvm", subdnn.content_key(weights))
+        directory = cache.tuning_dir(DYCL_VARIANTS["dycl-tvm-tuned"][0], subdnn.content_key(weights))
         if directory.is_dir() and any(directory.rglob("*tuning_record*")):
             return True
     return False
