@@ -384,15 +384,16 @@ class RunCompiler:
         )
 
     def _scalars_as_tensors(self, value: V.EnvValue, ints_as_tensors: bool) -> V.EnvValue:
-        """A runtime float enters tensor math as a 0-d f64 tensor, a runtime int as a 0-d
-        i64 tensor (same promotion as a Python scalar: 0-d tensors never widen the other
-        operand's dtype). Inside a run they stay data: `h * l` and `y[0, k] = v` compile to
+        """A runtime float enters tensor math as a 0-d f64 tensor, a runtime bool as a 0-d
+        bool tensor, a runtime int as a 0-d i64 tensor (same promotion as a Python scalar:
+        0-d tensors never widen the other operand's dtype; what a tensor cannot do, such as
+        `1 - b`, fails on the example and is refused). Inside a run they stay data: `h * l` and `y[0, k] = v` compile to
         tensor ops whatever the value is, where an int would be frozen to its example (an
         index) or left on the host (arithmetic) -- and a use as a size is refused by export."""
         if isinstance(value, V.Tup):
             return V.Tup(tuple(self._scalars_as_tensors(i, ints_as_tensors) for i in value.items), value.kind)
-        if isinstance(value, V.Dyn) and value.type == V.FLOAT:
-            example = torch.tensor(value.example, dtype=torch.float64)
+        if isinstance(value, V.Dyn) and value.type in (V.FLOAT, V.BOOL):
+            example = torch.tensor(value.example, dtype=torch.float64 if value.type == V.FLOAT else torch.bool)
             return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
         if isinstance(value, V.Dyn) and value.type == V.INT and ints_as_tensors:
             example = torch.tensor(value.example, dtype=torch.int64)

@@ -20,6 +20,7 @@ their form (`FORMS`):
   self.heads]`), `sum([c > t for c in scores])`, `any(...)`, `all(...)`,
   `max(range(n), key=lambda i: scores[i])`;
 - runtime conditional expressions (`m = 1 if g.item() > t else 0`) and `and`/`or` conditions;
+- a runtime bool in tensor math (`b = bool(g > t)`, then `x * b`, `b & (x > 0)`);
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
 - module attributes assigned in forward or a helper, then read there (variables of the
@@ -59,8 +60,8 @@ FORMS = (
     "none_start", "lstm_cell", "gru_cell",
     # comprehensions and generator expressions
     "head_comprehension", "sum_comprehension", "any_genexp", "all_genexp", "max_key",
-    # runtime conditional expressions, and/or
-    "cond_expr", "and_or",
+    # runtime conditional expressions, and/or, a runtime bool in tensor math
+    "cond_expr", "and_or", "bool_math",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -91,10 +92,11 @@ WEIGHTS = {
     "cond_expr": 0.8, "and_or": 0.8,
     "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
+    "bool_math": 0.5,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
-    "attr_counter": 1,
+    "attr_counter": 1, "bool_math": 1,
 }
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
@@ -305,6 +307,10 @@ class Researcher:
             cond = self.a_cond(stage)
             return [CondLine(r.choice(["x = torch.tanh(x) if @ else x * 0.5", f"{m} = 1.5 if @ else 0.5\nx = x * {m}"]),
                              cond, form)]
+        if form == "bool_math":
+            b = self.fresh("b")
+            use = r.choice([f"x = x * {b} + 0.5 * x", f"x = x + 0.5 * ({b} & (x > 0)).float()", f"x = torch.where(x > 0, x, x * {b})"])
+            return [CondLine(f"{b} = bool(@)\n{use}", self.a_cond(stage), form)]
         if form == "and_or":
             op = r.choice(["and", "or"])
             cond = BoolOp(op, [self.a_cond(stage), self.a_cond(stage)])

@@ -71,7 +71,8 @@ class PythonFloat(nn.Module):
 
 
 class PythonBool(nn.Module):
-    """`bool(t.sum() > 0)`: a bool 0-d output, returned to the user as a Python bool."""
+    """`bool(t.sum() > 0)`: a bool 0-d output, returned to the user as a Python bool, and
+    a 0-d bool input of the next sub-DNN (`h * b`)."""
 
     def __init__(self):
         super().__init__()
@@ -82,7 +83,7 @@ class PythonBool(nn.Module):
         b = bool(h.sum() > 0)
         if b:
             h = torch.tanh(h)
-        return h * int(b) + 1, b
+        return h * b + int(b), b
 
 
 class BoolTensor(nn.Module):
@@ -144,7 +145,7 @@ BOUNDARY = {
     OneElementTensor: [("out", [1, 1], "float32"), ("in", [1, 1], "float32")],
     PythonInt: [("out", [], "int64"), ("in", [], "int64")],
     PythonFloat: [("out", [], "float32"), ("in", [], "float64")],
-    PythonBool: [("out", [], "bool")],
+    PythonBool: [("out", [], "bool"), ("in", [], "bool")],
     BoolTensor: [("out", [1, 4], "bool"), ("in", [1, 4], "bool")],
     ZeroSizeTensor: [("out", [1, 0], "float32"), ("in", [1, 0], "float32")],
     NestedSkipGates: [("out", [], "bool")],
