@@ -34,7 +34,6 @@ import torch
 from dycl.frontend import nodes
 from dycl.frontend import values as V
 
-PREFIX = "__attr"
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ class ModuleAttributes:
     def _variable(self, owner: torch.nn.Module, attr: str) -> Attribute:
         key = (id(owner), attr)
         if key not in self._by_key:
-            name = f"{PREFIX}{len(self._by_key)}_{attr}"
+            name = f"{nodes.ATTRIBUTE_PREFIX}{len(self._by_key)}_{attr}"
             self._by_key[key] = self.by_name[name] = Attribute(name, owner, attr)
         return self._by_key[key]
 
@@ -298,4 +297,4 @@ def _has_marks(stmt: ast.AST) -> bool:
     return any(getattr(n, "dycl_local", None) for n in ast.walk(stmt))
 
 
-__all__ = ["ModuleAttributes", "PARTIAL", "Poisoned", "AttributeStateRead", "PREFIX"]
+__all__ = ["ModuleAttributes", "PARTIAL", "Poisoned", "AttributeStateRead"]

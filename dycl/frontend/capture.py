@@ -11,7 +11,6 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-import numpy as np
 import torch
 from torch.export import Dim
 from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind

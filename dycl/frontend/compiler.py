@@ -41,7 +41,8 @@ from dycl.frontend.rewrite import (
     lower,
     parse_function,
 )
-from dycl.frontend.runs import RunCompiler, fix_locations, replace_nodes
+from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
+from dycl.frontend.runs import RunCompiler, fix_locations
 
 # Functions from these packages are never inlined (their control flow is on Python values).
 _LIBRARY_MODULES = {"torch", "numpy", "functools", "typing", "math"}
@@ -630,7 +631,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             self._reject_nested_helpers(value, env)
             return None
         function, receiver = callee
-        result_var = f"__result{fresh_id()}"
+        result_var = f"{RESULT_PREFIX}{fresh_id()}"
         inlined, bindings = inline_call(self.scope.source, function, receiver, value, result_var, self.attributes.annotate)
         binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
         replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))

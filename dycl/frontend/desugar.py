@@ -30,11 +30,20 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import re
 from typing import Any
 
 import torch
 
 from dycl.frontend.errors import FrontendError
+from dycl.frontend.nodes import (
+    ATTRIBUTE_PREFIX,
+    COMPREHENSION_PREFIX,
+    OPERAND_PREFIX,
+    RESULT_PREFIX,
+    map_children,
+    replace_nodes,
+)
 
 # ----- run-time helpers -----------------------------------------------------------------
 
@@ -252,9 +261,8 @@ def _rewrite_expr(source, expr):
 
 # ----- comprehension variables are local to their comprehension -------------------------------
 
-COMPREHENSION_PREFIX = "__comp"
-_PREFIXED = __import__("re").compile(r"__comp\d+_")
-_ATTRIBUTE_VARIABLE = __import__("re").compile(r"\b__attr\d+_(\w+)")  # attributes.PREFIX
+_PREFIXED = re.compile(rf"{COMPREHENSION_PREFIX}\d+_")
+_ATTRIBUTE_VARIABLE = re.compile(rf"\b{ATTRIBUTE_PREFIX}\d+_(\w+)")
 
 
 def source_text(node: ast.AST) -> str:
@@ -263,9 +271,11 @@ def source_text(node: ast.AST) -> str:
     return display_name(ast.unparse(node))
 
 
-_INLINED_LOCAL = __import__("re").compile(r"\b__(?!dycl|attr\d|comp\d)\w*?\d+_(?=\w)")  # rewrite.inline_call
-_INLINED_RESULT = __import__("re").compile(r"^__result\d+ = ")
-_HOST_OPERAND = __import__("re").compile(r"\b__operand\d+\b")  # runs.compile_mutation_with_host_operands
+_INLINED_LOCAL = re.compile(  # rewrite.inline_call: `__<helper><n>_<local>`
+    rf"\b__(?!dycl|{ATTRIBUTE_PREFIX[2:]}\d|{COMPREHENSION_PREFIX[2:]}\d)\w*?\d+_(?=\w)"
+)
+_INLINED_RESULT = re.compile(rf"^{RESULT_PREFIX}\d+ = ")
+_HOST_OPERAND = re.compile(rf"\b{OPERAND_PREFIX}\d+\b")
 
 
 def display_name(text: str) -> str:
@@ -307,12 +317,7 @@ def rename_comprehension_variables(node: ast.AST, mapping: dict[str, str]) -> as
         else:
             node.elt = rename_comprehension_variables(node.elt, inner)
         return node
-    for field, old in ast.iter_fields(node):
-        if isinstance(old, list):
-            setattr(node, field, [rename_comprehension_variables(v, mapping) if isinstance(v, ast.AST) else v for v in old])
-        elif isinstance(old, ast.AST):
-            setattr(node, field, rename_comprehension_variables(old, mapping))
-    return node
+    return map_children(node, lambda child: rename_comprehension_variables(child, mapping))
 
 
 # ----- list mutations inside expressions ----------------------------------------------
@@ -438,17 +443,6 @@ def _located(node: ast.AST, where: ast.AST) -> ast.AST:
     return node
 
 
-class _Replace(ast.NodeTransformer):
-    def __init__(self, replaced: dict[int, str]):
-        self.replaced = replaced
-
-    def visit(self, node):
-        name = self.replaced.get(id(node))
-        if name is not None:
-            return ast.copy_location(ast.Name(name, ast.Load()), node)
-        return super().visit(node)
-
-
 # ----- one statement -----------------------------------------------------------------
 
 
@@ -504,7 +498,7 @@ def prepare(source, stmt: ast.stmt) -> list[ast.stmt]:
     if not replaced:
         return [new]
     for field in fields:
-        setattr(new, field, _Replace(replaced).visit(getattr(new, field)))
+        setattr(new, field, replace_nodes(getattr(new, field), replaced))
     return prelude + [new]
 
 

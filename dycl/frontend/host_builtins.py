@@ -407,7 +407,7 @@ def _as_tensor_operand(c, value, node, role: str):
 
 
 def _select(c, expr, items, keys, largest: bool):
-    kinds = {_kind(i) for i in items}
+    kinds = {V.kind_of(i) for i in items}
     if len(kinds) != 1:
         raise c.error(expr, f"{_describe(expr)} chooses among values of different kinds ({', '.join(sorted(kinds))})", "compare values of one kind")
     (kind,) = kinds
@@ -415,7 +415,7 @@ def _select(c, expr, items, keys, largest: bool):
         types = {i.type for i in items}
         if len(types) != 1:
             raise c.error(expr, f"{_describe(expr)} chooses among tensors of different shapes or dtypes", "choose an index, then index the tensors")
-    if kind == "other":
+    if kind not in ("tensor", "int", "float", "bool"):
         raise c.error(expr, f"{_describe(expr)} chooses among values that are not numbers or tensors at runtime", "choose an index (`max(range(n), key=...)`), then index")
     bindings = {
         "__keys": V.Tup(tuple(_as_tensor_operand(c, k, expr, "key") for k in keys), "list"),
@@ -426,16 +426,6 @@ def _select(c, expr, items, keys, largest: bool):
         return chosen
     convert = {"int": ("Int", V.INT, int), "float": ("Float", V.FLOAT, float), "bool": ("Bool", V.BOOL, bool)}[kind]
     return c.builder.host_op(f"torch.aten.{convert[0]}.Tensor", [chosen], convert[1], convert[2](chosen.example))
-
-
-def _kind(value) -> str:
-    if isinstance(value, V.Const):
-        return {bool: "bool", int: "int", float: "float"}.get(type(value.value), "other")
-    if isinstance(value, V.Dyn):
-        if V.is_tensor_type(value.type):
-            return "tensor"
-        return {V.INT: "int", V.FLOAT: "float", V.BOOL: "bool"}.get(value.type, "other")
-    return "other"
 
 
 HANDLERS = {

@@ -21,6 +21,7 @@ from dycl.frontend import host_builtins, host_numpy, lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
+from dycl.frontend.nodes import OPERAND_PREFIX, replace_nodes
 from dycl.frontend.rewrite import fresh_id
 
 
@@ -153,7 +154,7 @@ def _scalar_pair(self, left, right, node):
     for side in (left, right):
         refuse_truth_value(self, node, side)
         if not (isinstance(side, V.Dyn) or (isinstance(side, V.Const) and isinstance(side.value, (bool, int, float)))):
-            raise self.error(node, f"`{source_text(node)}`: arithmetic on a {lists._kind(side)} and runtime values")
+            raise self.error(node, f"`{source_text(node)}`: arithmetic on a {V.kind_of(side)} and runtime values")
     left, right = self._materialize(left, "operand"), self._materialize(right, "operand")
     for side in (left, right):
         if side.type not in (V.INT, V.FLOAT, V.BOOL):
@@ -177,7 +178,7 @@ def _host_binop(self, expr: ast.BinOp, env) -> V.EnvValue:
     if isinstance(expr.op, ast.Add) and (lists.is_list(left) or lists.is_list(right)):
         ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
         if not (lists.is_list(left) and lists.is_list(right)):
-            raise self.error(expr, f"`{source_text(expr)}` adds a list and a {lists._kind(right if lists.is_list(left) else left)}", "add lists to lists")
+            raise self.error(expr, f"`{source_text(expr)}` adds a list and a {V.kind_of(right if lists.is_list(left) else left)}", "add lists to lists")
         return ops.concat(left, right)
     if isinstance(expr.op, ast.Mult) and (lists.is_list(left) or lists.is_list(right)):
         lst, count = (left, right) if lists.is_list(left) else (right, left)
@@ -352,7 +353,7 @@ def _conditional(self, expr, env, test: V.Dyn, then_fn, else_fn, truth_if_mixed:
             )
         blocks.append(block)
     then_value, else_value = values
-    mixed = truth_if_mixed and _kind_of(then_value) != _kind_of(else_value)
+    mixed = truth_if_mixed and V.kind_of(then_value, detailed=True) != V.kind_of(else_value, detailed=True)
     if mixed:
         for k, block in enumerate(blocks):
             with ir.InsertionPoint(block):
@@ -407,18 +408,6 @@ def refuse_truth_value(self, node, value) -> None:
             )
 
 
-def _kind_of(value) -> str:
-    if isinstance(value, V.Const):
-        return {bool: "bool", int: "int", float: "float", type(None): "none"}.get(type(value.value), "const")
-    if isinstance(value, V.Dyn):
-        if V.is_tensor_type(value.type):
-            return f"tensor {value.example.dtype if isinstance(value.example, torch.Tensor) else ''}"
-        return {V.BOOL: "bool", V.INT: "int", V.FLOAT: "float"}.get(value.type, value.type)
-    if isinstance(value, V.Tup):
-        return f"{value.kind} {len(value.items)}"
-    return "other"
-
-
 HOST_EXPRESSIONS = {
     ast.Call: _host_call,
     ast.Compare: _host_compare,
@@ -453,13 +442,13 @@ def _apply(self, expr: ast.expr, env, known: dict | None = None) -> V.EnvValue:
         if value is None:
             value = self.expression(child, env)
         refuse_truth_value(self, child, value)
-        name = f"__operand{fresh_id()}"
+        name = f"{OPERAND_PREFIX}{fresh_id()}"
         local[name] = value
         replacements[id(child)] = name
     memo: dict = {}
     copied = copy.deepcopy(expr, memo)
     by_copy = {id(memo[key]): name for key, name in replacements.items()}
-    rewritten = _ReplaceChildren(by_copy).visit(copied)
+    rewritten = replace_nodes(copied, by_copy)
     scoped = {**env, **local}
     result = self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
     for name in env:  # a run that mutates a tensor in place rebinds it (and its aliases)
@@ -478,24 +467,5 @@ def _operand_slots(expr: ast.expr):
             yield from (part for part in (child.lower, child.upper, child.step) if part is not None)
         elif isinstance(child, ast.expr):
             yield child
-
-
-class _ReplaceChildren(ast.NodeTransformer):
-    def __init__(self, replacements: dict[int, str]):
-        self.replacements = replacements
-
-    def visit(self, node):
-        name = self.replacements.get(id(node))
-        if name is not None:
-            return ast.copy_location(ast.Name(name, ast.Load()), node)
-        return self.generic_visit(node)
-
-    def generic_visit(self, node):
-        for field, old in ast.iter_fields(node):
-            if isinstance(old, list):
-                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v for v in old])
-            elif isinstance(old, ast.AST):
-                setattr(node, field, self.visit(old))
-        return node
 
 

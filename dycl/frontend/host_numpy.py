@@ -90,11 +90,11 @@ def array_operand(c, node: ast.expr, env, call) -> V.Dyn:
     items = lists.items_of(value)
     if items is None or not items:
         raise c.error(
-            call, f"{_describe(call)}: numpy of a {lists._kind(value)} computed at runtime",
+            call, f"{_describe(call)}: numpy of a {V.kind_of(value)} computed at runtime",
             "compute it with torch on the tensor",
         )
-    kinds = {_item_kind(i) for i in items}
-    if len(kinds) != 1 or "other" in kinds:
+    kinds = {V.kind_of(i) for i in items}
+    if len(kinds) != 1 or not kinds <= {"tensor", "int", "float", "bool"}:
         raise c.error(
             call, f"{_describe(call)} of a list mixing {', '.join(sorted(kinds))}",
             "give numpy a list of tensors of one shape and dtype, or of Python numbers of one kind",
@@ -118,16 +118,6 @@ def _stack_runtime_list(c, value: V.Dyn) -> V.Dyn:
 
     example = torch.stack(value.example)
     return c.builder.host_op("torch.aten.stack", [value, c.builder.constant(0)], X.stacked_type(example, 0), example)
-
-
-def _item_kind(value) -> str:
-    if isinstance(value, V.Dyn) and V.is_tensor_type(value.type):
-        return "tensor"
-    if isinstance(value, V.Dyn):
-        return {V.INT: "int", V.FLOAT: "float", V.BOOL: "bool"}.get(value.type, "other")
-    if isinstance(value, V.Const):
-        return {bool: "bool", int: "int", float: "float"}.get(type(value.value), "other")
-    return "other"
 
 
 def _scalar_tensor(c, value, kind: str) -> V.Dyn:

@@ -584,17 +584,9 @@ def as_list(ops: ListOps, value):
         items = items_of(value) if not isinstance(value, V.Const) else tuple(V.Const(v) for v in value.value)
         return V.Tup(tuple(items), "list")
     raise ops.error(
-        f"{ops.what}: extending a list with a {_kind(value)}",
+        f"{ops.what}: extending a list with a {V.kind_of(value)}",
         "extend it with a list or tuple (a tensor's rows: `list(t.unbind(0))`)",
     )
-
-
-def _kind(value) -> str:
-    if isinstance(value, V.Const):
-        return type(value.value).__name__
-    if isinstance(value, V.Dyn):
-        return "tensor" if V.is_tensor_type(value.type) else value.type.removeprefix("!torch.")
-    return "value"
 
 
 def delete(c, stmt: ast.Delete, env: dict) -> None:
@@ -612,7 +604,7 @@ def delete(c, stmt: ast.Delete, env: dict) -> None:
     if holder is V.UNDEF:
         raise c.error(target, f"`{name}` may be used before it is assigned")
     if not is_list(holder):
-        kind = _kind(holder)
+        kind = V.kind_of(holder)
         hint = (
             "module state and containers other than lists cannot change in forward: build a new one"
             if isinstance(holder, V.Const) else "only items of Python lists can be deleted"

@@ -25,57 +25,62 @@ def _comprehension_locals(node: ast.AST) -> set[str]:
 
 def names_read(node: ast.AST) -> set[str]:
     """Every name loaded anywhere inside `node` (comprehension variables excluded)."""
-    return _names_read(node) - _comprehension_locals(node)
-
-
-def _names_read(node: ast.AST) -> set[str]:
-    found = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
-            found.add(sub.id)
-        elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and _attribute_variable(sub):
-            found.add(sub.dycl_local)  # a module attribute forward assigns (attributes.py)
-        elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
-            found.add(sub.target.id)
-        elif isinstance(sub, ast.AugAssign) and _attribute_variable(sub.target):
-            found.add(sub.target.dycl_local)
-        elif isinstance(sub, nodes.Loop):
-            found |= _names_read(sub.node)
-    return found
+    return _names(node, _read_by) - _comprehension_locals(node)
 
 
 def names_written(stmt: ast.stmt) -> set[str]:
     """Names a statement (re)binds, including inside nested blocks (comprehension
     variables excluded)."""
-    return _names_written(stmt) - _comprehension_locals(stmt)
+    return _names(stmt, _written_by) - _comprehension_locals(stmt)
 
 
-def _names_written(stmt: ast.stmt) -> set[str]:
+def _names(node: ast.AST, names_of) -> set[str]:
     found = set()
-    for sub in ast.walk(stmt):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-            found.add(sub.id)
-        elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and _attribute_variable(sub):
-            found.add(sub.dycl_local)
-        elif isinstance(sub, (ast.FunctionDef, ast.ClassDef)):
-            found.add(sub.name)
-        elif isinstance(sub, nodes.BindConst):
-            found.add(sub.name)
-        elif isinstance(sub, nodes.Loop):
-            found |= _names_written(sub.node)
-            if sub.has_return:
-                # Its early return is lowered (when the loop is compiled) into assignments
-                # of the enclosing return target: a loop around it must carry those.
-                found |= sub.returns.written()
-        elif (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Attribute)
-            and (isinstance(sub.func.value, ast.Name) or _attribute_variable(sub.func.value))
-            and sub.func.attr in LIST_MUTATORS
-        ):
-            # `outputs.append(t)` rebinds the host list value
-            found.add(_attribute_variable(sub.func.value) or sub.func.value.id)
-        found |= names_mutated(sub)
+    for sub in ast.walk(node):
+        found |= names_of(sub)
+    return found
+
+
+def _read_by(sub: ast.AST) -> set[str]:
+    """The names `sub` itself loads (not its children)."""
+    if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+        return {sub.id}
+    if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and _attribute_variable(sub):
+        return {sub.dycl_local}  # a module attribute forward assigns (attributes.py)
+    if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+        return {sub.target.id}
+    if isinstance(sub, ast.AugAssign) and _attribute_variable(sub.target):
+        return {sub.target.dycl_local}
+    if isinstance(sub, nodes.Loop):
+        return _names(sub.node, _read_by)
+    return set()
+
+
+def _written_by(sub: ast.AST) -> set[str]:
+    """The names `sub` itself binds or changes in place (not its children)."""
+    found = names_mutated(sub)
+    if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+        found.add(sub.id)
+    elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and _attribute_variable(sub):
+        found.add(sub.dycl_local)
+    elif isinstance(sub, (ast.FunctionDef, ast.ClassDef)):
+        found.add(sub.name)
+    elif isinstance(sub, nodes.BindConst):
+        found.add(sub.name)
+    elif isinstance(sub, nodes.Loop):
+        found |= _names(sub.node, _written_by)
+        if sub.has_return:
+            # Its early return is lowered (when the loop is compiled) into assignments
+            # of the enclosing return target: a loop around it must carry those.
+            found |= sub.returns.written()
+    elif (
+        isinstance(sub, ast.Call)
+        and isinstance(sub.func, ast.Attribute)
+        and (isinstance(sub.func.value, ast.Name) or _attribute_variable(sub.func.value))
+        and sub.func.attr in LIST_MUTATORS
+    ):
+        # `outputs.append(t)` rebinds the host list value
+        found.add(_attribute_variable(sub.func.value) or sub.func.value.id)
     return found
 
 

@@ -8,10 +8,20 @@ statements up to the label appended to both branches (its `scf.if` joins at the 
 from __future__ import annotations
 
 import ast
+import copy
+from collections.abc import Callable
 from typing import Any
 
 
-class Label(ast.stmt):
+# Names the frontend makes up start with one of these, then a fresh number (and `_` and the
+# user's name, where there is one); `desugar.display_name` turns them back for messages.
+COMPREHENSION_PREFIX = "__comp"  # a comprehension's variable, local to it
+ATTRIBUTE_PREFIX = "__attr"  # a module attribute forward assigns (attributes.py)
+OPERAND_PREFIX = "__operand"  # a sub-expression computed before the run that uses it
+RESULT_PREFIX = "__result"  # an inlined helper's return value
+
+
+class _Marker(ast.stmt):
     _fields = ("id",)
 
     def __init__(self, id: int, lineno: int = 0):
@@ -20,13 +30,12 @@ class Label(ast.stmt):
         self.lineno = lineno
 
 
-class Jump(ast.stmt):
-    _fields = ("id",)
+class Label(_Marker):
+    """Where the jumps with the same id land."""
 
-    def __init__(self, id: int, lineno: int = 0):
-        super().__init__()
-        self.id = id
-        self.lineno = lineno
+
+class Jump(_Marker):
+    """A forward jump to the `Label` with the same id."""
 
 
 class BindConst(ast.stmt):
@@ -105,3 +114,23 @@ def jump_targets(stmts: list[ast.stmt]) -> set[int]:
             stack.extend(stmt.body)
             stack.extend(stmt.orelse)
     return targets
+
+
+def map_children(node: ast.AST, rewrite: Callable[[ast.AST], ast.AST]) -> ast.AST:
+    """`node`, changed in place: each child AST `c` replaced by `rewrite(c)`."""
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            setattr(node, field, [rewrite(v) if isinstance(v, ast.AST) else v for v in value])
+        elif isinstance(value, ast.AST):
+            setattr(node, field, rewrite(value))
+    return node
+
+
+def replace_nodes(node: ast.AST, replacements: dict[int, str]) -> ast.AST:
+    """`node` with the nodes whose id() is a key replaced by those names. Only the nodes on
+    the way to a replaced one are copied; the input is left as it is."""
+    if id(node) in replacements:
+        return ast.copy_location(ast.Name(replacements[id(node)], ast.Load()), node)
+    if not any(id(sub) in replacements for sub in ast.walk(node)):
+        return node
+    return map_children(copy.copy(node), lambda child: replace_nodes(child, replacements))

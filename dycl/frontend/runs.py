@@ -14,6 +14,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from dycl.frontend import aliases
+from dycl.frontend.nodes import OPERAND_PREFIX, replace_nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.capture import DataDependentShape, IntArithmetic, SpecializedInput, WeightMutation
@@ -101,7 +102,7 @@ class RunCompiler:
             ]
         for operand in operands:
             if self._needs_host(operand, env, set()):
-                name = f"__operand{fresh_id()}"
+                name = f"{OPERAND_PREFIX}{fresh_id()}"
                 scoped[name] = self.expression(operand, env)
                 replacements[id(operand)] = name
         rewritten = replace_nodes(stmt, replacements)
@@ -186,11 +187,11 @@ class RunCompiler:
                 with torch.no_grad(), warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     try:
-                        with _record_calls(called):
+                        with _record_calls(self.model, called):
                             eager = function(self.model, **examples)
                     except Exception:
                         # torch.cond/while_loop compile their branches with dynamo, which a
-                        # global module hook breaks: run plainly and export the whole model.
+                        # forward hook breaks: run plainly and export the whole model.
                         called = None
                         eager = function(self.model, **examples)
             except FrontendError:
@@ -462,15 +463,16 @@ def _statement_text(stmts) -> str:
 
 
 @contextlib.contextmanager
-def _record_calls(called: list):
-    """Collect the modules a run calls (its wrapper then lifts only their weights)."""
-    handle = torch.nn.modules.module.register_module_forward_pre_hook(
-        lambda module, args: called.append(module)
-    )
+def _record_calls(model: torch.nn.Module, called: list):
+    """Collect the modules of `model` a run calls (its wrapper then lifts only their
+    weights). Hooks on the model's own modules, not torch's process-wide one: no other
+    module, thread or library sees them."""
+    handles = [m.register_forward_pre_hook(lambda module, args: called.append(module)) for m in model.modules()]
     try:
         yield
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
 
 
 # ----- small helpers -------------------------------------------------------------------
@@ -629,22 +631,6 @@ def _picked_object(leaf) -> bool:
 
 def _is_tensor_value(value) -> bool:
     return isinstance(value, V.Dyn) and V.is_tensor_type(value.type)
-
-
-def replace_nodes(node: ast.AST, replacements: dict[int, str]) -> ast.AST:
-    """`node` with the nodes whose id() is a key replaced by those names. Only the nodes on
-    the way to a replaced one are copied; the input is left as it is."""
-    if id(node) in replacements:
-        return ast.copy_location(ast.Name(replacements[id(node)], ast.Load()), node)
-    if not any(id(sub) in replacements for sub in ast.walk(node)):
-        return node
-    node = copy.copy(node)
-    for field, value in ast.iter_fields(node):
-        if isinstance(value, list):
-            setattr(node, field, [replace_nodes(v, replacements) if isinstance(v, ast.AST) else v for v in value])
-        elif isinstance(value, ast.AST):
-            setattr(node, field, replace_nodes(value, replacements))
-    return node
 
 
 def _bound_name(env: dict, value: V.Dyn) -> str:

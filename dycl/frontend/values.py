@@ -132,6 +132,24 @@ def describe_type(type_text: str) -> str:
         type_text, f"`{type_text}`")
 
 
+def kind_of(value: EnvValue, detailed: bool = False) -> str:
+    """What a value is, in Python terms: "tensor", "int", "float", "bool", "none", "tuple",
+    "list", or the Python type's name of another constant. `detailed` adds a tensor's dtype
+    and a tuple's length (values of one detailed kind can be joined)."""
+    if isinstance(value, Const):
+        return "none" if value.value is None else type(value.value).__name__
+    if isinstance(value, Dyn):
+        if is_tensor_type(value.type):
+            dtype = value.example.dtype if isinstance(value.example, torch.Tensor) else ""
+            return f"tensor {dtype}" if detailed else "tensor"
+        if value.type.startswith("!torch.list"):
+            return "list"
+        return {BOOL: "bool", INT: "int", FLOAT: "float"}.get(value.type, "other")
+    if isinstance(value, Tup):
+        return f"{value.kind} {len(value.items)}" if detailed else value.kind
+    return "other"
+
+
 def leaves(value: EnvValue) -> list:
     """The non-tuple values inside `value`, in order."""
     if isinstance(value, Tup):
