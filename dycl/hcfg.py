@@ -25,6 +25,7 @@ from dycl.dialects import torch as t
 from dycl.passes._common import (
     CONSTANT_OPS,
     CONTROL_OPS,
+    REGION_NAMES,
     format_type,
     host_functions,
     is_host_tensor_compute,
@@ -35,7 +36,6 @@ from dycl.passes._common import (
 
 __all__ = ["HCFG", "HCFGNode", "HCFGEdge", "HCFGSummary", "CallSummary"]
 
-_REGION_NAMES = {scf.IfOp: ("then", "else"), scf.ForOp: ("body",), scf.WhileOp: ("before", "after")}
 _TERMINATORS = (func.ReturnOp, scf.YieldOp, scf.ConditionOp)
 
 
@@ -176,7 +176,7 @@ class HCFG:
                 node = self._add(HCFGNode(f"n{len(self.nodes)}", kind, op.name, op, None,
                                           parent, region, list(op.operand_types),
                                           list(op.result_types)))
-                for name, reg in zip(_REGION_NAMES[type(op)], op.regions):
+                for name, reg in zip(REGION_NAMES[type(op)], op.regions):
                     for inner in reg.blocks:
                         self._create_nodes(inner, node.id, name)
             elif isinstance(op, func.ReturnOp) and block is self.function.body.block:

@@ -3,7 +3,7 @@
     program = import_module(model, (x,))   # ImportedProgram(module: xdsl ModuleOp, weights: WeightStore)
     dycl.interpreter.run_function(program.module, [x], program.weights)
 
-See DESIGN.md, "The frontend", and docs/conventions.md for the IR it produces.
+See docs/architecture.md for how it works and docs/conventions.md for the IR it produces.
 """
 
 from dycl.frontend.errors import FrontendError

@@ -19,12 +19,14 @@ import sys
 import time
 from pathlib import Path
 
+from dycl.backends import BACKENDS
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dycl.fuzz", description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=20, help="random programs to check")
     parser.add_argument("--seed", type=int, default=0, help="first program seed; seed of the IR mutations")
-    parser.add_argument("--backend", default="onnxruntime", choices=("onnxruntime", "tvm", "interpreter"))
+    parser.add_argument("--backend", default="onnxruntime", choices=(*BACKENDS, "interpreter"))
     parser.add_argument("--no-mutation", action="store_true", help="programs without tensor mutation (as before it existed)")
     parser.add_argument("--no-research", action="store_true",
                         help="programs without research-code constructs (as before they existed)")

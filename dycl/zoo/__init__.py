@@ -1,4 +1,4 @@
-"""The nine dynamic networks of the DyCL evaluation, rebuilt with seeded weights (shared/zoo.md).
+"""The nine dynamic networks of the DyCL evaluation, rebuilt with seeded weights (docs/zoo.md; each module names its paper).
 
 ``REGISTRY[name]`` is a :class:`ZooEntry`: ``build(seed=0)``, ``example_inputs()``,
 ``path_inputs()`` (inputs that together take every path) and ``paths(model, inputs)``.

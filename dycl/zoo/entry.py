@@ -1,4 +1,4 @@
-"""The record every zoo network provides (see shared/zoo.md)."""
+"""The record every zoo network provides (see docs/zoo.md)."""
 
 from __future__ import annotations
 
