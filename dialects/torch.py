@@ -9,6 +9,7 @@ What each op means, registered or not, is in `dycl.dialects.torch_ops`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -247,6 +248,11 @@ class _ConstantOp(IRDLOperation):
 
     traits = traits_def(ConstantLike(), Pure())
 
+    @property
+    def python_value(self) -> Any:
+        value = self.properties["value"]
+        return value.value.data if isinstance(value, (IntegerAttr, FloatAttr)) else value.data
+
 
 @irdl_op_definition
 class ConstantIntOp(_ConstantOp):
@@ -259,10 +265,6 @@ class ConstantIntOp(_ConstantOp):
             properties={"value": IntegerAttr(value, 64)}, result_types=[IntType()]
         )
 
-    @property
-    def python_value(self) -> int:
-        return self.value.value.data
-
 
 @irdl_op_definition
 class ConstantFloatOp(_ConstantOp):
@@ -274,10 +276,6 @@ class ConstantFloatOp(_ConstantOp):
         super().__init__(
             properties={"value": FloatAttr(value, 64)}, result_types=[FloatType()]
         )
-
-    @property
-    def python_value(self) -> float:
-        return self.value.value.data
 
 
 @irdl_op_definition
@@ -319,10 +317,6 @@ class ConstantStrOp(_ConstantOp):
     name = "torch.constant.str"
     value = prop_def(StringAttr)
     result = result_def(StringType)
-
-    @property
-    def python_value(self) -> str:
-        return self.value.data
 
 
 @irdl_op_definition

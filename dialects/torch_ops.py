@@ -377,14 +377,17 @@ _TENSOR_QUERIES: dict[str, HostSpec] = {
 }
 
 # Computation-free: the host makes them on numpy without a kernel.
-_IDENTITIES: dict[str, HostSpec] = {
-    "torch.aten.clone": "x",
-    "torch.aten.contiguous": "x",
-    "torch.aten.detach": "x",
-    "torch.aten.alias": "x",
-    "torch.aten.lift_fresh_copy": "x",
-    t.TensorStaticInfoCastOp.name: "x",
-}
+_IDENTITIES: dict[str, HostSpec] = dict.fromkeys(
+    (
+        "torch.aten.clone",
+        "torch.aten.contiguous",
+        "torch.aten.detach",
+        "torch.aten.alias",
+        "torch.aten.lift_fresh_copy",
+        t.TensorStaticInfoCastOp.name,
+    ),
+    "x",
+)
 
 _RESHAPES: dict[str, HostSpec] = {
     "torch.aten.view": "x.reshape(shape)",
