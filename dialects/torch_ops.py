@@ -338,6 +338,13 @@ def _reduced_dim(shape: tuple[int, ...]) -> int:
 
 
 
+# The list ops, by name: the frontend builds them, and every consumer reads their records.
+LIST_CONSTRUCT = t.ListConstructOp.name
+LIST_LENGTH = "torch.aten.len.t"
+LIST_ITEM = "torch.aten.__getitem__.t"
+LIST_APPEND = "torch.aten.append.t"
+LIST_UNPACK = "torch.prim.ListUnpack"
+
 # --------------------------------------------------------------------- the table
 
 # Each table maps op names to their host expression (None: none) or to `_with(...)`.
@@ -345,11 +352,11 @@ def _reduced_dim(shape: tuple[int, ...]) -> int:
 _HOST_OPS: dict[str, HostSpec] = {
     # Plain Python values. Lists have value semantics (an append makes a new list): list
     # values may be shared by both sides of an scf.if.
-    t.ListConstructOp.name: "[*operands]",
-    "torch.aten.len.t": _with("len(xs)", static_value=_static_length),
-    "torch.aten.__getitem__.t": "xs[i]",
-    "torch.aten.append.t": _with("[*xs, x]", appends_to_list=True),
-    "torch.prim.ListUnpack": _with("xs", unpacks=True),
+    LIST_CONSTRUCT: "[*operands]",
+    LIST_LENGTH: _with("len(xs)", static_value=_static_length),
+    LIST_ITEM: "xs[i]",
+    LIST_APPEND: _with("[*xs, x]", appends_to_list=True),
+    LIST_UNPACK: _with("xs", unpacks=True),
     "torch.prim.TupleConstruct": "operands",
     "torch.prim.TupleUnpack": _with("xs", unpacks=True),
     "torch.aten.neg.int": "-a",

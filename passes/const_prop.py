@@ -1,8 +1,8 @@
 """dycl-const-prop: fold constants, resolve control flow on constants, remove dead ops.
 
-Folds the host-level scalar and list ops of the torch dialect (`aten.add.int`, comparisons,
-`aten.Bool.*`, `aten.len.t`, `aten.__getitem__.t` of constant lists, ...) with the same
-Python semantics the interpreter uses, then lets xDSL's canonicalization resolve `scf.if`
+Folds the host-level scalar and list ops of the torch dialect (int arithmetic, comparisons,
+conversions to bool, the length and items of constant lists, ...) with the Python semantics
+their records in the op registry (`dialects/torch_ops.py`) give them, as the interpreter does, then lets xDSL's canonicalization resolve `scf.if`
 on constant conditions, drop `scf.for` loops that never run and fold `arith`.
 """
 

@@ -12,6 +12,7 @@ from torch_mlir import ir
 
 from dycl.frontend import values as V
 from dycl.frontend.hop import tensor_to_i1
+from dycl.dialects.torch_ops import LIST_CONSTRUCT
 
 
 class HostBuilder:
@@ -80,7 +81,7 @@ class HostBuilder:
     def placeholder(self, type_text: str, example) -> V.Dyn:
         """A value of the given type for a path where the variable is not assigned (never read)."""
         if type_text == V.TENSOR_LIST:
-            return V.Dyn(self.op("torch.prim.ListConstruct", (), [type_text]).result, type_text, [])
+            return V.Dyn(self.op(LIST_CONSTRUCT, (), [type_text]).result, type_text, [])
         if not V.is_tensor_type(type_text):
             return self.constant(type(example)(0) if isinstance(example, (bool, int, float)) else None)
         zeros = torch.zeros_like(example)

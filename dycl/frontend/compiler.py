@@ -43,6 +43,7 @@ from dycl.frontend.rewrite import (
 )
 from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
 from dycl.frontend.runs import RunCompiler, fix_locations
+from dycl.dialects.torch_ops import LIST_APPEND
 
 # Functions from these packages are never inlined (their control flow is on Python values).
 _LIBRARY_MODULES = {"torch", "numpy", "functools", "typing", "math"}
@@ -477,7 +478,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 "a list that grows at runtime holds only tensors: append `torch.tensor(v)` and read `int(lst[i])` / `float(lst[i])`, or keep the Python values in their own variables",
             )
         op = ir.Operation.create(
-            "torch.aten.append.t", results=[self.builder.type(V.TENSOR_LIST)], operands=[holder.value, item.value]
+            LIST_APPEND, results=[self.builder.type(V.TENSOR_LIST)], operands=[holder.value, item.value]
         )
         if isinstance(holder, lists.StaticList):
             return lists.StaticList(op.result, V.TENSOR_LIST, holder.example + [item.example], items=holder.items + (item,))

@@ -23,6 +23,7 @@ from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import OPERAND_PREFIX, replace_nodes
 from dycl.frontend.rewrite import fresh_id
+from dycl.dialects.torch_ops import LIST_ITEM, LIST_LENGTH
 
 
 def _is_tensor(value: V.EnvValue) -> bool:
@@ -72,7 +73,7 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
         (a,) = (self._materialize(a, "argument") for a in args)
         return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, _eager(self, expr, lambda: bool(a.example)))
     if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
-        return self.builder.host_op("torch.aten.len.t", [args[0]], V.INT, len(args[0].example))
+        return self.builder.host_op(LIST_LENGTH, [args[0]], V.INT, len(args[0].example))
     host_numpy.refuse_numpy_argument(self, expr, args, func)
     if X.known(X.LIST_FUNCTIONS, func) and args and isinstance(args[0], lists.StaticList) and args[0].items:
         # items known: stacked inside a run, with a static shape
@@ -302,7 +303,7 @@ def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
             "check DyCL's example inputs: the list must have items when the model is imported",
         )
     example = lists.safe_item(holder.example, index.example)
-    return self.builder.host_op("torch.aten.__getitem__.t", [holder, index], lists.item_type(holder.example), example)
+    return self.builder.host_op(LIST_ITEM, [holder, index], lists.item_type(holder.example), example)
 
 
 def _host_attribute(self, expr: ast.Attribute, env) -> V.EnvValue:

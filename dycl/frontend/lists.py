@@ -9,12 +9,12 @@ A list variable holds one of:
 - a plain `V.Dyn` of type `TENSOR_LIST`: a list whose length is only known at runtime (it
   grew under a runtime condition or in a runtime loop).
 
-Lists are values in the IR (`append.t` returns a new list), so a change to a list is a new
+Lists are values in the IR (appending returns a new list), so a change to a list is a new
 value bound to every variable that refers to the same list (`b = a; a.pop()` changes `b`
 too); a list that is module state (`self.sizes.append(...)`) is refused. On the first three
 kinds every operation is done here on the item values with Python's own list semantics
 (negative indices, clamped slices, IndexError). On runtime lists, slices, `pop`, `del`,
-`insert`, `extend` and `+` are built from `len.t`, `__getitem__.t`, `append.t` and host int
+`insert`, `extend` and `+` are built from the list ops (length, item, append) and host int
 ops in an `scf.while` that copies the kept items.
 """
 
@@ -29,6 +29,7 @@ from torch_mlir import ir
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
+from dycl.dialects.torch_ops import LIST_APPEND, LIST_CONSTRUCT, LIST_ITEM, LIST_LENGTH
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class StaticList(V.Dyn):
 
 
 def static_list(c, items) -> StaticList:
-    op = c.builder.op("torch.prim.ListConstruct", [i.value for i in items], [V.TENSOR_LIST])
+    op = c.builder.op(LIST_CONSTRUCT, [i.value for i in items], [V.TENSOR_LIST])
     return StaticList(op.result, V.TENSOR_LIST, [i.example for i in items], items=tuple(items))
 
 
@@ -132,7 +133,7 @@ def length(c, lst):
     items = items_of(lst)
     if items is not None:
         return len(items)
-    return c.builder.host_op("torch.aten.len.t", [lst], V.INT, len(lst.example))
+    return c.builder.host_op(LIST_LENGTH, [lst], V.INT, len(lst.example))
 
 
 def _wrapped(c, k, n):
@@ -165,7 +166,7 @@ def item_type(examples) -> str:
 
 def _append_items(c, dest: V.Dyn, items) -> V.Dyn:
     for item in items:
-        op = c.builder.op("torch.aten.append.t", [dest.value, item.value], [V.TENSOR_LIST])
+        op = c.builder.op(LIST_APPEND, [dest.value, item.value], [V.TENSOR_LIST])
         dest = V.Dyn(op.result, V.TENSOR_LIST, dest.example + [item.example])
     return dest
 
@@ -193,15 +194,15 @@ def _copy_range(c, src: V.Dyn, start, stop, dest: V.Dyn) -> V.Dyn:
     with ir.InsertionPoint(after):
         index = V.Dyn(after.arguments[0], V.INT, _example(start))
         item_example = src.example[0] if src.example else None
-        item = builder.host_op("torch.aten.__getitem__.t", [src, index], item_ir_type, item_example)
-        grown = builder.op("torch.aten.append.t", [after.arguments[1], item.value], [V.TENSOR_LIST])
+        item = builder.host_op(LIST_ITEM, [src, index], item_ir_type, item_example)
+        grown = builder.op(LIST_APPEND, [after.arguments[1], item.value], [V.TENSOR_LIST])
         following = builder.host_op("torch.aten.add.int", [index, builder.constant(1)], V.INT, _example(start) + 1)
         ir.Operation.create("scf.yield", operands=[following.value, grown.result])
     return V.Dyn(op.results[1], V.TENSOR_LIST, example)
 
 
 def _empty(c) -> V.Dyn:
-    return V.Dyn(c.builder.op("torch.prim.ListConstruct", [], [V.TENSOR_LIST]).result, V.TENSOR_LIST, [])
+    return V.Dyn(c.builder.op(LIST_CONSTRUCT, [], [V.TENSOR_LIST]).result, V.TENSOR_LIST, [])
 
 
 def _runtime_pieces(c, pieces) -> V.Dyn:
@@ -270,7 +271,7 @@ class ListOps:
     # reads
 
     def get(self, lst, key):
-        """lst[key]; None for an int index the caller reads with `__getitem__.t`."""
+        """lst[key]; None for an int index the caller reads with LIST_ITEM."""
         items, constant = items_of(lst), const_key(key)
         if items is not None and constant is not None:
             if isinstance(lst, V.Const):
@@ -320,7 +321,7 @@ class ListOps:
             )
         index = self.c.builder.materialize(V.Const(k)) if not isinstance(k, V.Dyn) else k
         popped = self.c.builder.host_op(
-            "torch.aten.__getitem__.t", [lst, index], item_type(lst.example), safe_item(lst.example, _example(k))
+            LIST_ITEM, [lst, index], item_type(lst.example), safe_item(lst.example, _example(k))
         )
         return self.without(lst, k), popped
 
