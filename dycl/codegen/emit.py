@@ -101,7 +101,8 @@ def instantiate(code: HostCode, operands: Sequence[ast.expr], dtype: Callable[[]
 
 
 class Names:
-    """Python identifiers for SSA values: the IR's name hint when usable, else v<n>."""
+    """Python identifiers for SSA values: the IR's name hint when usable (numbered when a
+    variable is bound again), else v<n>."""
 
     def __init__(self, taken: Sequence[str] = ()):
         self.used: set[str] = set(RESERVED) | set(taken)
@@ -112,9 +113,13 @@ class Names:
             hint = re.sub(r"\W", "_", hint)
             if hint[0].isdigit():
                 hint = f"v{hint}"
-        if hint and not keyword.iskeyword(hint) and hint not in self.used:
-            self.used.add(hint)
-            return hint
+        if hint and not keyword.iskeyword(hint):
+            name, k = hint, 0
+            while name in self.used:  # a variable the user rebinds: h, h_1, h_2 ...
+                k += 1
+                name = f"{hint}_{k}"
+            self.used.add(name)
+            return name
         while True:
             name = f"v{self.counter}"
             self.counter += 1

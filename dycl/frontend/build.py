@@ -15,6 +15,11 @@ from dycl.frontend.hop import tensor_to_i1
 from dycl.dialects.torch_ops import LIST_CONSTRUCT
 
 
+# The discardable attribute that carries the user's variable names of an op's results from
+# torch-mlir's IR to xDSL's name hints (importer.py removes it).
+RESULT_NAMES = "dycl.result_names"
+
+
 class HostBuilder:
     def __init__(self, context: ir.Context):
         self.context = context
@@ -34,6 +39,22 @@ class HostBuilder:
             attributes=attributes or {},
             regions=regions,
         )
+
+    def name_result(self, value: ir.Value, name: str) -> None:
+        """Record the user's variable `name` for an op result, unless it has one: the importer
+        makes it the value's SSA name hint, and the host program keeps it (`h = ...`)."""
+        if not isinstance(value, ir.OpResult):
+            return  # block arguments are named by their function or loop
+        owner = value.owner
+        owner = getattr(owner, "operation", owner)
+        names = (
+            [ir.StringAttr(a).value for a in ir.ArrayAttr(owner.attributes[RESULT_NAMES])]
+            if RESULT_NAMES in owner.attributes else [""] * len(owner.results)
+        )
+        if names[value.result_number]:
+            return
+        names[value.result_number] = name
+        owner.attributes[RESULT_NAMES] = ir.ArrayAttr.get([ir.StringAttr.get(n, self.context) for n in names], self.context)
 
     # ----- values -----------------------------------------------------------------------
 

@@ -171,6 +171,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         live_out = live_out | self.attributes.variables()  # (a later helper may read them)
         i = 0
         while i < len(stmts):
+            self._name_values(env)
             stmt = stmts[i] = self.attributes.bind(stmts[i], env, self.error)
             if getattr(stmt, "lineno", 0):
                 self.current = (self.scope.source, stmt)  # where an internal error is reported
@@ -214,7 +215,19 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             else:
                 self.compile_host_statement(stmt, env)
                 i += 1
+        self._name_values(env)
         return env
+
+    def _name_values(self, env: dict) -> None:
+        """Give the IR values the names of the variables that hold them (the first name a
+        value gets stays): the generated host program reads like the model's forward."""
+        for name, value in env.items():
+            shown = desugar.display_name(name).removeprefix("self.")
+            if not shown.isidentifier() or shown.startswith("__"):
+                continue  # a name DyCL made up
+            for leaf in V.leaves(value):
+                if isinstance(leaf, V.Dyn):
+                    self.builder.name_result(leaf.value, shown)
 
     def _hoist_test_call(self, stmt: ast.If, env) -> list[ast.stmt] | None:
         """`if self.decide(x):`, `if self.score(x) > t:` with a helper DyCL compiles: its

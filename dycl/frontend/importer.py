@@ -10,6 +10,7 @@ from torch_mlir import ir
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
+from dycl.frontend.build import RESULT_NAMES
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.compiler import FunctionCompiler
 from dycl.frontend.errors import FrontendError
@@ -74,6 +75,7 @@ def import_module(
         for parameter in needs_grad:
             parameter.requires_grad_(True)
     module = parse_module(text, source_name=f"<{type(model).__name__}.{method}>")
+    _name_hints_from_variables(module)
     inline_private_calls(module, method)
     program = ImportedProgram(module, WeightStore(), method)
     function = program.function
@@ -83,3 +85,15 @@ def import_module(
     used = {op.attributes["name"].data for op in module.walk() if op.name == "dycl.param"}
     program.weights = WeightStore.from_module(model).subset(sorted(used))
     return program
+
+
+def _name_hints_from_variables(module: ModuleOp) -> None:
+    """The user's variable names the builder recorded (`RESULT_NAMES`) as SSA name hints,
+    which the passes carry and the host program uses."""
+    for op in module.walk():
+        names = op.attributes.pop(RESULT_NAMES, None)
+        if names is None:
+            continue
+        for result, name in zip(op.results, names.data):
+            if name.data and result.name_hint is None:
+                result.name_hint = name.data

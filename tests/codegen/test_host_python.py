@@ -122,3 +122,25 @@ def test_untranslatable_host_op_is_named():
     text = HOISTED.replace('"torch.aten.cat"(%pair, %c0)', '"torch.aten.weird_op"(%pair, %c0)')
     with pytest.raises(CodegenError, match="torch.aten.weird_op"):
         generate_host(parse_module(text))
+
+
+def test_host_program_keeps_the_forward_variable_names():
+    """From PyTorch to host.py: values keep the names of the forward's variables (a
+    rebound variable numbered: h, h_1 ...), and the program stays exact."""
+    import dycl
+    import torch
+
+    from tests.backends.boundary_models import PythonInt
+    from tests.frontend.helpers import eager, max_abs_error
+
+    torch.manual_seed(0)
+    model = PythonInt().eval()
+    compiled = dycl.compile(model, torch.randn(1, 4), backend="onnxruntime", progress=False)
+    tree = ast.parse(compiled.source)
+    assigned = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    assert {"h", "k", "h_1"} <= assigned, assigned
+    assert "k = int(" in compiled.source
+    for scale in (0.1, 1.0, -4.0, 4.0):
+        x = torch.randn(1, 4) * scale
+        assert max_abs_error(eager(model, (x,)), compiled(x)) <= 1e-5
