@@ -167,56 +167,73 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     def compile_block(self, stmts: list[ast.stmt], env: dict, live_out: set[str]) -> dict:
         """Compile statements at the current insertion point; returns the environment at the end."""
-        stmts = list(stmts)
-        live_out = live_out | self.attributes.variables()  # (a later helper may read them)
-        i = 0
-        while i < len(stmts):
-            self._name_values(env)
-            stmt = stmts[i] = self.attributes.bind(stmts[i], env, self.error)
+        block = Block(list(stmts), env, live_out | self.attributes.variables())  # (a later helper may read them)
+        while block.i < len(block.stmts):
+            self._name_values(block.env)
+            stmt = block.stmts[block.i] = self.attributes.bind(block.stmts[block.i], block.env, self.error)
             if getattr(stmt, "lineno", 0):
                 self.current = (self.scope.source, stmt)  # where an internal error is reported
-            if isinstance(stmt, nodes.Label):
-                i += 1
-            elif isinstance(stmt, nodes.Jump):
-                i = self._label_index(stmts, stmt.id, i)
-            elif isinstance(stmt, nodes.BindConst):
-                value = stmt.value
-                env[stmt.name] = value if isinstance(value, (V.Dyn, V.Tup)) else V.Const(value)
-                i += 1
-            elif isinstance(stmt, _SwitchScope):
-                self.scope = self._scope_for(stmt.source)
-                i += 1
-            elif isinstance(stmt, ast.If) and (hoisted := self._hoist_test_call(stmt, env)) is not None:
-                stmts = stmts[:i] + hoisted + stmts[i + 1 :]
-            elif isinstance(stmt, ast.If):
-                stmts, env = self.compile_if(stmts, i, env, live_out)
-                i = 0
-            elif isinstance(stmt, nodes.Loop):
-                stmts, env = self.compile_loop(stmts, i, env, live_out)
-                i = 0
-            elif (expanded := self._expand_call(stmt, env)) is not None:
-                stmts = expanded + stmts[i + 1 :]
-                i = 0
-            elif self._is_run_statement(stmt, env, set()):
-                j = i + 1
-                written = written_in([stmt])
-                while j < len(stmts):
-                    # module attributes as the run so far leaves them
-                    stmts[j] = self.attributes.bind(stmts[j], env, self.error, written)
-                    if not self._is_run_statement(stmts[j], env, written) or self._calls_compiled_helper(stmts[j], env):
-                        break
-                    written |= written_in([stmts[j]])
-                    j += 1
-                run = stmts[i:j]
-                if j < len(stmts) and isinstance(stmts[j], ast.If):
-                    stmts = stmts[:j] + [self._condition_into_run(run, stmts[j], env, written)] + stmts[j + 1 :]
-                self.compile_run(run, env, live_before(stmts[j:], live_out))
-                i = j
-            else:
-                self.compile_host_statement(stmt, env)
-                i += 1
-        self._name_values(env)
-        return env
+            self.visit(stmt, block)
+        self._name_values(block.env)
+        return block.env
+
+    def visit(self, stmt: ast.stmt, block: Block) -> None:
+        """One method per construct, `visit_<statement class>` (the markers of nodes.py
+        too); a statement without one is straight-line code (`visit_straight_line`)."""
+        getattr(self, f"visit_{type(stmt).__name__}", self.visit_straight_line)(stmt, block)
+
+    def visit_Label(self, stmt: nodes.Label, block: Block) -> None:
+        block.i += 1
+
+    def visit_Jump(self, stmt: nodes.Jump, block: Block) -> None:
+        block.i = self._label_index(block.stmts, stmt.id, block.i)
+
+    def visit_BindConst(self, stmt: nodes.BindConst, block: Block) -> None:
+        value = stmt.value
+        block.env[stmt.name] = value if isinstance(value, (V.Dyn, V.Tup)) else V.Const(value)
+        block.i += 1
+
+    def visit_SwitchScope(self, stmt: SwitchScope, block: Block) -> None:
+        self.scope = self._scope_for(stmt.source)
+        block.i += 1
+
+    def visit_If(self, stmt: ast.If, block: Block) -> None:
+        hoisted = self._hoist_test_call(stmt, block.env)
+        if hoisted is not None:
+            block.replace_current(hoisted)
+            return
+        block.restart(*self.compile_if(block.stmts, block.i, block.env, block.live_out))
+
+    def visit_Loop(self, stmt: nodes.Loop, block: Block) -> None:
+        block.restart(*self.compile_loop(block.stmts, block.i, block.env, block.live_out))
+
+    def visit_straight_line(self, stmt: ast.stmt, block: Block) -> None:
+        """A call of a helper DyCL compiles (inlined here), the longest run of statements
+        that become one captured tensor program, or a host statement."""
+        env = block.env
+        expanded = self._expand_call(stmt, env)
+        if expanded is not None:
+            block.restart(expanded + block.stmts[block.i + 1 :], env)
+            return
+        if not self._is_run_statement(stmt, env, set()):
+            self.host_statement(stmt, env)
+            block.i += 1
+            return
+        stmts, i = block.stmts, block.i
+        j = i + 1
+        written = written_in([stmt])
+        while j < len(stmts):
+            # module attributes as the run so far leaves them
+            stmts[j] = self.attributes.bind(stmts[j], env, self.error, written)
+            if not self._is_run_statement(stmts[j], env, written) or self._calls_compiled_helper(stmts[j], env):
+                break
+            written |= written_in([stmts[j]])
+            j += 1
+        run = stmts[i:j]
+        if j < len(stmts) and isinstance(stmts[j], ast.If):
+            stmts[j] = self._condition_into_run(run, stmts[j], env, written)
+        self.compile_run(run, env, live_before(stmts[j:], block.live_out))
+        block.i = j
 
     def _name_values(self, env: dict) -> None:
         """Give the IR values the names of the variables that hold them (the first name a
@@ -395,37 +412,41 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     # ----- host statements ---------------------------------------------------------------
 
-    def compile_host_statement(self, stmt: ast.stmt, env: dict) -> None:
+    def host_statement(self, stmt: ast.stmt, env: dict) -> None:
+        """A statement the host program runs: `host_<statement class>`."""
         if self.mutates_tensor(stmt, env):
             self.compile_mutation_with_host_operands(stmt, env)
             return
-        if isinstance(stmt, ast.Expr):
-            if isinstance(stmt.value, ast.Constant):
-                return
-            method = self._list_method(stmt.value, env)
-            if method is not None:
-                self._list_append(stmt.value, env)
-                return
-            self.expression(stmt.value, env)  # evaluated for its errors; the value is dropped
+        handler = getattr(self, f"host_{type(stmt).__name__}", None)
+        if handler is None:
+            raise self.error(stmt, f"`{type(stmt).__name__}` statement", "")
+        handler(stmt, env)
+
+    def host_Expr(self, stmt: ast.Expr, env: dict) -> None:
+        if isinstance(stmt.value, ast.Constant):
+            return  # a docstring
+        if self._list_method(stmt.value, env) is not None:
+            lists.mutate(self, stmt.value, env)
             return
-        if isinstance(stmt, ast.Assign):
-            value = self.expression(stmt.value, env)
-            if len(stmt.targets) > 1 and all(isinstance(t, ast.Name) for t in stmt.targets):
-                value = lists.bound_list(self, value, env)  # `a = b = []`: one list, two names
-            for target in stmt.targets:
-                self._assign(target, value, env)
-            return
-        if isinstance(stmt, ast.AugAssign):
-            binop = ast.copy_location(ast.BinOp(left=_load(stmt.target), op=stmt.op, right=stmt.value), stmt)
-            self._assign(stmt.target, self.expression(binop, env), env)
-            return
-        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        self.expression(stmt.value, env)  # evaluated for its errors; the value is dropped
+
+    def host_Assign(self, stmt: ast.Assign, env: dict) -> None:
+        value = self.expression(stmt.value, env)
+        if len(stmt.targets) > 1 and all(isinstance(t, ast.Name) for t in stmt.targets):
+            value = lists.bound_list(self, value, env)  # `a = b = []`: one list, two names
+        for target in stmt.targets:
+            self._assign(target, value, env)
+
+    def host_AugAssign(self, stmt: ast.AugAssign, env: dict) -> None:
+        binop = ast.copy_location(ast.BinOp(left=_load(stmt.target), op=stmt.op, right=stmt.value), stmt)
+        self._assign(stmt.target, self.expression(binop, env), env)
+
+    def host_AnnAssign(self, stmt: ast.AnnAssign, env: dict) -> None:
+        if stmt.value is not None:
             self._assign(stmt.target, self.expression(stmt.value, env), env)
-            return
-        if isinstance(stmt, ast.Delete):  # one target each (desugar.split_delete)
-            lists.delete(self, stmt, env)
-            return
-        raise self.error(stmt, f"`{type(stmt).__name__}` statement", "")
+
+    def host_Delete(self, stmt: ast.Delete, env: dict) -> None:
+        lists.delete(self, stmt, env)  # one target each (desugar.split_delete)
 
     def _assign(self, target: ast.expr, value: V.EnvValue, env: dict) -> None:
         if isinstance(target, ast.Name) and target.id == RETURN_VAR:
@@ -475,10 +496,6 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             if isinstance(holder, V.Const) and method in lists.CONTAINER_MUTATORS.get(type(holder.value), ()):
                 return method
         return None
-
-    def _list_append(self, expr: ast.Call, env) -> None:
-        """A list-changing method call statement (`append`, `pop`, `insert`, ...): lists.py."""
-        lists.mutate(self, expr, env)
 
     def _runtime_append(self, holder: V.Dyn, item: V.EnvValue, expr: ast.Call) -> V.EnvValue:
         if isinstance(holder, lists.StaticList) and not (isinstance(item, V.Dyn) and V.is_tensor_type(item.type)):
@@ -649,7 +666,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         inlined, bindings = inline_call(self.scope.source, function, receiver, value, result_var, self.attributes.annotate)
         binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
         replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
-        return [_SwitchScope(function), *binds, *inlined, _SwitchScope(self.scope.source), replaced]
+        return [SwitchScope(function), *binds, *inlined, SwitchScope(self.scope.source), replaced]
 
     def _callee(self, call_node: ast.Call, env, nested: bool = False):
         """(source, receiver) of a helper that DyCL compiles (inlines) rather than running it
@@ -753,7 +770,25 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         return self.scope.source.error(node if node is not None else self._join_node, construct, hint)
 
 
-class _SwitchScope(ast.stmt):
+class Block:
+    """A statement list being compiled: the position, the environment there, and what is
+    live after the list. A `visit_` method moves the position, or restarts the list when
+    it rewrote it (an `if` compiled with the statements up to its join, a helper inlined)."""
+
+    def __init__(self, stmts: list[ast.stmt], env: dict, live_out: set[str]):
+        self.stmts = stmts
+        self.i = 0
+        self.env = env
+        self.live_out = live_out
+
+    def replace_current(self, stmts: list[ast.stmt]) -> None:
+        self.stmts = self.stmts[: self.i] + stmts + self.stmts[self.i + 1 :]
+
+    def restart(self, stmts: list[ast.stmt], env: dict) -> None:
+        self.stmts, self.env, self.i = stmts, env, 0
+
+
+class SwitchScope(ast.stmt):
     """Marks where inlined code of another source file starts/ends (for error locations)."""
 
     _fields = ()
