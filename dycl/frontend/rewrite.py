@@ -52,10 +52,13 @@ def parse_function(func: Callable) -> SourceFunction:
     try:
         lines, first_line = inspect.getsourcelines(func)
     except (OSError, TypeError) as error:
+        # (code made by exec/eval has no source file; its code object still knows where it began)
+        code = getattr(func, "__code__", None)
         raise FrontendError(
             f"cannot read the source of {getattr(func, '__qualname__', func)}",
             "define the model in a .py file",
-            file=file,
+            file=code.co_filename if code is not None else file,
+            line=code.co_firstlineno if code is not None else 1,
         ) from error
     tree = ast.parse(textwrap.dedent("".join(lines)))
     ast.increment_lineno(tree, first_line - 1)

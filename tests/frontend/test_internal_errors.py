@@ -41,3 +41,14 @@ def test_the_same_model_compiles_without_the_bug():
     model = TwoStatements().eval()
     program = import_module(model, (torch.ones(1, 3),))
     assert program.function is not None
+
+
+def test_a_model_without_source_is_refused_where_its_forward_begins():
+    """A class made by `exec` has no source file: the error names the code object's own file
+    and first line (never line 0)."""
+    namespace: dict = {}
+    exec(compile("import torch.nn as nn\n\nclass Exec(nn.Module):\n    def forward(self, x):\n        return x * 2\n", "<generated>", "exec"), namespace)
+    with pytest.raises(FrontendError) as caught:
+        import_module(namespace["Exec"](), (torch.randn(2),))
+    assert (caught.value.file, caught.value.line) == ("<generated>", 4)
+    assert "cannot read the source of Exec.forward" in str(caught.value)
