@@ -29,7 +29,7 @@ from dycl.dialects.dtypes import dtype_name
 from dycl.dialects.dycl import ParamOp, is_subdnn
 from dycl.dialects.torch_ops import HostCode, op_info
 
-RESERVED = frozenset({"np", "rt", "bind", "subdnns", "constants"}) | frozenset(dir(builtins))
+RESERVED = frozenset({"np", "rt", "bind", "subdnns", "constants", "_"}) | frozenset(dir(builtins))
 """Names the generated module uses itself: no value may take one."""
 
 
@@ -98,6 +98,24 @@ def instantiate(code: HostCode, operands: Sequence[ast.expr], dtype: Callable[[]
 
 
 # ------------------------------------------------------------------ names, scopes
+
+
+_CASTS = (arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp, arith.TruncIOp)
+
+
+def _same_expression(value: SSAValue) -> list[SSAValue]:
+    """`value` and every value the host program writes as the same variable (casts, and
+    ops whose host code is their operand)."""
+    found, work = [], [value]
+    while work:
+        v = work.pop()
+        found.append(v)
+        for use in v.uses:
+            op = use.operation
+            info = op_info(op)
+            if isinstance(op, _CASTS) or (info.host is not None and not info.unpacks and info.host.is_operand):
+                work.extend(op.results)
+    return found
 
 
 class Names:
@@ -342,7 +360,9 @@ class HostEmitter:
         """Let a value the loop body yields as carry k be defined straight into carry k's
         variable `names[k]` (`h = f(h)`), so that the yield copies nothing: when the body
         defines it by an op of its own and reads `old[k]`, the value the variable holds
-        until then, no later than that op."""
+        until then (or any value the host writes as the same expression), no later than
+        that op; before a loop that defines it, which writes the variable at its start and
+        on every iteration while its body may still read the old value."""
         yield_op = body.last_op
         assert yield_op is not None
         yielded = list(yield_op.operands)
@@ -353,8 +373,9 @@ class HostEmitter:
                 continue
             if yielded.count(value) > 1:
                 continue
-            readers = [body.find_ancestor_op_in_block(use.operation) for use in old[k].uses] if old else []
-            if all(r is not None and position[r] <= position[definer] for r in readers):
+            loop = isinstance(definer, (scf.ForOp, scf.WhileOp))
+            readers = [body.find_ancestor_op_in_block(use.operation) for v in (_same_expression(old[k]) if old else []) for use in v.uses]
+            if all(r is not None and (position[r] < position[definer] or (r is definer and not loop)) for r in readers):
                 self.scope.carried[value] = name
 
     def assigner(self, targets: list[str]) -> OnYield:

@@ -101,7 +101,7 @@ class HostBuilder:
 
     def placeholder(self, type_text: str, example) -> V.Dyn:
         """A value of the given type for a path where the variable is not assigned (never read)."""
-        if type_text == V.TENSOR_LIST:
+        if V.is_list_type(type_text):
             return V.Dyn(self.op(LIST_CONSTRUCT, (), [type_text]).result, type_text, [])
         if not V.is_tensor_type(type_text):
             return self.constant(type(example)(0) if isinstance(example, (bool, int, float)) else None)

@@ -208,6 +208,10 @@ class RunCapturer:
                 key = None  # weights reached outside the called modules: do not rename them
                 wrapper = _RunModule(self.model, self.model, run).eval()
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
+            elif any(isinstance(value, torch.Tensor) for value in program.constants.values()):
+                # tensors baked in as constants (a module outside the model, which the call
+                # record does not see): another run of the same code may hold other ones
+                key = None
             _check_int_inputs_used(program)
             _check_static_sizes(program)
             _drop_detaches(program)

@@ -240,8 +240,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         value gets stays): the generated host program reads like the model's forward."""
         for name, value in env.items():
             shown = desugar.display_name(name).removeprefix("self.")
-            if not shown.isidentifier() or shown.startswith("__"):
-                continue  # a name DyCL made up
+            if not (shown.isidentifier() and shown.isascii()) or shown.startswith("__"):
+                continue  # a name DyCL made up (or one MLIR cannot spell, `α`: codegen numbers it)
             for leaf in V.leaves(value):
                 if isinstance(leaf, V.Dyn):
                     self.builder.name_result(leaf.value, shown)
@@ -372,6 +372,11 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 leaves = [self._placeholder_like(l) for l in V.leaves(template)]
                 return leaves, template
             return [self._placeholder_like(template)], None
+        if lists.is_list(mine) and lists.is_list(other) and lists.differ(mine, other):
+            # lists of different lengths: one runtime list of their kind of item
+            list_type = lists.common_list_type(mine, other)
+            if list_type is not None:
+                return [lists.as_runtime_list(self, mine, list_type)], None
         if isinstance(mine, V.Tup) or isinstance(other, V.Tup):
             if other is not V.UNDEF and not V.same_structure(mine, other):
                 raise self.error(
@@ -408,6 +413,12 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return leaf
         if V.is_tensor_type(type_):
             return self.builder.cast(leaf, type_)
+        if V.is_list_type(type_):
+            # (joins refuse lists of two kinds; only a list of known items is made anew)
+            if lists.common_list_type(leaf) == type_ or (isinstance(leaf, lists.StaticList) and not leaf.items):
+                return lists.as_runtime_list(self, leaf, type_)
+            raise self.error(None, f"{V.describe_type(leaf.type)} where {V.describe_type(type_)} is expected",
+                             "keep one kind of item in the list on every path")
         return leaf
 
     # ----- host statements ---------------------------------------------------------------
@@ -498,21 +509,17 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         return None
 
     def _runtime_append(self, holder: V.Dyn, item: V.EnvValue, expr: ast.Call) -> V.EnvValue:
-        if isinstance(holder, lists.StaticList) and not (isinstance(item, V.Dyn) and V.is_tensor_type(item.type)):
-            return V.Tup(holder.items + (item,), "list")  # items known: a fixed structure (`[x, 3]`)
+        if isinstance(holder, lists.StaticList) and lists.list_type_of_item(item) != holder.type:
+            # items known: a list of tensors meeting a Python value keeps a fixed structure
+            # (`[x, 3]`); an empty one or one of Python values stays a Python list for now
+            # (a join with a list of another length makes it a runtime list of its kind)
+            return V.Tup(holder.items + (item,), "list")
+        lists.check_item_kind(self, holder, item, expr, "`append`")
         item = self._materialize(item, "list item")
-        if not V.is_tensor_type(item.type):
-            raise self.error(
-                expr,
-                "appending a non-tensor to a list of tensors",
-                "a list that grows at runtime holds only tensors: append `torch.tensor(v)` and read `int(lst[i])` / `float(lst[i])`, or keep the Python values in their own variables",
-            )
-        op = ir.Operation.create(
-            LIST_APPEND, results=[self.builder.type(V.TENSOR_LIST)], operands=[holder.value, item.value]
-        )
+        op = ir.Operation.create(LIST_APPEND, results=[self.builder.type(holder.type)], operands=[holder.value, item.value])
         if isinstance(holder, lists.StaticList):
-            return lists.StaticList(op.result, V.TENSOR_LIST, holder.example + [item.example], items=holder.items + (item,))
-        return V.Dyn(op.result, V.TENSOR_LIST, holder.example + [item.example])
+            return lists.StaticList(op.result, holder.type, holder.example + [item.example], items=holder.items + (item,))
+        return V.Dyn(op.result, holder.type, holder.example + [item.example])
 
     # ----- expressions -------------------------------------------------------------------
 
@@ -522,7 +529,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return V.Const(bool(value.value))
         if isinstance(value, V.Tup):
             return V.Const(bool(value.items))
-        if value.type == V.TENSOR_LIST:
+        if V.is_list_type(value.type):
             return host_builtins.truth(self, value, expr)  # `if lst:` is `len(lst) != 0`
         return value
 

@@ -46,7 +46,7 @@ def iterate(c, value, node: ast.AST, what: str) -> list:
             return [V.Const(v) for v in value.value]
         except TypeError as error:
             raise c.error(node, f"{what}: TypeError: {error}") from None
-    if isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST:
+    if isinstance(value, V.Dyn) and V.is_list_type(value.type):
         raise c.error(
             node,
             f"{what} over a list whose length is only known at runtime",
@@ -188,7 +188,7 @@ def truth(c, value, node) -> V.EnvValue:
         return V.Const(bool(value.items))
     if isinstance(value, lists.StaticList):
         return V.Const(bool(value.items))
-    if isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST:
+    if isinstance(value, V.Dyn) and V.is_list_type(value.type):
         n = lists.length(c, value)
         return c.builder.host_op("torch.aten.ne.int", [n, c.builder.constant(0)], V.BOOL, len(value.example) != 0)
     if isinstance(value, V.Dyn) and V.is_tensor_type(value.type):
@@ -243,7 +243,7 @@ def _all(c, expr, env):
 def _len(c, expr, env):
     node = _one_argument(c, expr, "len")
     value = c.expression(node, env)
-    if isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST:
+    if isinstance(value, V.Dyn) and V.is_list_type(value.type):
         return V.Const(lists.length(c, value)) if isinstance(value, lists.StaticList) else lists.length(c, value)
     items = lists.items_of(value)
     if items is not None:
@@ -257,7 +257,7 @@ def _list(c, expr, env):
     node = _one_argument(c, expr, "list")
     if not isinstance(node, (ast.GeneratorExp, ast.ListComp)):
         value = c.expression(node, env)
-        if isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST and not isinstance(value, lists.StaticList):
+        if lists.is_runtime_list(value):
             return V.Dyn(value.value, value.type, list(value.example))  # a copy: a new list object
         if isinstance(value, V.Const):
             try:

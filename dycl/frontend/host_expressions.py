@@ -72,7 +72,7 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
     if func is torch.is_nonzero:
         (a,) = (self._materialize(a, "argument") for a in args)
         return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, _eager(self, expr, lambda: bool(a.example)))
-    if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
+    if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and V.is_list_type(args[0].type):
         return self.builder.host_op(LIST_LENGTH, [args[0]], V.INT, len(args[0].example))
     host_numpy.refuse_numpy_argument(self, expr, args, func)
     if X.known(X.LIST_FUNCTIONS, func) and args and isinstance(args[0], lists.StaticList) and args[0].items:
@@ -292,7 +292,7 @@ def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
         return picked
     if isinstance(holder, V.Tup) and holder.items and all(_is_tensor(i) and isinstance(i, V.Dyn) for i in holder.items):
         holder = lists.static_list(self, holder.items)  # a runtime index into tensors: a host list
-    if not (isinstance(holder, V.Dyn) and holder.type == V.TENSOR_LIST):
+    if not (isinstance(holder, V.Dyn) and V.is_list_type(holder.type)):
         return _apply(self, expr, env, _known_values([expr.value], [holder]))  # a Python list indexed at runtime: a run
     index = self._materialize(key, "index")
     if index.type != V.INT:
@@ -303,7 +303,7 @@ def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
             "check DyCL's example inputs: the list must have items when the model is imported",
         )
     example = lists.safe_item(holder.example, index.example)
-    return self.builder.host_op(LIST_ITEM, [holder, index], lists.item_type(holder.example), example)
+    return self.builder.host_op(LIST_ITEM, [holder, index], lists.item_ir_type(holder), example)
 
 
 def _host_attribute(self, expr: ast.Attribute, env) -> V.EnvValue:

@@ -39,21 +39,91 @@ class StaticList(V.Dyn):
     items: tuple = ()
 
 
-def static_list(c, items) -> StaticList:
-    op = c.builder.op(LIST_CONSTRUCT, [i.value for i in items], [V.TENSOR_LIST])
-    return StaticList(op.result, V.TENSOR_LIST, [i.example for i in items], items=tuple(items))
+def static_list(c, items, list_type: str = V.TENSOR_LIST) -> StaticList:
+    items = tuple(c.builder.materialize(i) for i in items)
+    op = c.builder.op(LIST_CONSTRUCT, [i.value for i in items], [list_type])
+    return StaticList(op.result, list_type, [i.example for i in items], items=items)
 
 
 def is_runtime_list(value) -> bool:
-    return isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST and not isinstance(value, StaticList)
+    return isinstance(value, V.Dyn) and V.is_list_type(value.type) and not isinstance(value, StaticList)
 
 
 def is_list(value) -> bool:
     return (
         (isinstance(value, V.Const) and isinstance(value.value, list))
         or (isinstance(value, V.Tup) and value.kind == "list")
-        or (isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST)
+        or (isinstance(value, V.Dyn) and V.is_list_type(value.type))
     )
+
+
+# ----- the kind of item a runtime list holds ----------------------------------------------
+
+
+class ListKindMismatch(FrontendError):
+    """An item of another kind than the runtime list `holder` holds. A loop whose carried
+    list started empty catches it and carries a list of the item's kind instead."""
+
+    def __init__(self, error: FrontendError, holder: V.Dyn, list_type: str):
+        super().__init__(error.construct, error.hint, file=error.file, line=error.line)
+        self.holder = holder
+        self.list_type = list_type
+
+
+def list_type_of_item(item) -> str | None:
+    """The runtime list type that can hold `item`: tensors, or Python scalars of one type."""
+    if isinstance(item, V.Dyn) and V.is_tensor_type(item.type):
+        return V.TENSOR_LIST
+    if isinstance(item, V.Dyn):
+        return V.SCALAR_LISTS.get(item.type)
+    if isinstance(item, V.Const) and isinstance(item.value, (bool, int, float)):
+        return V.SCALAR_LISTS[V.type_of_example(item.value)]
+    return None
+
+
+def common_list_type(*values) -> str | None:
+    """The one runtime list type all these list values fit (a runtime list keeps its own
+    type; a list whose items are known here fits the type of its items, any type when it is
+    empty); None when they do not fit one."""
+    types = set()
+    for value in values:
+        if value is V.UNDEF:
+            continue
+        if isinstance(value, V.Dyn) and V.is_list_type(value.type) and not isinstance(value, StaticList):
+            types.add(value.type)
+            continue
+        items = items_of(value) if is_list(value) else None
+        if items is None:
+            return None
+        kinds = {list_type_of_item(i) for i in items}
+        if None in kinds:
+            return None
+        types |= kinds
+    if len(types) > 1:
+        return None
+    return types.pop() if types else V.TENSOR_LIST
+
+
+def differ(a, b) -> bool:
+    """Whether two list values need one runtime list type to be joined (rather than a
+    join of their items, or of two runtime lists of one type)."""
+    if isinstance(a, V.Dyn) and isinstance(b, V.Dyn):
+        return a.type != b.type
+    return not (isinstance(a, V.Tup) and isinstance(b, V.Tup) and V.same_structure(a, b))
+
+
+def as_runtime_list(c, value, list_type: str) -> V.Dyn:
+    """`value` (a list) as an IR list of `list_type`: its items, known here, in a new list."""
+    if isinstance(value, V.Dyn) and not isinstance(value, StaticList):
+        return value
+    if isinstance(value, StaticList) and value.type == list_type:
+        return value
+    return static_list(c, items_of(value) or (), list_type)
+
+
+def item_ir_type(lst: V.Dyn) -> str:
+    """The type of an item read from the runtime list `lst`."""
+    return V.list_item_scalar(lst.type) or item_type(lst.example)
 
 
 def items_of(value) -> tuple | None:
@@ -166,8 +236,9 @@ def item_type(examples) -> str:
 
 def _append_items(c, dest: V.Dyn, items) -> V.Dyn:
     for item in items:
-        op = c.builder.op(LIST_APPEND, [dest.value, item.value], [V.TENSOR_LIST])
-        dest = V.Dyn(op.result, V.TENSOR_LIST, dest.example + [item.example])
+        item = c.builder.materialize(item)
+        op = c.builder.op(LIST_APPEND, [dest.value, item.value], [dest.type])
+        dest = V.Dyn(op.result, dest.type, dest.example + [item.example])
     return dest
 
 
@@ -180,8 +251,8 @@ def _copy_range(c, src: V.Dyn, start, stop, dest: V.Dyn) -> V.Dyn:
     start_value = builder.materialize(V.Const(start)) if not isinstance(start, V.Dyn) else start
     stop_value = builder.materialize(V.Const(stop)) if not isinstance(stop, V.Dyn) else stop
     example = dest.example + src.example[_example(start):_example(stop)]
-    item_ir_type = item_type(src.example)
-    int_type, list_type = builder.type(V.INT), builder.type(V.TENSOR_LIST)
+    read_type = item_ir_type(src)
+    int_type, list_type = builder.type(V.INT), builder.type(dest.type)
     op = ir.Operation.create(
         "scf.while", results=[int_type, list_type], operands=[start_value.value, dest.value], regions=2
     )
@@ -194,20 +265,21 @@ def _copy_range(c, src: V.Dyn, start, stop, dest: V.Dyn) -> V.Dyn:
     with ir.InsertionPoint(after):
         index = V.Dyn(after.arguments[0], V.INT, _example(start))
         item_example = src.example[0] if src.example else None
-        item = builder.host_op(LIST_ITEM, [src, index], item_ir_type, item_example)
-        grown = builder.op(LIST_APPEND, [after.arguments[1], item.value], [V.TENSOR_LIST])
+        item = builder.host_op(LIST_ITEM, [src, index], read_type, item_example)
+        grown = builder.op(LIST_APPEND, [after.arguments[1], item.value], [dest.type])
         following = builder.host_op("torch.aten.add.int", [index, builder.constant(1)], V.INT, _example(start) + 1)
         ir.Operation.create("scf.yield", operands=[following.value, grown.result])
-    return V.Dyn(op.results[1], V.TENSOR_LIST, example)
+    return V.Dyn(op.results[1], dest.type, example)
 
 
-def _empty(c) -> V.Dyn:
-    return V.Dyn(c.builder.op(LIST_CONSTRUCT, [], [V.TENSOR_LIST]).result, V.TENSOR_LIST, [])
+def _empty(c, list_type: str) -> V.Dyn:
+    return V.Dyn(c.builder.op(LIST_CONSTRUCT, [], [list_type]).result, list_type, [])
 
 
 def _runtime_pieces(c, pieces) -> V.Dyn:
-    """A runtime list made of `pieces`: (list, start, stop) ranges and [items] in order."""
-    out = _empty(c)
+    """A runtime list made of `pieces`: (list, start, stop) ranges and [items] in order (at
+    least one range: the new list has its type)."""
+    out = _empty(c, next(piece[0].type for piece in pieces if isinstance(piece, tuple)))
     for piece in pieces:
         if isinstance(piece, list):
             out = _append_items(c, out, piece)
@@ -258,15 +330,12 @@ class ListOps:
         return self.c._list_value(V.Tup(tuple(items), "list"))
 
     def check_items(self, lst, items):
-        """A list whose length is only known at runtime holds tensors only (a list whose
-        items are known becomes a fixed structure when a Python value joins them)."""
+        """A list whose length is only known at runtime holds one kind of item, tensors or
+        Python scalars of one type (a list whose items are known becomes a fixed structure
+        when another kind of value joins them)."""
         if isinstance(lst, V.Dyn) and not isinstance(lst, StaticList):
             for item in items:
-                if not (isinstance(item, V.Dyn) and V.is_tensor_type(item.type)):
-                    raise self.error(
-                        f"{self.what}: putting a non-tensor into a list of tensors",
-                        "a list that grows at runtime holds only tensors: append `torch.tensor(v)` and read `int(lst[i])` / `float(lst[i])`, or keep the Python values in their own variables",
-                    )
+                check_item_kind(self.c, lst, item, self.node, self.what)
 
     # reads
 
@@ -288,7 +357,7 @@ class ListOps:
         n = length(self.c, lst)
         start = self.bound(key.start, 0, n)
         stop = _max(self.c, start, self.bound(key.stop, n, n))
-        return _copy_range(self.c, lst, start, stop, _empty(self.c))
+        return _copy_range(self.c, lst, start, stop, _empty(self.c, lst.type))
 
     def unit_step(self, key: slice) -> None:
         step = key.step.value if isinstance(key.step, V.Const) else key.step
@@ -320,9 +389,7 @@ class ListOps:
                 "check DyCL's example inputs: the list must have items when the model is imported",
             )
         index = self.c.builder.materialize(V.Const(k)) if not isinstance(k, V.Dyn) else k
-        popped = self.c.builder.host_op(
-            LIST_ITEM, [lst, index], item_type(lst.example), safe_item(lst.example, _example(k))
-        )
+        popped = self.c.builder.host_op(LIST_ITEM, [lst, index], item_ir_type(lst), safe_item(lst.example, _example(k)))
         return self.without(lst, k), popped
 
     def delete(self, lst, key):
@@ -383,7 +450,7 @@ class ListOps:
     # helpers
 
     def runtime(self, lst) -> V.Dyn:
-        if isinstance(lst, V.Dyn) and lst.type == V.TENSOR_LIST:
+        if isinstance(lst, V.Dyn) and V.is_list_type(lst.type):
             return lst
         raise self.error(
             f"{self.what}: a position computed at runtime in a list of Python values",
@@ -412,6 +479,24 @@ def _any_dyn(*values):
         if isinstance(value, V.Dyn):
             return value
     return values[0]
+
+
+def check_item_kind(c, lst: V.Dyn, item, node, what: str) -> None:
+    """Refuses (`ListKindMismatch`) an item of another kind than the runtime list holds."""
+    if list_type_of_item(item) == lst.type:
+        return
+    if isinstance(item, V.Dyn):
+        kind = V.describe_type(item.type)
+    elif isinstance(item, V.Const) and isinstance(item.value, (bool, int, float)):
+        kind = V.describe_type(V.type_of_example(item.value))
+    else:
+        kind = f"a {V.kind_of(item)}"
+    error = c.error(
+        node, f"{what}: putting {kind} into {V.describe_type(lst.type)} whose length is known only at runtime",
+        "keep one kind of item in such a list: tensors, or Python ints, floats or bools of one type "
+        "(append `torch.tensor(v)` and read `int(lst[i])` to mix them)",
+    )
+    raise ListKindMismatch(error, lst, list_type_of_item(item))
 
 
 def safe_item(examples: list, k):

@@ -14,7 +14,7 @@ from typing import Any
 
 from torch_mlir import ir
 
-from dycl.frontend import aliases, nodes, structure
+from dycl.frontend import aliases, lists, nodes, structure
 from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.errors import FrontendError
 from dycl.frontend import values as V
@@ -175,11 +175,24 @@ class LoopCompiler:
             if V.has_dyn(value):
                 state[name] = self._carried(value, value, node, name)
 
+        retyped_lists: dict[str, FrontendError] = {}
         for _attempt in range(8):
-            if use_for:
-                op, end_env = self._build_for(node, trip, state, env, flat_body, live_after_loop)
-            else:
-                op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop)
+            try:
+                if use_for:
+                    op, end_env = self._build_for(node, trip, state, env, flat_body, live_after_loop)
+                else:
+                    op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop)
+            except _CarriedListKind as retyped:
+                # a list that enters the loop with known items (`tokens = []`) holds what
+                # the body appends: carry a runtime list of that kind and build it again
+                # (once: a body that appends two kinds is refused where it appends)
+                if retyped.name in retyped_lists:
+                    first = retyped_lists[retyped.name]  # where the first kind met the second
+                    raise FrontendError(first.construct, first.hint, file=first.file, line=first.line) from None
+                retyped_lists[retyped.name] = retyped.mismatch
+                entry = state[retyped.name]
+                state[retyped.name] = _Carried(entry.initial, [retyped.list_type], entry.examples, entry.structure, entry.may_share)
+                continue
             changed = False
             # A variable the body changed that liveness did not see written (an alias of a
             # tensor mutated in place) is carried too.
@@ -263,6 +276,8 @@ class LoopCompiler:
             return V.type_of_example(value.value)
         if isinstance(value, V.Const) and value.value is None or value is V.UNDEF:
             raise self._structure_error(node, name)
+        if lists.is_list(value) and lists.common_list_type(value) is not None:
+            return lists.common_list_type(value)  # a list of known items, carried as a runtime list
         raise self.error(node, f"`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
 
     def _structure_error(self, node, name) -> "LoopStructureError":
@@ -278,6 +293,8 @@ class LoopCompiler:
         for name, entry in _carried_items(state):
             if entry.initial is V.UNDEF:
                 leaves = [self.builder.placeholder(t, e) for t, e in zip(entry.types, entry.examples)]
+            elif len(entry.types) == 1 and V.is_list_type(entry.types[0]) and lists.is_list(entry.initial):
+                leaves = [lists.as_runtime_list(self, entry.initial, entry.types[0])]
             else:
                 leaves = [self._materialize(l, name) for l in V.leaves(entry.initial)]
                 # (`logits = None` before a loop that assigns a tensor: the None enters as a
@@ -302,6 +319,16 @@ class LoopCompiler:
             operands.extend(self._cast(l, t).value for l, t in zip(leaves, entry.types))
         ir.Operation.create(terminator, operands=operands)
 
+    def _compile_body(self, op, flat_body, body_env, state, live_after_loop) -> dict:
+        try:
+            return self.compile_block(flat_body, body_env, set(state) | live_after_loop)
+        except lists.ListKindMismatch as mismatch:
+            name = _retypable_list(body_env, state, mismatch)
+            if name is None:
+                raise
+            op.erase()
+            raise _CarriedListKind(name, mismatch) from None
+
     def _build_for(self, node, trip: range, state, env, flat_body, live_after_loop):
         inits = self._initial_values(state, node)
         index = ir.IndexType.get(self.builder.context)
@@ -314,7 +341,7 @@ class LoopCompiler:
         block = op.regions[0].blocks.append(index, *types)
         with ir.InsertionPoint(block):
             body_env = self._body_env(env, state, list(block.arguments)[1:])
-            end_env = self.compile_block(flat_body, body_env, set(state) | live_after_loop)
+            end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
             self._yield(end_env, state)
         return op, end_env
 
@@ -346,7 +373,7 @@ class LoopCompiler:
         after = op.regions[1].blocks.append(*types)
         with ir.InsertionPoint(after):
             body_env = self._body_env(env, state, list(after.arguments))
-            end_env = self.compile_block(flat_body, body_env, set(state) | live_after_loop)
+            end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
             self._yield(end_env, state)
         return op, end_env
 
@@ -365,6 +392,34 @@ class _Carried:
         self.examples = examples
         self.structure = structure
         self.may_share = may_share  # see values.Dyn.may_share
+
+
+class _CarriedListKind(Exception):
+    """Build the loop again, carrying `name` as a runtime list of `list_type`."""
+
+    def __init__(self, name: str, mismatch):
+        super().__init__(name)
+        self.name = name
+        self.list_type = mismatch.list_type
+        self.mismatch = mismatch
+
+
+def _retypable_list(body_env: dict, state: dict, mismatch) -> str | None:
+    """The carried variable whose list the body gave an item of another kind, when the list
+    entered the loop with items known here that fit that kind (an empty `[]`): it can be
+    carried as a list of that kind instead."""
+    if mismatch.list_type is None:
+        return None
+    for name, entry in _carried_items(state):
+        value = body_env.get(name)
+        if (
+            isinstance(value, V.Dyn) and value.value == mismatch.holder.value
+            and entry.structure is None and not lists.is_runtime_list(entry.initial)
+        ):
+            items = lists.items_of(entry.initial)
+            if items is not None and all(lists.list_type_of_item(i) == mismatch.list_type for i in items):
+                return name
+    return None
 
 
 def _carried_items(state):

@@ -167,10 +167,17 @@ class RunCompiler:
                     flat_inputs.append(leaf)
         input_specs = [(name, inputs[name]) for name in names]
         for leaf in flat_inputs:
+            if V.is_list_type(leaf.type):
+                raise self.error(
+                    stmts[0],
+                    f"tensor code on {V.describe_type(leaf.type)} whose length is known only at runtime",
+                    "read its items with an int index (`lst[i]`, `lst[-1]`) or its length, or keep a tensor "
+                    "that grows with it (`torch.cat`) for tensor code",
+                )
             if not (V.is_tensor_type(leaf.type) or leaf.type == V.INT):
                 raise self.error(
                     stmts[0],
-                    f"tensor math on a runtime Python {leaf.type.removeprefix('!torch.')}",
+                    f"tensor math on {V.describe_type(leaf.type)} computed at runtime",
                     "keep data-dependent values as tensors (e.g. `t` instead of `t.item()`) or use them only in conditions",
                 )
 

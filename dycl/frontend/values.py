@@ -60,6 +60,10 @@ EnvValue = Union[Const, Dyn, Tup, _Undef]
 
 INT, FLOAT, BOOL, NONE = "!torch.int", "!torch.float", "!torch.bool", "!torch.none"
 TENSOR_LIST = "!torch.list<vtensor>"
+# A list whose length is known only at runtime holds one kind of item: tensors, or Python
+# ints, floats or bools (`tokens.append(tok.item())` under a `break`).
+SCALAR_LISTS = {INT: "!torch.list<int>", FLOAT: "!torch.list<float>", BOOL: "!torch.list<bool>"}
+_SCALAR_OF_LIST = {lst: scalar for scalar, lst in SCALAR_LISTS.items()}
 UNRANKED_PREFIX = "!torch.vtensor<*,"
 
 _MLIR_DTYPE = {dtype: asm for dtype, asm in TORCH_DTYPE_TO_MLIR_TYPE_ASM.items()}
@@ -101,6 +105,15 @@ def type_of_example(example: Any) -> str:
     raise TypeError(f"no host IR type for a {type(example).__name__}")
 
 
+def is_list_type(type_text: str) -> bool:
+    return type_text == TENSOR_LIST or type_text in _SCALAR_OF_LIST
+
+
+def list_item_scalar(type_text: str) -> str | None:
+    """The item type of a list of Python scalars (`INT` ...); None for a list of tensors."""
+    return _SCALAR_OF_LIST.get(type_text)
+
+
 def join_types(a: str, b: str) -> str:
     """The least type of both: equal dims stay, differing dims become `?`."""
     if a == b:
@@ -128,6 +141,8 @@ def describe_type(type_text: str) -> str:
     if type_text.startswith(UNRANKED_PREFIX):
         dtype = _TORCH_DTYPE.get(type_text[len(UNRANKED_PREFIX):-1])
         return f"a {str(dtype).removeprefix('torch.')} tensor whose rank depends on the path"
+    if type_text in _SCALAR_OF_LIST:
+        return f"a list of {describe_type(_SCALAR_OF_LIST[type_text]).removeprefix('a ')}s"
     return {INT: "a Python int", FLOAT: "a Python float", BOOL: "a Python bool", TENSOR_LIST: "a list of tensors"}.get(
         type_text, f"`{type_text}`")
 
@@ -142,7 +157,7 @@ def kind_of(value: EnvValue, detailed: bool = False) -> str:
         if is_tensor_type(value.type):
             dtype = value.example.dtype if isinstance(value.example, torch.Tensor) else ""
             return f"tensor {dtype}" if detailed else "tensor"
-        if value.type.startswith("!torch.list"):
+        if is_list_type(value.type):
             return "list"
         return {BOOL: "bool", INT: "int", FLOAT: "float"}.get(value.type, "other")
     if isinstance(value, Tup):

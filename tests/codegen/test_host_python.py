@@ -144,3 +144,23 @@ def test_host_program_keeps_the_forward_variable_names():
     for scale in (0.1, 1.0, -4.0, 4.0):
         x = torch.randn(1, 4) * scale
         assert max_abs_error(eager(model, (x,)), compiled(x)) <= 1e-5
+
+
+@pytest.mark.parametrize("name, example", [
+    ("NestedForCarry", torch.randn(1, 4)),
+    ("NestedWhileCarry", torch.full((1, 4), 30.0)),  # the example never enters the while
+    ("UnderscoreVariable", torch.randn(1, 4)),
+    ("UnicodeName", torch.randn(1, 4)),
+])
+def test_names_and_in_place_carries_keep_the_program_exact(name, example):
+    import dycl
+
+    from tests.codegen import naming_models
+    from tests.frontend.helpers import eager, max_abs_error
+
+    torch.manual_seed(0)
+    model = getattr(naming_models, name)().eval()
+    compiled = dycl.compile(model, example, backend="onnxruntime", progress=False, check=False)
+    for scale in (30.0, 3.0, 1.0, 0.3, -3.0):
+        x = torch.randn(1, 4, generator=torch.Generator().manual_seed(int(scale * 10))) * scale
+        assert max_abs_error(eager(model, (x,)), compiled(x)) <= 1e-4

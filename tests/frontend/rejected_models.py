@@ -136,6 +136,6 @@ REJECTED = {
     "loop_else": (LoopElse, "`else` clause on a loop"),
     "different_return_structures": (DifferentReturnStructures, "different structure"),
     "tuple_vs_list_return": (TupleOnOnePathListOnOther, "different structure"),
-    "append_scalar_to_tensor_list": (AppendScalarToTensorList, "appending a non-tensor"),
+    "append_scalar_to_tensor_list": (AppendScalarToTensorList, "putting a Python int into a list of tensors"),
     "returns_string": (ReturnsString, "forward returns a str"),
 }

@@ -289,7 +289,7 @@ class StepOnRuntimeList(nn.Module):
         (AppendAsValue, "`outs.append(x)` used as a value", "as a statement of its own"),
         (SortInPlace, "`sizes.sort()` (reorders a list in place)", "sizes = sorted(sizes)"),
         (ModuleStateList, "changes `self.history`, a list that is module state", "list(self.history)"),
-        (ScalarIntoTensorList, "putting a non-tensor into a list of tensors", "torch.tensor(v)"),
+        (ScalarIntoTensorList, "putting a Python int into a list of tensors", "torch.tensor(v)"),
         (PopInWhile, "in a `while` condition", "loop body"),
         (StepOnRuntimeList, "a slice step on a list whose length", "torch.stack(lst)[::2]"),
     ],
