@@ -21,6 +21,8 @@ their form (`FORMS`):
   `max(range(n), key=lambda i: scores[i])`;
 - runtime conditional expressions (`m = 1 if g.item() > t else 0`) and `and`/`or` conditions;
 - a runtime bool in tensor math (`b = bool(g > t)`, then `x * b`, `b & (x > 0)`);
+- a list of Python scalars grown in a loop that may `break` (`toks.append(int(s.argmax()))`,
+  maybe under a condition), then `len(toks)`, `toks[-1]`, `toks.pop()`;
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
 - module attributes assigned in forward or a helper, then read there (variables of the
@@ -62,6 +64,8 @@ FORMS = (
     "head_comprehension", "sum_comprehension", "any_genexp", "all_genexp", "max_key",
     # runtime conditional expressions, and/or, a runtime bool in tensor math
     "cond_expr", "and_or", "bool_math",
+    # a list of Python ints/floats/bools grown in a loop that may break
+    "scalar_list",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -92,11 +96,11 @@ WEIGHTS = {
     "cond_expr": 0.8, "and_or": 0.8,
     "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
-    "bool_math": 0.5,
+    "bool_math": 0.5, "scalar_list": 0.7,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
-    "attr_counter": 1, "bool_math": 1,
+    "attr_counter": 1, "bool_math": 1, "scalar_list": 1,
 }
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
@@ -244,6 +248,23 @@ class Researcher:
             return [Research(f"{build}\nx = x * (0.5 + float(np.mean({c})))", form)]
         if form in SURGERY:
             return self.surgery(form, stage, in_helper)
+        if form == "scalar_list":
+            toks, t = self.fresh("toks"), self.fresh("t")
+            value = r.choice([f"int({s}.argmax())", f"float({s}.max())", f"bool({s}.sum() > 0)", f"{s}.argmax().item()"])
+            body: list[Stmt] = [Research(self.layer(stage), form)]
+            always = r.random() < 0.6  # appended on every iteration (else under a condition)
+            if always or len(self.conds) >= MAX_CONDITIONS:
+                body.append(Research(f"{t} = {value}\n{toks}.append({t})", form))
+                always = True
+            else:
+                body += [Research(f"{t} = {value}", form), If([(self.a_cond(stage), [Research(f"{toks}.append({t})", form)])])]
+            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.7:
+                body.append(Break(self.a_cond(stage)))
+            uses = [f"x = x * (1.0 + 0.1 * len({toks}))"]
+            if always:  # never empty: the first iteration appends
+                uses += [f"x = x + 0.1 * {toks}[-1]", f"x = x * (1.0 + 0.05 * {toks}[0])",
+                         f"{t} = {toks}.pop()\nx = x + 0.1 * {t} + 0.05 * len({toks})"]
+            return [Research(f"{toks} = []", form), For(r.randint(1, 4), body), Research(r.choice(uses), form)]
         if form == "none_start":
             logits, trips = self.fresh("logits"), r.randint(1, 4)
             head = self.module(f"nn.Linear({w}, {w})")
