@@ -22,6 +22,7 @@ _EXPORTS = {
     "BackendError": ("dycl.backends.errors", "BackendError"),
     "CompileError": ("dycl.api", "CompileError"),
     "CompileMismatch": ("dycl.api", "CompileMismatch"),
+    "TuneOptions": ("dycl.backends.tuning", "TuneOptions"),
 }
 
 __all__ = sorted(_EXPORTS)

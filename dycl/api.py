@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from dycl.backends.tuning import TuneOptions
 from dycl.runtime import ArtifactError, CompiledModel, InputError, RuntimeOptions, load
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "CompileMismatch",
     "ArtifactError",
     "InputError",
+    "TuneOptions",
 ]
 
 # What "the same output" means everywhere in DyCL's checks (the README's "wrong" = not allclose).
@@ -105,12 +107,17 @@ def compile(  # noqa: A001 - the public name the design asks for
     use_cache: bool = True,
     progress: bool = True,
     pipeline: Mapping[str, Any] | None = None,
+    tune: TuneOptions | None = None,
     **backend_options: Any,
 ) -> CompiledModel:
     """Compile `model.<method>` for `backend`.
 
-    backend_options: onnxruntime: `opset`; tvm: `target`, `tune_seconds` (MetaSchedule
-    budget per sub-DNN, 0 = untuned), `tune_trials_per_round`.
+    backend_options: onnxruntime: `opset`; tvm: `target`, `database` (a MetaSchedule
+    database whose records the build applies; `tune` sets it).
+    tune: tvm only: MetaSchedule tuning (`dycl.TuneOptions`: a budget in minutes, RPC
+    tracker) into one database shared by every network under the compile cache; the
+    build applies every record matching a sub-DNN's functions. `compile_report["tuning"]`
+    says what it did.
     check: after compiling, run eager PyTorch (eval mode, no_grad, on clones of the example
     inputs) and the compiled model on the example inputs and raise `CompileMismatch` if any
     output differs (structure, shape, dtype, Python value, or not allclose(rtol=1e-3,
@@ -125,6 +132,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     with _stage("backend"):
         from dycl.backends import backend_options as check_options
     options = check_options(backend, backend_options)  # bad arguments fail before the slow steps
+    _check_tune(backend, tune)
     start = time.perf_counter()
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
@@ -152,6 +160,7 @@ def compile(  # noqa: A001 - the public name the design asks for
         pipeline=pipeline,
         run_pipeline=True,
         stage=_stage,
+        tune=tune,
     )
     if check:
         with _stage("check"):
@@ -184,6 +193,7 @@ def compile_module(
     progress: bool = True,
     pipeline: Mapping[str, Any] | None = None,
     run_pipeline: bool = True,
+    tune: TuneOptions | None = None,
     **backend_options: Any,
 ) -> CompiledModel:
     """Compile host IR (an xDSL module, as the frontend writes it) with its weights.
@@ -193,15 +203,25 @@ def compile_module(
     from dycl.backends import backend_options as check_options
 
     options = check_options(backend, backend_options)  # fail before the slow steps
+    _check_tune(backend, tune)
     return _compile(
         module, weights, backend, options, entry=entry, threads=threads, runtime=runtime, jobs=jobs, cache_dir=cache_dir,
-        use_cache=use_cache, progress=progress, pipeline=pipeline, run_pipeline=run_pipeline, stage=_no_stage,
+        use_cache=use_cache, progress=progress, pipeline=pipeline, run_pipeline=run_pipeline, stage=_no_stage, tune=tune,
     )
+
+
+def _check_tune(backend: str, tune: TuneOptions | None) -> None:
+    if tune is None:
+        return
+    if backend != "tvm":
+        raise ValueError(f"tune= is for backend 'tvm' (MetaSchedule), not '{backend}'")
+    if not isinstance(tune, TuneOptions):
+        raise TypeError(f"tune= takes a dycl.TuneOptions, got {type(tune).__name__}")
 
 
 def _compile(
     module, weights, backend, options, *, entry, threads, runtime, jobs, cache_dir, use_cache, progress, pipeline,
-    run_pipeline, stage: Callable[[str], contextlib.AbstractContextManager],
+    run_pipeline, stage: Callable[[str], contextlib.AbstractContextManager], tune: TuneOptions | None = None,
 ) -> CompiledModel:
     report: dict[str, Any] = {"backend": backend}
     start = time.perf_counter()
@@ -221,6 +241,12 @@ def _compile(
         from dycl.backends import compile_subdnns, subdnns_of
 
         subdnns = list(subdnns_of(module))
+        if tune is not None:
+            from dycl.backends.tuning import tune_subdnns
+
+            start = time.perf_counter()
+            options, tuning = tune_subdnns(subdnns, weights, options, tune, cache_dir=cache_dir, progress=progress)
+            report["tuning"] = {**tuning.to_json(), "seconds": time.perf_counter() - start}
         start = time.perf_counter()
         compiled = compile_subdnns(
             subdnns, weights, backend, options, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress

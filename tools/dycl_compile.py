@@ -4,6 +4,7 @@
     dycl-compile pkg.module:Model --example 'x: f32[1,16] = randn, n: i64 = 5' -o out/ --backend tvm
     dycl-compile zoo:sdn_resnet -o out/            # a bundled zoo network, its own example inputs
     dycl-compile zoo:skipnet_ff -o out/ --check    # ... checked against eager on every path, timed
+    dycl-compile zoo:blockdrop -o out/ --backend tvm --tune-minutes 10   # MetaSchedule-tuned TVM
 
 The compiled model is checked against eager PyTorch on the example inputs by default
 (`--no-check` skips it); a difference prints the first differing output and exits 1.
@@ -91,6 +92,22 @@ def _examples(specs: list[str], seed: int):
     return tuple(torch.from_numpy(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v for v in values)
 
 
+def _tune_options(args):
+    """The TuneOptions the tuning flags ask for, or None (untuned)."""
+    if args.tune_minutes is None:
+        if args.rpc_tracker or args.rpc_key:
+            raise SystemExit("dycl-compile: error: --rpc-tracker and --rpc-key go with --tune-minutes")
+        return None
+    if args.backend != "tvm":
+        raise SystemExit("dycl-compile: error: --tune-minutes needs --backend tvm")
+    from dycl.backends.tuning import TuneOptions
+
+    try:
+        return TuneOptions(minutes=args.tune_minutes, rpc_tracker=args.rpc_tracker, rpc_key=args.rpc_key)
+    except ValueError as err:
+        raise SystemExit(f"dycl-compile: error: {err}") from None
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dycl-compile", description=__doc__.split("\n")[0])
     parser.add_argument("model", help="pkg.module:factory (a callable returning an nn.Module), or zoo:<name>")
@@ -103,7 +120,13 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--method", default="forward", help="the method to compile")
     parser.add_argument("--threads", type=int, help="runtime threads per sub-DNN (default: all cores)")
     parser.add_argument("--jobs", type=int, help="compile processes (default: all cores)")
-    parser.add_argument("--tune-seconds", type=float, default=0.0, help="tvm: MetaSchedule budget per sub-DNN")
+    parser.add_argument(
+        "--tune-minutes", type=float, metavar="N",
+        help="tvm: tune with MetaSchedule for N minutes into the shared database under the compile cache, "
+        "then build with every record it holds (0: tune nothing, use the records already there)",
+    )
+    parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="tvm tuning: measure candidates on this TVM RPC tracker's devices")
+    parser.add_argument("--rpc-key", metavar="KEY", help="tvm tuning: the key the tracker's devices registered under")
     parser.add_argument("--no-cache", action="store_true", help="ignore the compile cache")
     parser.add_argument("--seed", type=int, default=0, help="seed of random example values")
     parser.add_argument("--emit-hcfg", metavar="FILE.dot", help="also write the HCFG as Graphviz")
@@ -126,14 +149,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         examples = default_examples
     else:
         raise SystemExit("dycl-compile: error: give example inputs with --example (e.g. --example 'randn(1,3,32,32)')")
-    from dycl.backends import backend_class
-
-    tunes = "tune_seconds" in backend_class(args.backend).option_names()
-    options = {"tune_seconds": args.tune_seconds} if tunes and args.tune_seconds else {}
+    tune = _tune_options(args)
     start = time.perf_counter()
     compiled = dycl.compile(
         model, examples, backend=args.backend, method=args.method, threads=args.threads,
-        jobs=args.jobs, use_cache=not args.no_cache, check=not args.no_check, **options,
+        jobs=args.jobs, use_cache=not args.no_cache, check=not args.no_check, tune=tune,
     )
     seconds = time.perf_counter() - start
     path = compiled.save(args.output)
@@ -142,6 +162,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         f"dycl-compile: {args.model} -> {path}/ ({report['subdnn_count']} sub-DNNs, backend {args.backend}, "
         f"{seconds:.1f} s, {report['cached_subdnns']} from cache)"
     )
+    tuning = report.get("tuning")
+    if tuning:
+        print(
+            f"tuning: {tuning['tasks']} tasks, {tuning['tuned']} searched ({tuning['trials']} candidates measured), "
+            f"{tuning['reused']} already in the database, {tuning['seconds'] / 60:.1f} min; database {tuning['database']}"
+        )
     record = report.get("check", {})
     if record.get("ran"):
         print(

@@ -4,6 +4,10 @@ Key: sha256 of the sub-DNN's IR (name-neutral), the bytes of its weights, the ba
 its options, the versions of the tools that compiled it and the source of DyCL's own
 backend code (a fix there must not be hidden by an artifact compiled before it). A hit
 costs one directory read, so recompiling an unchanged model is near-instant.
+
+A library built with the records of a tuning database (a `database` option) is also
+keyed on the database's content: after more tuning, its libraries are built again
+rather than served stale.
 """
 
 from __future__ import annotations
@@ -54,7 +58,24 @@ def _backend_source_digest() -> str:
     return digest.hexdigest()
 
 
+def database_digest(directory: str | os.PathLike) -> str:
+    """sha256 of a tuning database's files (empty when there is none)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(directory).glob("database_*.json")):
+        stat = path.stat()
+        digest.update(path.name.encode())
+        digest.update(_file_digest(str(path), stat.st_size, stat.st_mtime_ns).encode())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """A file's sha256, read once per (size, mtime): every sub-DNN of a network asks."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def cache_key(content_key: str, backend: str, options: Mapping[str, Any]) -> str:
+    database = options.get("database")
     digest = hashlib.sha256()
     for part in (
         f"dycl-cache-{CACHE_FORMAT}",
@@ -63,6 +84,7 @@ def cache_key(content_key: str, backend: str, options: Mapping[str, Any]) -> str
         json.dumps(dict(options), sort_keys=True, default=str),
         _tool_versions(backend),
         _backend_source_digest(),
+        database_digest(database) if database else "",
     ):
         digest.update(part.encode())
         digest.update(b"\0")

@@ -1,16 +1,15 @@
 """Apache TVM backend: sub-DNN -> torch.export -> Relax -> `tvm.compile` -> `.so`.
 
-Untuned Relax code for CPU is naive (10-80x slower than ONNX Runtime here), so the
-backend offers MetaSchedule tuning with a wall-clock budget (`tune_seconds`). The tuning
-database of a sub-DNN lives in the compile cache beside its compiled library, keyed by
-the sub-DNN's content, so a second tuning run continues where the first stopped.
+Untuned Relax code for CPU is naive (10-80x slower than ONNX Runtime here): TVM's default
+CPU pipeline legalizes and fuses but schedules nothing. Speed comes from MetaSchedule
+(`dycl.backends.tuning`): given a `database` directory, the build lowers to the fused
+functions tuning saw and applies every record the database holds for them.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,10 +29,9 @@ NAME = "tvm"
 class TvmOptions:
     target: Any = "llvm"
     """A TVM target (its string, dict or `tvm.target.Target`); "llvm": this machine's CPU."""
-    tune_seconds: float = 0.0
-    """MetaSchedule budget per sub-DNN; 0 = untuned."""
-    tune_trials_per_round: int = 8
-    """Small rounds: the budget is checked between rounds."""
+    database: str = ""
+    """A MetaSchedule database directory whose records the build applies (`dycl.compile`'s
+    `tune=` sets it); "" = TVM's default pipeline, untuned."""
 
 
 class TvmBackend(Backend):
@@ -43,15 +41,10 @@ class TvmBackend(Backend):
     options: TvmOptions
 
     def compile(self, subdnn: SubDNN, weights: Mapping[str, Any], tuning_dir: Path | None = None) -> CompiledSubDNN:
-        import tvm
-
-        mod = _to_relax(subdnn, weights)
+        mod = to_relax(subdnn, weights)
         target = target_of(self.options.target)
-        tuned = float(self.options.tune_seconds or 0.0) > 0
         try:
-            if tuned:
-                mod = _tune(mod, target, self.options, tuning_dir or Path(tempfile.mkdtemp(prefix="dycl-tune-")))
-            executable = tvm.compile(mod, target=target)
+            executable, tuned_functions = _build(mod, target, self.options.database)
             with tempfile.TemporaryDirectory(prefix="dycl-tvm-") as tmp:
                 library = Path(tmp) / f"{subdnn.name}.so"
                 executable.export_library(str(library))
@@ -64,8 +57,32 @@ class TvmBackend(Backend):
             name=subdnn.name,
             backend=NAME,
             files={f"{subdnn.name}.so": library_bytes},
-            meta={"file": f"{subdnn.name}.so", "n_outputs": len(subdnn.outputs), "tuned": tuned},
+            meta={
+                "file": f"{subdnn.name}.so",
+                "n_outputs": len(subdnn.outputs),
+                "tuned": tuned_functions > 0,
+                "tuned_functions": tuned_functions,
+            },
         )
+
+
+def _build(mod, target, database: str):
+    """(executable, functions scheduled from the database). Untuned: TVM's default
+    pipeline, the correctness path. Tuned: the lowering tuning saw, the database's best
+    schedules, then TVM's lowering passes only (its default pipeline would fuse the
+    scheduled functions again, into ones no record matches)."""
+    import tvm
+    from tvm import relax
+
+    from dycl.backends.tuning import apply_database, fuse_for_schedules, scheduled_functions
+
+    if not database:
+        return tvm.compile(mod, target=target), 0
+    mod = apply_database(fuse_for_schedules(mod, target), target, database)
+    lowering = tvm.transform.Sequential(
+        [*relax.pipeline.dataflow_lower_passes(target), *relax.pipeline.finalize_passes(target)]
+    )
+    return tvm.compile(mod, target=target, relax_pipeline=lowering), scheduled_functions(mod)
 
 
 def target_of(target: Any = "llvm"):
@@ -79,7 +96,7 @@ def target_of(target: Any = "llvm"):
     return tvm.target.Target(target)
 
 
-def _to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
+def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
     from tvm.relax.frontend.torch import from_exported_program
 
     program = export(subdnn, weights, NAME)
@@ -164,23 +181,3 @@ def _converters() -> dict:
         "amin.default": reduction(relax.op.min),
         "index_put.default": index_put,
     }
-
-
-def _tune(mod, target, options: TvmOptions, tuning_dir: Path):
-    """MetaSchedule rounds until the budget is spent; returns the module with the best
-    schedules of the database applied (untuned functions keep the default schedule)."""
-    import logging
-
-    from tvm import relax
-
-    # MetaSchedule logs every round to stdout at DEBUG; its records stay in tuning_dir/logs.
-    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
-    budget = float(options.tune_seconds or 0.0)
-    trials = int(options.tune_trials_per_round)
-    tuning_dir.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    while time.monotonic() - start < budget:
-        relax.pipeline.static_shape_tuning_pipeline(
-            trials, target, work_dir=str(tuning_dir), max_trials_per_task=trials
-        )(mod)
-    return relax.pipeline.static_shape_tuning_pipeline(0, target, work_dir=str(tuning_dir))(mod)

@@ -1,9 +1,20 @@
-"""MetaSchedule tuning: a time budget, the database kept in the cache beside the library."""
+"""MetaSchedule tuning: options, the budget split, the shared database, the cache key of
+tuned libraries, and (slow tier) real tuning, locally and over TVM's RPC tracker."""
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 
 from dycl.api import compile_module
+from dycl.backends.cache import cache_key
+from dycl.backends.tuning import TUNING_LOG, TuneOptions, invested_seconds, split_budget
 from dycl.ir import parse_module
 
 T = "!torch.vtensor<[16,16],f32>"
@@ -21,17 +32,151 @@ MATMUL = f'''"builtin.module"() ({{
   }}) {{dycl.subdnn}} : () -> ()
 }}) : () -> ()'''
 
+# A small search: 8 candidates in rounds of 4 from a population of 32.
+SMALL = dict(trials_per_task=8, trials_per_round=4, population=32)
 
-@pytest.mark.slow  # MetaSchedule is slow here: minutes even for a tiny budget
-def test_tuned_library_is_correct_and_tuning_database_is_cached(tmp_path):
-    rng = np.random.default_rng(0)
-    weights = {"w": rng.standard_normal((16, 16)).astype(np.float32)}
-    compiled = compile_module(
-        parse_module(MATMUL), weights, "tvm", run_pipeline=False, progress=False,
-        cache_dir=tmp_path, tune_seconds=5, tune_trials_per_round=4,
+
+def test_tune_options_are_checked():
+    with pytest.raises(ValueError, match="minutes"):
+        TuneOptions(minutes=-1)
+    with pytest.raises(ValueError, match="go together"):
+        TuneOptions(rpc_tracker="127.0.0.1:9190")
+    with pytest.raises(ValueError, match="host:port"):
+        TuneOptions(rpc_tracker="127.0.0.1", rpc_key="board")
+    assert TuneOptions(rpc_tracker="localhost:9190", rpc_key="board").rpc_key == "board"
+
+
+def test_budget_is_split_by_cost_and_drops_tasks_too_small_for_one_round():
+    assert split_budget([3.0, 1.0], 100.0, 10.0) == [75.0, 25.0]
+    # 1/101 of 100 s is under 10 s: that task gets nothing, the others share all of it.
+    shares = split_budget([50.0, 50.0, 1.0], 100.0, 10.0)
+    assert shares == [50.0, 50.0, 0.0]
+    assert split_budget([1.0, 1.0], 5.0, 10.0) == [0.0, 0.0]
+    assert split_budget([], 60.0, 10.0) == []
+
+
+def test_tune_is_for_tvm_only():
+    with pytest.raises(ValueError, match="tune= is for backend 'tvm'"):
+        compile_module(parse_module(MATMUL), {}, "onnxruntime", run_pipeline=False, tune=TuneOptions())
+
+
+def test_a_tuned_library_is_keyed_on_the_database_content(tmp_path):
+    options = {"target": "llvm", "database": str(tmp_path)}
+    empty = cache_key("content", "tvm", options)
+    (tmp_path / "database_tuning_record.json").write_text('[0, "a record"]\n')
+    one_record = cache_key("content", "tvm", options)
+    assert empty != one_record
+    assert cache_key("content", "tvm", options) == one_record  # same content, same key
+    with open(tmp_path / "database_tuning_record.json", "a") as stream:
+        stream.write('[0, "another"]\n')
+    assert cache_key("content", "tvm", options) not in (empty, one_record)
+    assert cache_key("content", "tvm", {"target": "llvm", "database": ""}) != empty
+
+
+def test_invested_seconds_sums_the_log_for_the_given_tasks(tmp_path):
+    lines = [{"task": "a", "seconds": 10.0}, {"task": "b", "seconds": 5.0}, {"task": "a", "seconds": 2.5}]
+    (tmp_path / TUNING_LOG).write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"task": "a", "sec')
+    assert invested_seconds(tmp_path, {"a"}) == 12.5
+    assert invested_seconds(tmp_path, {"a", "b"}) == 17.5
+    assert invested_seconds(tmp_path / "missing", {"a"}) == 0.0
+
+
+def _compile_matmul(weights, tune, cache_dir):
+    return compile_module(
+        parse_module(MATMUL), weights, "tvm", run_pipeline=False, progress=False, cache_dir=cache_dir, tune=tune,
     )
+
+
+def _records(database) -> list[list]:
+    path = database / "database_tuning_record.json"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def _measured(record) -> bool:
+    run_secs = record[1][1]
+    return bool(run_secs) and all(0 < float(s) < 1.0 for s in run_secs)
+
+
+@pytest.mark.slow  # MetaSchedule: about a minute
+def test_tuning_fills_one_shared_database_that_later_compiles_reuse(tmp_path):
+    rng = np.random.default_rng(0)
+    database = tmp_path / "database"
+    tune = TuneOptions(minutes=1, database=str(database), **SMALL)
+    weights = {"w": rng.standard_normal((16, 16)).astype(np.float32)}
+    compiled = _compile_matmul(weights, tune, tmp_path / "cache")
+    tuning = compiled.compile_report["tuning"]
+    assert tuning["tasks"] == 1 and tuning["tuned"] == 1 and tuning["trials"] > 0
     assert compiled.manifest["subdnns"][0]["tuned"] is True
+    assert compiled.manifest["backend_options"]["database"] == str(database)
+    records = _records(database)
+    assert records and any(_measured(r) for r in records)
     x = rng.standard_normal((16, 16)).astype(np.float32)
     np.testing.assert_allclose(compiled(x), x @ weights["w"], rtol=1e-5, atol=1e-5)
-    records = list((tmp_path / "tvm-tuning").rglob("database_tuning_record.json"))
-    assert records and records[0].stat().st_size > 0
+
+    # Another network with the same matmul shape (other weights, another compile cache):
+    # its task is the one already tuned, so nothing is searched and its record is used.
+    other = {"w": rng.standard_normal((16, 16)).astype(np.float32)}
+    again = _compile_matmul(other, TuneOptions(minutes=1, database=str(database), **SMALL), tmp_path / "cache2")
+    tuning = again.compile_report["tuning"]
+    assert tuning["tuned"] == 0 and tuning["reused"] == 1 and tuning["trials"] == 0
+    assert tuning["invested_minutes"] > 0
+    assert again.manifest["subdnns"][0]["tuned"] is True
+    assert len(_records(database)) == len(records)
+    np.testing.assert_allclose(again(x), x @ other["w"], rtol=1e-5, atol=1e-5)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for_server(tracker_port: int, key: str, seconds: float) -> None:
+    from tvm import rpc
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            summary = rpc.connect_tracker("127.0.0.1", tracker_port).summary()
+            if any(queue.get("free", 0) for name, queue in summary.get("queue_info", {}).items() if name == key):
+                return
+        except Exception:  # the tracker is still starting
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"no RPC server registered under '{key}' within {seconds} s")
+
+
+@pytest.mark.slow  # MetaSchedule over RPC: about a minute, bounded by the 1-minute budget
+def test_tuning_measures_through_an_rpc_tracker(tmp_path):
+    tracker_port, key = _free_port(), "dycl-test-board"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    tracker = subprocess.Popen(
+        [sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(tracker_port),
+         "--port-end", str(tracker_port + 1)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )
+    server_log = tmp_path / "server.log"
+    with open(server_log, "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(_free_port()),
+             "--tracker", f"127.0.0.1:{tracker_port}", "--key", key],
+            stdout=log, stderr=subprocess.STDOUT, env=env,
+        )
+    try:
+        _wait_for_server(tracker_port, key, 60)
+        rng = np.random.default_rng(1)
+        database = tmp_path / "database"
+        tune = TuneOptions(minutes=1, database=str(database), rpc_tracker=f"127.0.0.1:{tracker_port}", rpc_key=key, **SMALL)
+        weights = {"w": rng.standard_normal((16, 16)).astype(np.float32)}
+        compiled = _compile_matmul(weights, tune, tmp_path / "cache")
+        assert compiled.compile_report["tuning"]["trials"] > 0
+        assert any(_measured(r) for r in _records(database))
+        # The server saw the candidates: it logs each session the runner opened.
+        assert "connected from" in server_log.read_text().lower() or "connection from" in server_log.read_text().lower()
+        x = rng.standard_normal((16, 16)).astype(np.float32)
+        np.testing.assert_allclose(compiled(x), x @ weights["w"], rtol=1e-5, atol=1e-5)
+    finally:
+        for process in (server, tracker):
+            process.terminate()
+            process.wait(timeout=30)
+    assert math.isfinite(compiled.compile_report["tuning"]["seconds"])
