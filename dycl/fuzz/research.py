@@ -23,6 +23,8 @@ their form (`FORMS`):
 - a runtime bool in tensor math (`b = bool(g > t)`, then `x * b`, `b & (x > 0)`);
 - a list of Python scalars grown in a loop that may `break` (`toks.append(int(s.argmax()))`,
   maybe under a condition), then `len(toks)`, `toks[-1]`, `toks.pop()`;
+- a loop whose carry an inner loop (that may `break`) defines: `acc = x * 0.5`, the inner
+  loop changes `acc`, then `x = acc`;
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
 - module attributes assigned in forward or a helper, then read there (variables of the
@@ -66,6 +68,8 @@ FORMS = (
     "cond_expr", "and_or", "bool_math",
     # a list of Python ints/floats/bools grown in a loop that may break
     "scalar_list",
+    # a loop whose carry an inner loop that may break defines
+    "nested_carry",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -96,11 +100,11 @@ WEIGHTS = {
     "cond_expr": 0.8, "and_or": 0.8,
     "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
-    "bool_math": 0.5, "scalar_list": 0.7,
+    "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
-    "attr_counter": 1, "bool_math": 1, "scalar_list": 1,
+    "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
 }
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
@@ -248,6 +252,13 @@ class Researcher:
             return [Research(f"{build}\nx = x * (0.5 + float(np.mean({c})))", form)]
         if form in SURGERY:
             return self.surgery(form, stage, in_helper)
+        if form == "nested_carry":
+            acc = self.fresh("acc")
+            inner: list[Stmt] = [Research(self.layer(stage).replace("x = x", f"{acc} = {acc}", 1).replace("x = ", f"{acc} = ", 1)
+                                          .replace("(x)", f"({acc})"), form)]
+            inner.append(Break(self.a_cond(stage)))
+            return [For(r.randint(2, 3), [Research(f"{acc} = x * 0.5", form), For(r.randint(2, 3), inner),
+                                          Research(r.choice([f"x = {acc}", f"x = x + {acc}"]), form)])]
         if form == "scalar_list":
             toks, t = self.fresh("toks"), self.fresh("t")
             value = r.choice([f"int({s}.argmax())", f"float({s}.max())", f"bool({s}.sum() > 0)", f"{s}.argmax().item()"])
