@@ -2,16 +2,14 @@
 that fails as `file:line:col: error: 'op' op ...`, never a Python message from a verifier
 that assumed valid IR."""
 
-from dataclasses import dataclass
-from typing import ClassVar
 
 import pytest
-from xdsl.passes import ModulePass
 
 import dycl.tools.dycl_opt as dycl_opt
 from dycl.dialects.dycl import ParamOp
 from dycl.ir import IRVerifyError, parse_module, print_module, verify_module
 from tests.foundation import samples
+from tests.foundation.broken_pass import SwapFirstTwoOps
 
 T2 = "!torch.vtensor<[2],f32>"
 
@@ -111,18 +109,6 @@ def test_dycl_opt_locates_errors_in_later_chunks_of_a_split_file(tmp_path, capsy
     err = capsys.readouterr().err
     line = good.count("\n") + 1 + 4  # the separator, then line 4 of the second module
     assert err.startswith(f"{source}:{line}:5: error: 'torch.aten.relu' op operand #0 (%y) does not dominate")
-
-
-@dataclass(frozen=True)
-class SwapFirstTwoOps(ModulePass):
-    """Breaks IR on purpose: the second op of @f's body moves above the first."""
-
-    name: ClassVar[str] = "test-swap-first-two-ops"
-
-    def apply(self, ctx, op) -> None:
-        first, second, *_ = op.ops.first.body.block.ops
-        second.detach()
-        op.ops.first.body.block.insert_op_before(second, first)
 
 
 def test_ir_a_pass_breaks_is_an_internal_error_located_at_the_op(tmp_path, capsys, monkeypatch):

@@ -2,17 +2,15 @@
 each pass, --time-passes and --print-between-passes see every step, not one pass."""
 
 import re
-from dataclasses import dataclass
-from typing import ClassVar
 
 import pytest
 from xdsl.ir import Attribute
-from xdsl.passes import ModulePass
 
 import dycl.tools.dycl_opt as dycl_opt
 from dycl.passes.const_prop import ConstPropPass
 from dycl.passes.pipeline import PipelinePass, expand_pipelines
 from tests.foundation import samples
+from tests.foundation.broken_pass import SwapFirstTwoOps
 
 T2 = "!torch.vtensor<[2],f32>"
 TWO_RELUS = (
@@ -58,18 +56,6 @@ def test_print_between_passes_shows_the_ir_between_steps(tmp_path, capsys):
     assert dycl_opt.main([str(source), "-p", "dycl-pipeline", "--print-between-passes"]) == 0
     shown = re.findall(r"^IR after (\S+):$", capsys.readouterr().out, re.MULTILINE)
     assert shown == step_names(PipelinePass())[:-1]  # xDSL prints none after the last pass
-
-
-@dataclass(frozen=True)
-class SwapFirstTwoOps(ModulePass):
-    """Breaks IR on purpose: the second op of @f's body moves above the first."""
-
-    name: ClassVar[str] = "test-swap-first-two-ops"
-
-    def apply(self, ctx, op) -> None:
-        first, second, *_ = op.ops.first.body.block.ops
-        second.detach()
-        op.ops.first.body.block.insert_op_before(second, first)
 
 
 def test_a_step_that_breaks_the_ir_is_named(tmp_path, capsys, monkeypatch):
