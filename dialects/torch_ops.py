@@ -359,14 +359,11 @@ _HOST_OPS: dict[str, HostSpec] = {
     LIST_UNPACK: _with("xs", unpacks=True),
     "torch.prim.TupleConstruct": "operands",
     "torch.prim.TupleUnpack": _with("xs", unpacks=True),
-    "torch.aten.neg.int": "-a",
-    "torch.aten.neg.float": "-a",
+    **{f"torch.aten.neg.{kind}": "-a" for kind in ("int", "float")},
     "torch.aten.__not__": "not a",
-    "torch.aten.Bool.int": "bool(a)",
-    "torch.aten.Bool.float": "bool(a)",
+    **{f"torch.aten.Bool.{kind}": "bool(a)" for kind in ("int", "float")},
     t.BoolTensorOp.name: "bool(x)",  # a host sync
-    "torch.aten.Int.bool": "int(a)",
-    "torch.aten.Int.float": "int(a)",
+    **{f"torch.aten.Int.{kind}": "int(a)" for kind in ("bool", "float")},
     "torch.aten.Int.Tensor": "int(x.item())",
     "torch.aten.Float.Tensor": "float(x.item())",
     "torch.aten.Float.Scalar": "float(a)",
@@ -397,9 +394,7 @@ _IDENTITIES: dict[str, HostSpec] = dict.fromkeys(
 )
 
 _RESHAPES: dict[str, HostSpec] = {
-    "torch.aten.view": "x.reshape(shape)",
-    "torch.aten.reshape": "x.reshape(shape)",
-    "torch.aten._unsafe_view": "x.reshape(shape)",
+    **dict.fromkeys(("torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view"), "x.reshape(shape)"),
     "torch.aten.flatten.using_ints": "rt.flatten(x, start, end)",
     "torch.aten.unflatten.int": "rt.unflatten(x, dim, sizes)",
     "torch.aten.squeeze": "np.squeeze(x)",
