@@ -211,8 +211,11 @@ class HostEmitter:
         var = self.constant_vars.get(key)
         if var is None:
             var = "c_" + re.sub(r"\W", "_", key)
-            while var in self.constant_vars.values():
+            # (a variable of the function being written may already have that name: the
+            # forward's own names are kept)
+            while var in self.constant_vars.values() or var in self.scope.names.used:
                 var += "_"
+            self.scope.names.used.add(var)
             self.constant_vars[key] = var
             if value is None:
                 self.weight_names.append(key)
