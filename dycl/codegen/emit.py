@@ -77,9 +77,12 @@ class _Substitute(ast.NodeTransformer):
                 self.bindings[param[1:]] = ast.Tuple(list(operands[k:]), ast.Load())
             elif k < len(operands):
                 self.bindings[param] = operands[k]
+        self.unbound = {p for p in code.params if not p.startswith("*")} - set(self.bindings)
         self.dtype = dtype
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id in self.unbound:  # never left free: it could name a variable of the program
+            raise CodegenError(f"host code `{ast.unparse(node)}` has no operand for `{node.id}`")
         if node.id in self.bindings:
             return copy.deepcopy(self.bindings[node.id])
         if node.id == "dtype":
