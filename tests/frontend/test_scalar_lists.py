@@ -25,6 +25,12 @@ def test_scalar_lists_compile_exactly(model):
     assert_compiled_exactly(model, INPUTS, "onnxruntime")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_scalar_lists_compile_exactly_on_tvm(model):
+    assert_compiled_exactly(model, INPUTS, "tvm")
+
+
 def test_a_second_kind_of_item_is_refused_where_it_is_appended():
     from dycl.frontend import FrontendError, import_module
     from tests.frontend.test_desugar_support import marked_line
