@@ -341,6 +341,17 @@ def _tune_one(task, options, trials, deadline, builder, runner, cost_model, data
         num_threads=_cores(),
     ).clone()
     stop = _stop_at_deadline(deadline, tick)
+    try:
+        _run_search(context, trials, options, builder, runner, cost_model, database, directory, stop)
+    except Exception:
+        if not stop.passed:  # it arrives wrapped by TVM's FFI: recognise it by the flag
+            raise
+    return stop.measured
+
+
+def _run_search(context, trials, options, builder, runner, cost_model, database, directory, stop) -> None:
+    from tvm.s_tir import meta_schedule as ms
+
     ms.tune.tune_tasks(
         tasks=[context],
         task_weights=[1.0],
@@ -355,12 +366,19 @@ def _tune_one(task, options, trials, deadline, builder, runner, cost_model, data
         measure_callbacks=[*ms.MeasureCallback.create("default"), stop],
         task_scheduler="round-robin",
     )
-    return stop.measured
+
+
+class _DeadlinePassed(Exception):
+    """Raised by the measure callback to end a task's search at its deadline."""
 
 
 def _stop_at_deadline(deadline: float, tick: Callable[[], None]):
     """A measure callback that ends a task's search after the round that crosses
-    `deadline` (MetaSchedule only stops on trial counts); `.measured` counts candidates."""
+    `deadline` (MetaSchedule stops only on trial counts); `.measured` counts candidates.
+
+    It raises rather than calling `terminate_task`: the schedulers join a task's round
+    (running the callbacks) after picking it, and then insist it is still alive. It runs
+    after the database callback, so the round's records are already committed."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir import meta_schedule as ms
 
@@ -368,12 +386,14 @@ def _stop_at_deadline(deadline: float, tick: Callable[[], None]):
     class StopAtDeadline(ms.measure_callback.PyMeasureCallback):
         def __init__(self) -> None:
             self.measured = 0
+            self.passed = False
 
         def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results) -> None:
             self.measured += sum(1 for result in runner_results if result.run_secs is not None)
             tick()
             if time.monotonic() >= deadline:
-                task_scheduler.terminate_task(task_id)
+                self.passed = True
+                raise _DeadlinePassed()
 
     return StopAtDeadline()
 

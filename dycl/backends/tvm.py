@@ -72,16 +72,17 @@ def _build(mod, target, database: str):
     schedules, then TVM's lowering passes only (its default pipeline would fuse the
     scheduled functions again, into ones no record matches)."""
     import tvm
-    from tvm import relax
 
     from dycl.backends.tuning import apply_database, fuse_for_schedules, scheduled_functions
 
     if not database:
         return tvm.compile(mod, target=target), 0
     mod = apply_database(fuse_for_schedules(mod, target), target, database)
-    lowering = tvm.transform.Sequential(
-        [*relax.pipeline.dataflow_lower_passes(target), *relax.pipeline.finalize_passes(target)]
-    )
+    # relax.pipeline.dataflow_lower_passes looks these up in cpu_generic, which (TVM 0.27)
+    # does not export them; the CPU backend's own module has them.
+    from tvm.relax.backend.cpu_generic import pipeline as cpu
+
+    lowering = tvm.transform.Sequential([*cpu.dataflow_lower_passes(target), *cpu.finalize_passes(target)])
     return tvm.compile(mod, target=target, relax_pipeline=lowering), scheduled_functions(mod)
 
 

@@ -47,7 +47,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, help="seconds of timed rounds per network (default 45; quick 6)")
     p.add_argument("--min-rounds", type=int, help="rounds for the slowest system (default 3)")
     p.add_argument("--max-rounds", type=int, help="rounds for fast systems (default 40; quick 5)")
-    p.add_argument("--tuned", action="store_true", help="also DyCL+TVM tuned, where the compile cache holds a MetaSchedule database")
+    p.add_argument("--tuned", action="store_true",
+                   help="also DyCL+TVM tuned: built with the records of the shared MetaSchedule database in the user's cache")
+    p.add_argument("--tune-minutes", type=float, default=0.0, metavar="N",
+                   help="dycl-tvm-tuned: tune each network for N minutes into the shared database first "
+                   "(default 0: use the records already there); implies --tuned")
     p.add_argument("--cache-dir", help="compile cache for DyCL sub-DNNs and oracle graphs, kept between runs "
                    "(default: a fresh one per network, so compile cost is cold; --quick: the user's DyCL cache)")
     p.add_argument("--limit", action="append", default=[], metavar="SYSTEMS=NETWORKS",
@@ -91,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
     else:
         systems = QUICK_SYSTEMS if args.quick else tuple(s for s in ALL_SYSTEMS if s != "dycl-tvm-tuned")
-    if args.tuned and "dycl-tvm-tuned" not in systems:
+    if (args.tuned or args.tune_minutes) and "dycl-tvm-tuned" not in systems:
         systems += ("dycl-tvm-tuned",)
     bad = [s for s in systems if s not in ALL_SYSTEMS]
     if bad:
@@ -118,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile_repeat=5 if args.quick else 20,
         log=not args.quiet,
         limits=limits,
+        tune_minutes=args.tune_minutes,
     )
     stem = args.stem or f"{'quick' if args.quick else 'bench'}-{time.strftime('%Y%m%d-%H%M')}"
     result = {
@@ -132,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "min_rounds": settings.min_rounds,
             "max_rounds": settings.max_rounds,
             "limits": {k: list(v) for k, v in limits.items()},
+            "tune_minutes_per_network": args.tune_minutes,
             "ort_intra_op_spinning": bool(args.ort_spinning),
             "ort_thread_pool": args.ort_pool,
             "timing": "per round, each system runs each path input once (systems in rotated order); "

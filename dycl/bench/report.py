@@ -115,6 +115,8 @@ def summary(records: Sequence[dict]) -> dict:
     extra = {
         "torch_compile_geomean_speedup_vs_eager": geomean(ratio("torch.compile/speedup_vs_eager")),
         "dycl_tvm_geomean_speedup_vs_eager": geomean(ratio("dycl-tvm/speedup_vs_eager")),
+        "dycl_tvm_tuned_geomean_speedup_vs_eager": geomean(ratio("dycl-tvm-tuned/speedup_vs_eager")),
+        "dycl_tvm_tuned_geomean_vs_ort": geomean(ratio("tvm_tuned_vs_ort")),
         "oracle_ort_geomean_speedup_vs_eager": geomean(ratio("oracle-ort/speedup_vs_eager")),
         "dynamism_overhead_tvm_geomean": geomean(ratio("dynamism_overhead_tvm")),
         "hoist_free_geomean_speedup": geomean(ratio("hoist_free_speedup")),
@@ -223,6 +225,7 @@ def markdown(result: dict) -> str:
             f"| {f1(_get(r, 'dycl-ort', 'host', 'host_us_per_subdnn_call'))} "
             f"| {f1(_per_call_gap(r))} |"
         )
+    lines += _tuned_table(records, s)
     lines += [
         "",
         "### Compile cost (seconds; cold compile cache) and artifact size",
@@ -268,9 +271,39 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _tuned_table(records: Sequence[dict], s: dict) -> list[str]:
+    """DyCL+TVM tuned beside untuned, ORT and eager, with the tuning minutes behind it."""
+    tuned = [r for r in records if "ratios" in r and "time" in r["systems"].get("dycl-tvm-tuned", {})]
+    if not tuned:
+        return []
+    f1 = lambda x: "–" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.1f}"  # noqa: E731
+    lines = [
+        "",
+        "### DyCL+TVM tuned (shared MetaSchedule database; ms per inference)",
+        "",
+        "| network | eager | DyCL+ORT | DyCL+TVM untuned | DyCL+TVM tuned | tuning minutes (all runs / this run) "
+        "| tasks | tuned vs eager | tuned / ORT |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in tuned:
+        lines.append(
+            f"| `{r['network']}` | {_ms(_get(r, 'eager', 'time', 'median_ms'))} | {_ms(_get(r, 'dycl-ort', 'time', 'median_ms'))} "
+            f"| {_ms(_get(r, 'dycl-tvm', 'time', 'median_ms'))} | {_ms(_get(r, 'dycl-tvm-tuned', 'time', 'median_ms'))} "
+            f"| {f1(_get(r, 'dycl-tvm-tuned', 'cost', 'tuning_minutes'))} / "
+            f"{f1(_get(r, 'dycl-tvm-tuned', 'cost', 'tuning_seconds') / 60)} "
+            f"| {_get(r, 'dycl-tvm-tuned', 'cost', 'tuning_tasks', default='–')} "
+            f"| {_x(r['ratios'].get('dycl-tvm-tuned/speedup_vs_eager'))} | {_x(r['ratios'].get('tvm_tuned_vs_ort'))} |"
+        )
+    lines.append(
+        f"| **geomean** | | | | | | | {_x(s['dycl_tvm_tuned_geomean_speedup_vs_eager'])} | {_x(s['dycl_tvm_tuned_geomean_vs_ort'])} |"
+    )
+    return lines
+
+
 # --------------------------------------------------------------------------------- chart
 
-CHART_SYSTEMS = ("torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "oracle-ort", "dycl-tvm", "oracle-tvm")
+CHART_SYSTEMS = ("torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "oracle-ort", "dycl-tvm", "dycl-tvm-tuned",
+                 "oracle-tvm")
 
 
 def chart(result: dict, path: str | os.PathLike) -> None:

@@ -30,6 +30,7 @@ class Settings:
     profile_repeat: int = 20
     log: bool = True
     limits: dict[str, tuple[str, ...]] | None = None  # system -> the only networks it runs on
+    tune_minutes: float = 0.0  # dycl-tvm-tuned: MetaSchedule minutes per network before building
 
 
 def _say(settings: Settings, text: str) -> None:
@@ -85,12 +86,9 @@ def bench_network(name: str, settings: Settings) -> dict:
                 attempt(system, lambda s=system: S.prepare_dycl(
                     s, program, frontend_seconds, path_inputs, settings.runtime, cache_dir))
         if "dycl-tvm-tuned" in wanted:
-            if S.tuning_database_exists(program, None):
-                attempt("dycl-tvm-tuned", lambda: S.prepare_dycl(
-                    "dycl-tvm-tuned", program, frontend_seconds, path_inputs, settings.runtime, None,
-                    {"tune_seconds": 1e-9}))
-            else:
-                record["failures"]["dycl-tvm-tuned"] = "no MetaSchedule database in the compile cache (dycl-bench never tunes)"
+            attempt("dycl-tvm-tuned", lambda: S.prepare_dycl(
+                "dycl-tvm-tuned", program, frontend_seconds, path_inputs, settings.runtime, cache_dir,
+                tune=S.shared_tuning(settings.tune_minutes)))
     for system in ("oracle-ort", "oracle-tvm"):
         if system in wanted:
             attempt(system, lambda s=system: S.prepare_oracle(
@@ -152,6 +150,7 @@ def derive(record: dict) -> None:
             ratios[f"{system}/speedup_vs_torch_compile"] = compiled / ms
     ratios["dynamism_overhead_ort"] = _median(record, "dycl-ort") / _median(record, "oracle-ort")
     ratios["dynamism_overhead_tvm"] = _median(record, "dycl-tvm") / _median(record, "oracle-tvm")
+    ratios["tvm_tuned_vs_ort"] = _median(record, "dycl-tvm-tuned") / _median(record, "dycl-ort")
     ratios["hoist_free_speedup"] = _median(record, "dycl-ort-nohoist") / _median(record, "dycl-ort")
     ratios["merge_calls_speedup"] = _median(record, "dycl-ort") / _median(record, "dycl-ort-merge")
     record["ratios"] = {k: v for k, v in ratios.items()}

@@ -6,7 +6,9 @@ per path input, plus what preparing it cost.
     dycl-ort           DyCL + ONNX Runtime (numpy in and out: the runtime's own API)
     dycl-ort-nohoist   the same without dycl-hoist-free (the graph-optimisation ablation)
     dycl-ort-merge     the same with dycl-merge-calls (off by default; the call-merging ablation)
-    dycl-tvm           DyCL + TVM, untuned ("dycl-tvm-tuned" when a tuning database exists)
+    dycl-tvm           DyCL + TVM, untuned
+    dycl-tvm-tuned     DyCL + TVM built with the records of the shared MetaSchedule database
+                       (tuned first for --tune-minutes per network; cost: tuning minutes)
     oracle-ort/-tvm    the oracle static path per input (dycl.bench.oracle)
 """
 
@@ -145,9 +147,11 @@ def prepare_dycl(
     runtime: RuntimeOptions,
     cache_dir: str | os.PathLike,
     backend_options: dict | None = None,
+    tune=None,
 ) -> Prepared:
     """Compile a copy of the frontend's host IR: dycl-pipeline (timed per pass), then the
-    backend. With the given cache_dir empty, the backend compiles cold."""
+    backend (tuned first with `tune`, a `dycl.TuneOptions`). With the given cache_dir
+    empty, the backend compiles cold."""
     from dycl.api import compile_module
     from dycl.ir import make_context
 
@@ -170,6 +174,7 @@ def prepare_dycl(
         cache_dir=cache_dir,
         progress=False,
         run_pipeline=False,
+        tune=tune,
         **(backend_options or {}),
     )
     report = compiled.compile_report
@@ -183,6 +188,12 @@ def prepare_dycl(
         "artifact_bytes": directory_bytes(compiled.directory),
         "per_pass_seconds": per_pass,
     }
+    if "tuning" in report:
+        tuning = report["tuning"]
+        cost["tuning_seconds"] = tuning["seconds"]  # this run's (0 when the database had it all)
+        cost["tuning_minutes"] = tuning["invested_minutes"]  # all search time behind the records used
+        cost["tuning_tasks"] = tuning["tasks"]
+        cost["total_seconds"] += tuning["seconds"]
     calls = [_bind(compiled, args) for args in _numpy_inputs(path_inputs)]
     return Prepared(name, calls, cost, {}, compiled)
 
@@ -201,23 +212,12 @@ def host_profile(prepared: Prepared, path_inputs: Sequence[tuple], repeat: int =
     }
 
 
-def tuning_database_exists(program, cache_dir: str | os.PathLike | None) -> bool:
-    """True when the compile cache holds a MetaSchedule database for any sub-DNN of this
-    network (the bench never tunes on its own)."""
-    from dycl.backends.cache import CompileCache, cache_root
-    from dycl.backends.subdnn import subdnns_of
-    from dycl.ir import make_context
-    from dycl.passes.pipeline import PipelinePass
+def shared_tuning(minutes: float):
+    """TuneOptions for dycl-tvm-tuned: the user's shared database (not the bench's
+    per-network compile cache), tuned for `minutes` per network first."""
+    from dycl.backends.tuning import TuneOptions, database_directory
 
-    module = program.module.clone()
-    PipelinePass().apply(make_context(), module)
-    cache = CompileCache(cache_root(cache_dir))
-    weights = {k: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v) for k, v in program.weights.items()}
-    for subdnn in subdnns_of(module):
-        directory = cache.tuning_dir(DYCL_VARIANTS["dycl-tvm-tuned"][0], subdnn.content_key(weights))
-        if directory.is_dir() and any(directory.rglob("*tuning_record*")):
-            return True
-    return False
+    return TuneOptions(minutes=minutes, database=str(database_directory(TuneOptions())))
 
 
 # ---------------------------------------------------------------------------------- oracle

@@ -32,8 +32,8 @@ MATMUL = f'''"builtin.module"() ({{
   }}) {{dycl.subdnn}} : () -> ()
 }}) : () -> ()'''
 
-# A small search: 8 candidates in rounds of 4 from a population of 32.
-SMALL = dict(trials_per_task=8, trials_per_round=4, population=32)
+# A small search: one round of 4 candidates from a population of 32.
+SMALL = dict(trials_per_task=4, trials_per_round=4, population=32)
 
 
 def test_tune_options_are_checked():
@@ -97,11 +97,11 @@ def _measured(record) -> bool:
     return bool(run_secs) and all(0 < float(s) < 1.0 for s in run_secs)
 
 
-@pytest.mark.slow  # MetaSchedule: about a minute
+@pytest.mark.slow  # MetaSchedule: one search round, about a minute
 def test_tuning_fills_one_shared_database_that_later_compiles_reuse(tmp_path):
     rng = np.random.default_rng(0)
     database = tmp_path / "database"
-    tune = TuneOptions(minutes=1, database=str(database), **SMALL)
+    tune = TuneOptions(minutes=0.5, database=str(database), **SMALL)
     weights = {"w": rng.standard_normal((16, 16)).astype(np.float32)}
     compiled = _compile_matmul(weights, tune, tmp_path / "cache")
     tuning = compiled.compile_report["tuning"]
@@ -113,13 +113,13 @@ def test_tuning_fills_one_shared_database_that_later_compiles_reuse(tmp_path):
     x = rng.standard_normal((16, 16)).astype(np.float32)
     np.testing.assert_allclose(compiled(x), x @ weights["w"], rtol=1e-5, atol=1e-5)
 
-    # Another network with the same matmul shape (other weights, another compile cache):
-    # its task is the one already tuned, so nothing is searched and its record is used.
+    # Another network with the same matmul shape (other weights, another compile cache),
+    # tuning nothing: its task is the one already tuned, and the build uses its record.
     other = {"w": rng.standard_normal((16, 16)).astype(np.float32)}
-    again = _compile_matmul(other, TuneOptions(minutes=1, database=str(database), **SMALL), tmp_path / "cache2")
+    again = _compile_matmul(other, TuneOptions(minutes=0, database=str(database), **SMALL), tmp_path / "cache2")
     tuning = again.compile_report["tuning"]
-    assert tuning["tuned"] == 0 and tuning["reused"] == 1 and tuning["trials"] == 0
-    assert tuning["invested_minutes"] > 0
+    assert tuning["tasks"] == 1 and tuning["tuned"] == 0 and tuning["trials"] == 0
+    assert tuning["invested_minutes"] > 0  # the first compile's search, found in the tuning log
     assert again.manifest["subdnns"][0]["tuned"] is True
     assert len(_records(database)) == len(records)
     np.testing.assert_allclose(again(x), x @ other["w"], rtol=1e-5, atol=1e-5)
@@ -131,11 +131,12 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _wait_for_server(tracker_port: int, key: str, seconds: float) -> None:
+def _wait_for_server(tracker_port: int, key: str, seconds: float, processes) -> None:
     from tvm import rpc
 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        assert all(p.poll() is None for p in processes), "the RPC tracker or server exited"
         try:
             summary = rpc.connect_tracker("127.0.0.1", tracker_port).summary()
             if any(queue.get("free", 0) for name, queue in summary.get("queue_info", {}).items() if name == key):
@@ -146,8 +147,9 @@ def _wait_for_server(tracker_port: int, key: str, seconds: float) -> None:
     raise TimeoutError(f"no RPC server registered under '{key}' within {seconds} s")
 
 
-@pytest.mark.slow  # MetaSchedule over RPC: about a minute, bounded by the 1-minute budget
+@pytest.mark.slow  # MetaSchedule over RPC: one search round, about a minute
 def test_tuning_measures_through_an_rpc_tracker(tmp_path):
+    pytest.importorskip("tornado", reason="TVM's RPC tracker needs tornado")
     tracker_port, key = _free_port(), "dycl-test-board"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     tracker = subprocess.Popen(
@@ -157,16 +159,17 @@ def test_tuning_measures_through_an_rpc_tracker(tmp_path):
     )
     server_log = tmp_path / "server.log"
     with open(server_log, "w") as log:
+        server_port = _free_port()
         server = subprocess.Popen(
-            [sys.executable, "-m", "tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(_free_port()),
-             "--tracker", f"127.0.0.1:{tracker_port}", "--key", key],
+            [sys.executable, "-m", "tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(server_port),
+             "--port-end", str(server_port + 1), "--tracker", f"127.0.0.1:{tracker_port}", "--key", key],
             stdout=log, stderr=subprocess.STDOUT, env=env,
         )
     try:
-        _wait_for_server(tracker_port, key, 60)
+        _wait_for_server(tracker_port, key, 60, (tracker, server))
         rng = np.random.default_rng(1)
         database = tmp_path / "database"
-        tune = TuneOptions(minutes=1, database=str(database), rpc_tracker=f"127.0.0.1:{tracker_port}", rpc_key=key, **SMALL)
+        tune = TuneOptions(minutes=0.5, database=str(database), rpc_tracker=f"127.0.0.1:{tracker_port}", rpc_key=key, **SMALL)
         weights = {"w": rng.standard_normal((16, 16)).astype(np.float32)}
         compiled = _compile_matmul(weights, tune, tmp_path / "cache")
         assert compiled.compile_report["tuning"]["trials"] > 0
