@@ -139,6 +139,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         help="skip the self-check (compiled vs eager PyTorch on the example inputs) that runs by default",
     )
     args = parser.parse_args(argv)
+    tune = _tune_options(args)  # bad flags fail before the model loads
 
     import dycl
 
@@ -149,7 +150,6 @@ def run(argv: Sequence[str] | None = None) -> int:
         examples = default_examples
     else:
         raise SystemExit("dycl-compile: error: give example inputs with --example (e.g. --example 'randn(1,3,32,32)')")
-    tune = _tune_options(args)
     start = time.perf_counter()
     compiled = dycl.compile(
         model, examples, backend=args.backend, method=args.method, threads=args.threads,

@@ -183,3 +183,18 @@ def test_tuning_measures_through_an_rpc_tracker(tmp_path):
             process.terminate()
             process.wait(timeout=30)
     assert math.isfinite(compiled.compile_report["tuning"]["seconds"])
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--tune-minutes", "1"], "--tune-minutes needs --backend tvm"),
+        (["--rpc-key", "board"], "--rpc-tracker and --rpc-key go with --tune-minutes"),
+        (["--backend", "tvm", "--tune-minutes", "1", "--rpc-tracker", "nohost", "--rpc-key", "k"], "host:port"),
+    ],
+)
+def test_dycl_compile_checks_its_tuning_flags_before_loading_the_model(flags, message, capsys):
+    from tools.dycl_compile import main
+
+    assert main(["zoo:no_such_network", "-o", "unused", *flags]) == 1
+    assert message in capsys.readouterr().err
