@@ -118,7 +118,7 @@ def apply_database(mod: tvm.IRModule, target: tvm.target.Target, directory: str 
 
 
 def scheduled_functions(mod: tvm.IRModule) -> int:
-    """How many TIR functions of `mod` carry a schedule (from the database or dlight)."""
+    """How many TIR functions of `mod` carry a schedule (from the database)."""
     from tvm import tirx
 
     return sum(
@@ -184,7 +184,7 @@ def extract_tasks(modules: Iterable[tvm.IRModule], target: tvm.target.Target) ->
                 continue
             try:
                 flops = float(estimate_tir_flops(workload))
-            except Exception:  # an opaque function: count it as one pass over its buffers
+            except Exception:  # a function the estimator cannot read: cost unknown, searched last
                 flops = 1.0
             tasks[key] = Task(extracted.task_name, key, workload, extracted.target, max(flops, 1.0), int(extracted.weight))
     return sorted(tasks.values(), key=lambda task: -task.cost)

@@ -55,9 +55,17 @@ def test_budget_is_split_by_cost_and_drops_tasks_too_small_for_one_round():
     assert split_budget([], 60.0, 10.0) == []
 
 
-def test_tune_is_for_tvm_only():
+def test_tune_is_for_tvm_only_and_checked_before_anything_runs():
+    import torch
+
+    import dycl
+
     with pytest.raises(ValueError, match="tune= is for backend 'tvm'"):
         compile_module(parse_module(MATMUL), {}, "onnxruntime", run_pipeline=False, tune=TuneOptions())
+    with pytest.raises(ValueError, match="tune= is for backend 'tvm'"):
+        dycl.compile(torch.nn.Linear(2, 2), (torch.randn(1, 2),), tune=dycl.TuneOptions(), progress=False)
+    with pytest.raises(TypeError, match="dycl.TuneOptions"):
+        dycl.compile(torch.nn.Linear(2, 2), (torch.randn(1, 2),), backend="tvm", tune={"minutes": 1}, progress=False)
 
 
 def test_a_tuned_library_is_keyed_on_the_database_content(tmp_path):
