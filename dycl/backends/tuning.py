@@ -409,7 +409,21 @@ def _builder_and_runner(options: TuneOptions, target):
         return builder, ms.runner.LocalRunner(evaluator_config=evaluator)
     host, port = tracker_address(options.rpc_tracker)
     config = ms.runner.RPCConfig(tracker_host=host, tracker_port=port, tracker_key=options.rpc_key, session_timeout_sec=60)
-    return builder, ms.runner.RPCRunner(rpc_config=config, evaluator_config=evaluator, max_workers=1)
+    # One measuring session per device, so a round's candidates spread over all of them.
+    workers = _rpc_devices(host, port, options.rpc_key)
+    return builder, ms.runner.RPCRunner(rpc_config=config, evaluator_config=evaluator, max_workers=workers)
+
+
+def _rpc_devices(host: str, port: int, key: str) -> int:
+    """How many devices under `key` are free now (at least 1: others may free up)."""
+    from tvm import rpc
+
+    try:
+        summary = rpc.connect_tracker(host, port).summary()
+    except Exception as err:
+        raise ValueError(f"cannot reach the TVM RPC tracker at {host}:{port}: {err}") from err
+    queue = summary.get("queue_info", {}).get(key, {})
+    return max(1, int(queue.get("free", 0)))
 
 
 def _pooled_builder(workers: int, timeout_seconds: float = 60.0):
