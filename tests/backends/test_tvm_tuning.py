@@ -4,6 +4,7 @@ tuned libraries, and (slow tier) real tuning, locally and over TVM's RPC tracker
 import json
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -163,7 +164,7 @@ def test_tuning_measures_through_an_rpc_tracker(tmp_path):
     tracker = subprocess.Popen(
         [sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(tracker_port),
          "--port-end", str(tracker_port + 1)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
     )
     server_log = tmp_path / "server.log"
     with open(server_log, "w") as log:
@@ -171,7 +172,7 @@ def test_tuning_measures_through_an_rpc_tracker(tmp_path):
         server = subprocess.Popen(
             [sys.executable, "-m", "tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(server_port),
              "--port-end", str(server_port + 1), "--tracker", f"127.0.0.1:{tracker_port}", "--key", key],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
     try:
         _wait_for_server(tracker_port, key, 60, (tracker, server))
@@ -187,8 +188,9 @@ def test_tuning_measures_through_an_rpc_tracker(tmp_path):
         x = rng.standard_normal((16, 16)).astype(np.float32)
         np.testing.assert_allclose(compiled(x), x @ weights["w"], rtol=1e-5, atol=1e-5)
     finally:
+        # Each runs its loop in a TVM popen worker of its own: end the whole group.
         for process in (server, tracker):
-            process.terminate()
+            os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=30)
     assert math.isfinite(compiled.compile_report["tuning"]["seconds"])
 
