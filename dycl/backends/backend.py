@@ -5,7 +5,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 if TYPE_CHECKING:
@@ -52,14 +51,8 @@ class Backend(ABC):
         return {f.name: getattr(self.options, f.name) for f in fields(self.options)}
 
     @abstractmethod
-    def compile(
-        self, subdnn: SubDNN, weights: Mapping[str, Any], tuning_dir: Path | None = None
-    ) -> CompiledSubDNN:
-        """Compile one sub-DNN; raise `BackendError` for what this backend cannot take.
-
-        `tuning_dir` is kept between compiles of the same sub-DNN (in the compile cache),
-        for what a backend learns while compiling it (TVM's MetaSchedule database).
-        """
+    def compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
+        """Compile one sub-DNN; raise `BackendError` for what this backend cannot take."""
 
     def compile_batch(self, subdnns: Sequence[SubDNN], weights: Mapping[str, Any]) -> dict[str, CompiledSubDNN]:
         """Compile several sub-DNNs; returns name -> compiled, in order."""

@@ -99,10 +99,6 @@ class CompileCache:
     def _entry(self, backend: str, key: str) -> Path:
         return self.root / backend / key[:2] / key
 
-    def tuning_dir(self, backend: str, content_key: str) -> Path:
-        """Where `backend` keeps what it learns compiling this content (`Backend.compile`)."""
-        return self.root / f"{backend}-tuning" / content_key[:2] / content_key
-
     def get(self, backend: str, key: str, name: str) -> CompiledSubDNN | None:
         if not self.enabled:
             return None

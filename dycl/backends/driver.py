@@ -62,7 +62,7 @@ def compile_subdnns(
     arrays = {name: _as_numpy(value) for name, value in weights.items()}
 
     results: dict[str, CompiledSubDNN] = {}
-    pending: list[tuple[SubDNN, str, str]] = []  # (sub-DNN, cache key, content key)
+    pending: list[tuple[SubDNN, str]] = []  # (sub-DNN, cache key)
     for subdnn in subdnns:
         missing = [n for n in subdnn.weight_names if n not in arrays]
         if missing:
@@ -73,12 +73,12 @@ def compile_subdnns(
         if hit is not None:
             results[subdnn.name] = hit
         else:
-            pending.append((subdnn, key, content))
+            pending.append((subdnn, key))
 
     def job(item) -> CompileJob:
-        subdnn, _, content = item
+        subdnn, _ = item
         used = {n: arrays[n] for n in subdnn.weight_names}
-        return CompileJob(compiler, subdnn, used, str(cache.tuning_dir(backend, content)))
+        return CompileJob(compiler, subdnn, used)
 
     workers = min(jobs or os.cpu_count() or 1, len(pending))
     # A backend that compiles many sub-DNNs in one go beats a pool's start-up cost;
@@ -98,7 +98,7 @@ def compile_subdnns(
                 bar.update(1)
     finally:
         bar.close()
-    for subdnn, key, _ in pending:
+    for subdnn, key in pending:
         cache.put(key, compiled[subdnn.name])
         results[subdnn.name] = compiled[subdnn.name]
     return {s.name: results[s.name] for s in subdnns}

@@ -13,7 +13,6 @@ import struct
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
@@ -30,12 +29,10 @@ class CompileJob:
     subdnn: SubDNN
     weights: Mapping[str, np.ndarray]
     """Only the weights this sub-DNN reads (the job crosses a pipe)."""
-    tuning_dir: str | None = None
 
     def run(self) -> CompiledSubDNN:
         start = time.perf_counter()
-        tuning_dir = Path(self.tuning_dir) if self.tuning_dir else None
-        compiled = self.backend.compile(self.subdnn, self.weights, tuning_dir)
+        compiled = self.backend.compile(self.subdnn, self.weights)
         compiled.seconds = time.perf_counter() - start
         return compiled
 

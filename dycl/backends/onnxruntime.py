@@ -12,7 +12,6 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from dycl.backends.backend import Backend
@@ -37,7 +36,7 @@ class OnnxRuntimeBackend(Backend):
     batches = True
     options: OnnxRuntimeOptions
 
-    def compile(self, subdnn: SubDNN, weights: Mapping[str, Any], tuning_dir: Path | None = None) -> CompiledSubDNN:
+    def compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
         program = export(subdnn, weights, NAME)
         model_bytes = _to_onnx(subdnn, program, self.options.opset)
         input_names, output_names = _check_with_session(subdnn, model_bytes)

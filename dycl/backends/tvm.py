@@ -40,7 +40,7 @@ class TvmBackend(Backend):
     tool_packages = ("torch", "apache-tvm")
     options: TvmOptions
 
-    def compile(self, subdnn: SubDNN, weights: Mapping[str, Any], tuning_dir: Path | None = None) -> CompiledSubDNN:
+    def compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
         mod = to_relax(subdnn, weights)
         target = target_of(self.options.target)
         try:
