@@ -103,6 +103,7 @@ def instantiate(code: HostCode, operands: Sequence[ast.expr], dtype: Callable[[]
 # ------------------------------------------------------------------ names, scopes
 
 
+# The casts the host writes as their operand (`_same_value`).
 _CASTS = (arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp, arith.TruncIOp)
 
 
@@ -492,10 +493,7 @@ _OP_EMITTERS: dict[type[Operation], Callable[[HostEmitter, Operation, list[ast.s
     scf.ForOp: HostEmitter.emit_for,
     scf.WhileOp: HostEmitter.emit_while,
     arith.ConstantOp: _arith_constant,
-    arith.IndexCastOp: _same_value,
-    arith.ExtUIOp: _same_value,
-    arith.ExtSIOp: _same_value,
-    arith.TruncIOp: _same_value,
+    **dict.fromkeys(_CASTS, _same_value),
     arith.AddiOp: _binary(ast.Add()),
     arith.SubiOp: _binary(ast.Sub()),
     arith.MuliOp: _binary(ast.Mult()),

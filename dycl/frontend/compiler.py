@@ -415,7 +415,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return self.builder.cast(leaf, type_)
         if V.is_list_type(type_):
             # (joins refuse lists of two kinds; only a list of known items is made anew)
-            if lists.common_list_type(leaf) == type_ or (isinstance(leaf, lists.StaticList) and not leaf.items):
+            if lists.fits(leaf, type_):
                 return lists.as_runtime_list(self, leaf, type_)
             raise self.error(None, f"{V.describe_type(leaf.type)} where {V.describe_type(type_)} is expected",
                              "keep one kind of item in the list on every path")

@@ -9,7 +9,6 @@ import torch
 from torch_mlir import ir
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
-from xdsl.ir import SSAValue
 
 from dycl.frontend.build import RESULT_NAMES
 from dycl.frontend.capture import RunCapturer
@@ -96,5 +95,5 @@ def _name_hints_from_variables(module: ModuleOp) -> None:
         if names is None:
             continue
         for result, name in zip(op.results, names.data):
-            if name.data and result.name_hint is None and SSAValue.is_valid_name(name.data):
+            if name.data and result.name_hint is None:
                 result.name_hint = name.data

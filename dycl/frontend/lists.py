@@ -104,6 +104,16 @@ def common_list_type(*values) -> str | None:
     return types.pop() if types else V.TENSOR_LIST
 
 
+def fits(value, list_type: str) -> bool:
+    """Whether the list `value` can be an IR list of `list_type`: a runtime list of that
+    type, or items known here that all fit it (no items fit any type)."""
+    if not is_list(value):
+        return False
+    if is_runtime_list(value):
+        return value.type == list_type
+    return all(list_type_of_item(i) == list_type for i in items_of(value))
+
+
 def differ(a, b) -> bool:
     """Whether two list values need one runtime list type to be joined (rather than a
     join of their items, or of two runtime lists of one type)."""

@@ -276,8 +276,9 @@ class LoopCompiler:
             return V.type_of_example(value.value)
         if isinstance(value, V.Const) and value.value is None or value is V.UNDEF:
             raise self._structure_error(node, name)
-        if lists.is_list(value) and lists.common_list_type(value) is not None:
-            return lists.common_list_type(value)  # a list of known items, carried as a runtime list
+        list_type = lists.common_list_type(value) if lists.is_list(value) else None
+        if list_type is not None:
+            return list_type  # a list of known items, carried as a runtime list
         raise self.error(node, f"`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
 
     def _structure_error(self, node, name) -> "LoopStructureError":
@@ -414,11 +415,9 @@ def _retypable_list(body_env: dict, state: dict, mismatch) -> str | None:
         value = body_env.get(name)
         if (
             isinstance(value, V.Dyn) and value.value == mismatch.holder.value
-            and entry.structure is None and not lists.is_runtime_list(entry.initial)
+            and entry.structure is None and lists.fits(entry.initial, mismatch.list_type)
         ):
-            items = lists.items_of(entry.initial)
-            if items is not None and all(lists.list_type_of_item(i) == mismatch.list_type for i in items):
-                return name
+            return name
     return None
 
 
