@@ -24,7 +24,7 @@ from dycl.frontend import aliases
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists
-from dycl.frontend import desugar, nodes, structure
+from dycl.frontend import desugar, dispatch, nodes, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
 from dycl.frontend.capture import RunCapturer
@@ -211,6 +211,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         """A call of a helper DyCL compiles (inlined here), the longest run of statements
         that become one captured tensor program, or a host statement."""
         env = block.env
+        picked = self._one_arm_per_candidate(stmt, env)
+        if picked is not None:
+            block.replace_current(picked)
+            return
         expanded = self._expand_call(stmt, env)
         if expanded is not None:
             block.restart(expanded + block.stmts[block.i + 1 :], env)
@@ -234,6 +238,15 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             stmts[j] = self._condition_into_run(run, stmts[j], env, written)
         self.compile_run(run, env, live_before(stmts[j:], block.live_out))
         block.i = j
+
+    def _one_arm_per_candidate(self, stmt: ast.stmt, env: dict) -> list[ast.stmt] | None:
+        """`self.experts[k](x)` with a runtime `k`: an `if`/`elif` over the candidates
+        (dispatch.py), or None when the statement picks nothing by a runtime index."""
+        found = dispatch.runtime_pick(stmt, lambda expr: self._try_constant(expr, env, quiet=True), V.MISSING)
+        if found is None:
+            return None
+        subscript, candidates = found
+        return dispatch.one_arm_per_candidate(stmt, subscript, len(candidates), f"{dispatch.PICK_PREFIX}{fresh_id()}")
 
     def _name_values(self, env: dict) -> None:
         """Give the IR values the names of the variables that hold them (the first name a
@@ -395,10 +408,13 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     def _materialize(self, value: V.EnvValue, name: str) -> V.Dyn:
         if isinstance(value, V.Const) and not isinstance(value.value, (bool, int, float, type(None))):
+            code = isinstance(value.value, torch.nn.Module) or callable(value.value)
             raise self.error(
                 None,
                 f"{_describe(name)} holds a {type(value.value).__name__} that depends on a runtime condition",
-                "only tensors, Python scalars, tuples and lists of tensors can differ between paths",
+                "call the module or function on each path instead of keeping it in a variable "
+                "(`y = self.experts[k](x)`: DyCL branches on `k` and each branch calls its own)"
+                if code else "only tensors, Python scalars, tuples and lists of tensors can differ between paths",
             )
         return self.builder.materialize(value)
 

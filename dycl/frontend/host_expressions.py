@@ -277,23 +277,37 @@ def _is_simple(node: ast.AST) -> bool:
 
 def _host_subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
     holder = self.expression(expr.value, env)
-    if not (lists.is_list(holder) or isinstance(holder, V.Tup)):
+    if not (lists.is_list(holder) or isinstance(holder, V.Tup) or isinstance(holder, V.Const) and isinstance(holder.value, tuple)):
         return host_numpy.mark(_apply(self, expr, env, _known_values([expr.value], [holder])), [holder])
     key = lists.subscript_key(self, expr.slice, env)
     ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
     if isinstance(holder, V.Tup) and holder.kind != "list":  # a tuple: items known
         constant = lists.const_key(key)
         if constant is None:
-            return _apply(self, expr, env, _known_values([expr.value], [holder]))
+            return _runtime_index_into_known(self, expr, env, holder, key)
         _, picked = ops.python(holder, lambda items: items[constant])
         return V.Tup(tuple(picked), holder.kind) if isinstance(constant, slice) else picked
     picked = ops.get(holder, key)
     if picked is not None:
         return picked
-    if isinstance(holder, V.Tup) and holder.items and all(_is_tensor(i) and isinstance(i, V.Dyn) for i in holder.items):
-        holder = lists.static_list(self, holder.items)  # a runtime index into tensors: a host list
     if not (isinstance(holder, V.Dyn) and V.is_list_type(holder.type)):
-        return _apply(self, expr, env, _known_values([expr.value], [holder]))  # a Python list indexed at runtime: a run
+        return _runtime_index_into_known(self, expr, env, holder, key)
+    return _runtime_item(self, expr, holder, key)
+
+
+def _runtime_index_into_known(self, expr: ast.Subscript, env, holder, key) -> V.EnvValue:
+    """A list or tuple whose items are known here, read at a runtime index: on the host
+    when the items are tensors, or Python scalars of one type (the host's `lst[k]` has
+    Python's meaning: negative from the end, IndexError past it); else a run."""
+    items = lists.items_of(holder)
+    kinds = {lists.list_type_of_item(item) for item in items or ()}
+    if len(kinds) != 1 or None in kinds:
+        return _apply(self, expr, env, _known_values([expr.value], [holder]))
+    return _runtime_item(self, expr, lists.static_list(self, items, kinds.pop()), key)
+
+
+def _runtime_item(self, expr: ast.Subscript, holder: V.Dyn, key) -> V.EnvValue:
+    """`holder[key]` with a runtime int `key`, read on the host."""
     index = self._materialize(key, "index")
     if index.type != V.INT:
         raise self.error(expr, f"indexing a list with a {index.type.removeprefix('!torch.')}", "index it with an int")

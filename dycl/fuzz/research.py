@@ -25,6 +25,8 @@ their form (`FORMS`):
   maybe under a condition), then `len(toks)`, `toks[-1]`, `toks.pop()`;
 - a loop whose carry an inner loop (that may `break`) defines: `acc = x * 0.5`, the inner
   loop changes `acc`, then `x = acc`;
+- a module of a ModuleList picked by a runtime index: `k = int(s[0, :n].argmax())` (or
+  `np.argmax(...)`, or from the end with a negative `k`), then `self.heads[k](s)`;
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
 - module attributes assigned in forward or a helper, then read there (variables of the
@@ -70,6 +72,8 @@ FORMS = (
     "scalar_list",
     # a loop whose carry an inner loop that may break defines
     "nested_carry",
+    # a module of a ModuleList picked by a runtime index
+    "module_pick",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -100,7 +104,7 @@ WEIGHTS = {
     "cond_expr": 0.8, "and_or": 0.8,
     "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
-    "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5,
+    "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.6,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
@@ -276,6 +280,16 @@ class Researcher:
                 uses += [f"x = x + 0.1 * {toks}[-1]", f"x = x * (1.0 + 0.05 * {toks}[0])",
                          f"{t} = {toks}.pop()\nx = x + 0.1 * {t} + 0.05 * len({toks})"]
             return [Research(f"{toks} = []", form), For(r.randint(1, 4), body), Research(r.choice(uses), form)]
+        if form == "module_pick":
+            heads, n = self.heads()
+            k = self.fresh("k")
+            scores = f"{s}[0, :{n}]"
+            index = r.choice([f"int({scores}.argmax())", f"np.argmax({scores}.detach().numpy())",
+                              f"{scores}.argmax().item()", f"int({scores}.argmin()) - {n}"])
+            pick = f"{heads}[{k}]({s})"
+            use = r.choice([f"x = x + 0.5 * {fold(pick)}", f"x = x + {fold(f'torch.tanh({pick}) * {scores}[{k}]')}",
+                            f"y{k} = {pick}\nx = x * 0.5 + {fold(f'y{k}')}"])
+            return [Research(f"{k} = {index}\n{use}", form)]
         if form == "none_start":
             logits, trips = self.fresh("logits"), r.randint(1, 4)
             head = self.module(f"nn.Linear({w}, {w})")

@@ -332,6 +332,9 @@ RESEARCH_SPELLINGS = {
     "lengths items compared": r"if lengths\[-?\d\] [<>=]",
     "len(lengths)": re.escape("len(lengths)"),
     "self.saved.append(v)": r"self\.saved\.append\(",
+    "self.heads[k](v) with a runtime k": r"(k\d+) = .*\n\s*(x = .*|y\1 = )self\.r\d+\[\1\]\(",
+    "np.argmax(...) as a module index": r"(k\d+) = np\.argmax\(.*\n\s*.*self\.r\d+\[\1\]\(",
+    "a negative module index": r"(k\d+) = int\(.*\) - \d\n\s*.*self\.r\d+\[\1\]\(",
 }
 
 
