@@ -3,7 +3,7 @@ marks a sub-DNN."""
 
 from __future__ import annotations
 
-from xdsl.dialects import func
+from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import StringAttr, UnitAttr
 from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.irdl import IRDLOperation, attr_def, irdl_op_definition, result_def, traits_def
@@ -48,6 +48,22 @@ def is_subdnn(op: Operation) -> bool:
 
 def mark_subdnn(op: func.FuncOp) -> None:
     op.attributes[SUBDNN_ATTR] = UnitAttr()
+
+
+KEEP_ATTR = "dycl.keep"
+"""Unit attribute on an `scf.if` that stays inside a sub-DNN (dycl-keep-branches decides,
+dycl-outline moves it whole into the sub-DNN, and the backend runs it as ONNX `If` / Relax
+`if`). Its condition is `torch_c.to_i1(torch.aten.Bool.Tensor(%p))` with `%p` a one-element
+tensor; its arms hold tensor ops only, and its results are statically shaped tensors."""
+
+
+def is_kept_if(op: Operation) -> bool:
+    """An `scf.if` marked `dycl.keep`."""
+    return isinstance(op, scf.IfOp) and isinstance(op.attributes.get(KEEP_ATTR), UnitAttr)
+
+
+def mark_kept(op: Operation) -> None:
+    op.attributes[KEEP_ATTR] = UnitAttr()
 
 
 Dycl = Dialect("dycl", [ParamOp], [])

@@ -165,6 +165,32 @@
     "func.return"(%s) : (!torch.vtensor<[1,3],f32>) -> ()
   }) : () -> ()
 
+// A kept if (dycl.keep) is tensor compute: the gate before it, the if with both arms and
+// the compute after it become one sub-DNN; its condition chain is cloned in, and so is
+// the constant its arm reads from outside. The host makes one call and reads no flag.
+// CHECK-LABEL: sym_name = "kept_gate"
+// CHECK-NEXT:    ^{{.*}}(%x: !torch.vtensor<[1,4],f32>):
+// CHECK-NEXT:    %[[K:.*]] = "func.call"(%x) <{callee = @[[KEPT:subdnn_[0-9]+]]}> : (!torch.vtensor<[1,4],f32>) -> !torch.vtensor<[1,4],f32>
+// CHECK-NEXT:    "func.return"(%[[K]])
+  "func.func"() <{sym_name = "kept_gate", function_type = (!torch.vtensor<[1,4],f32>) -> !torch.vtensor<[1,4],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[1,4],f32>):
+    %none = "torch.constant.none"() : () -> !torch.none
+    %s = "torch.aten.sum"(%x, %none) : (!torch.vtensor<[1,4],f32>, !torch.none) -> !torch.vtensor<[],f32>
+    %half = "torch.constant.float"() <{value = 0.5 : f64}> : () -> !torch.float
+    %c = "torch.aten.gt.Scalar"(%s, %half) : (!torch.vtensor<[],f32>, !torch.float) -> !torch.vtensor<[],i1>
+    %cb = "torch.aten.Bool.Tensor"(%c) : (!torch.vtensor<[],i1>) -> !torch.bool
+    %ci = "torch_c.to_i1"(%cb) : (!torch.bool) -> i1
+    %y = "scf.if"(%ci) ({
+      "scf.yield"(%x) : (!torch.vtensor<[1,4],f32>) -> ()
+    }, {
+      %w = "dycl.param"() {name = "block.weight"} : () -> !torch.vtensor<[4,4],f32>
+      %b = "torch.aten.linear"(%x, %w, %none) : (!torch.vtensor<[1,4],f32>, !torch.vtensor<[4,4],f32>, !torch.none) -> !torch.vtensor<[1,4],f32>
+      "scf.yield"(%b) : (!torch.vtensor<[1,4],f32>) -> ()
+    }) {dycl.keep} : (i1) -> !torch.vtensor<[1,4],f32>
+    %out = "torch.aten.tanh"(%y) : (!torch.vtensor<[1,4],f32>) -> !torch.vtensor<[1,4],f32>
+    "func.return"(%out) : (!torch.vtensor<[1,4],f32>) -> ()
+  }) : () -> ()
+
 // Sub-DNN functions: private, marked, static; weights and constants cloned in.
 // CHECK-LABEL: sym_name = "subdnn_0", function_type = (!torch.vtensor<[1,4],f32>) -> (!torch.vtensor<[1,4],f32>, !torch.vtensor<[],i1>), sym_visibility = "private"
 // CHECK:         "dycl.param"() {name = "l0.weight"}
@@ -181,4 +207,20 @@
 // CHECK-LABEL: sym_name = "subdnn_8"
 // CHECK:         %[[LL:.*]] = "torch.prim.ListConstruct"(%{{.*}}, %{{.*}}) : (!torch.vtensor<[2],f32>, !torch.vtensor<[2],f32>) -> !torch.list<vtensor>
 // CHECK:         "torch.aten.cat"(%[[LL]], %{{.*}})
+// The kept gate's sub-DNN holds the whole if:
+// CHECK:       sym_name = "[[KEPT]]"
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: !torch.vtensor<[1,4],f32>):
+// CHECK-NEXT:    %[[N:.*]] = "torch.constant.none"
+// CHECK-NEXT:    %[[S:.*]] = "torch.aten.sum"(%[[X]], %[[N]])
+// CHECK:         %[[P:.*]] = "torch.aten.gt.Scalar"(%[[S]], %{{.*}})
+// CHECK-NEXT:    %[[B:.*]] = "torch.aten.Bool.Tensor"(%[[P]])
+// CHECK-NEXT:    %[[I:.*]] = "torch_c.to_i1"(%[[B]])
+// CHECK-NEXT:    %[[Y:.*]] = "scf.if"(%[[I]]) ({
+// CHECK-NEXT:      "scf.yield"(%[[X]])
+// CHECK-NEXT:    }, {
+// CHECK-NEXT:      "dycl.param"() {name = "block.weight"}
+// CHECK-NEXT:      "torch.aten.linear"(%[[X]], %{{.*}}, %[[N]])
+// CHECK:         }) {dycl.keep}
+// CHECK-NEXT:    %[[T:.*]] = "torch.aten.tanh"(%[[Y]])
+// CHECK-NEXT:    "func.return"(%[[T]])
 }) : () -> ()

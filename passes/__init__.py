@@ -23,6 +23,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ShapeInferPass
 
+    def get_keep_branches():
+        from dycl.passes.keep_branches import KeepBranchesPass
+
+        return KeepBranchesPass
+
     def get_outline():
         from dycl.passes.outline import OutlinePass
 
@@ -52,6 +57,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dycl-const-prop": get_const_prop,
         "dycl-unroll-loops": get_unroll_loops,
         "dycl-shape-infer": get_shape_infer,
+        "dycl-keep-branches": get_keep_branches,
         "dycl-outline": get_outline,
         "dycl-hoist-free": get_hoist_free,
         "dycl-dedup": get_dedup,

@@ -18,7 +18,7 @@ from xdsl.transforms.dead_code_elimination import would_be_trivially_dead
 from xdsl.utils.exceptions import PassFailedException
 
 from dycl.dialects import torch as t
-from dycl.dialects.dycl import SUBDNN_ATTR, ParamOp, is_subdnn, mark_subdnn
+from dycl.dialects.dycl import SUBDNN_ATTR, ParamOp, is_kept_if, is_subdnn, mark_subdnn
 from dycl.dialects.torch_ops import has_value_semantics, is_torch_op, op_info
 
 CONTROL_OPS = (scf.IfOp, scf.ForOp, scf.WhileOp)
@@ -204,11 +204,63 @@ def is_host_tensor_compute(op: Operation) -> bool:
 
 
 def op_operand_values(op: Operation) -> Iterator[SSAValue]:
-    """The op's operands, looking through tensor `ListConstruct`s to their elements."""
-    for operand in op.operands:
+    """The op's operands, looking through tensor `ListConstruct`s to their elements. For a
+    kept `scf.if` (`dycl.keep`), what it reads as a whole: the tensor its condition chain
+    reads, then every value its arms read from outside it."""
+    operands = op.operands
+    if is_kept_if(op):
+        chain = condition_chain(op)
+        assert chain is not None, "a kept scf.if reads its condition through Bool.Tensor"
+        operands = (chain[0].a, *free_values(op))
+    for operand in operands:
         if (lst := tensor_list_operand(operand)) is not None:
             yield from lst.elements
         yield operand
+
+
+def condition_chain(op: scf.IfOp) -> tuple[t.BoolTensorOp, Operation] | None:
+    """The `torch.aten.Bool.Tensor` and `torch_c.to_i1` that make the if's condition from a
+    tensor (`to_i1(Bool.Tensor(%p))`), if that is where it comes from."""
+    to_i1 = op.cond.owner
+    if not isinstance(to_i1, t.ToI1Op):
+        return None
+    bool_tensor = to_i1.operands[0].owner
+    if not isinstance(bool_tensor, t.BoolTensorOp):
+        return None
+    return bool_tensor, to_i1
+
+
+def kept_if_of_chain(op: Operation) -> Operation | None:
+    """The kept `scf.if` whose condition chain `op` is (a `torch.aten.Bool.Tensor` or
+    `torch_c.to_i1` with that if as its only eventual user), else None."""
+    if not isinstance(op, (t.BoolTensorOp, t.ToI1Op)):
+        return None
+    user = op.results[0].get_user_of_unique_use()
+    if isinstance(op, t.BoolTensorOp):
+        return kept_if_of_chain(user) if isinstance(user, t.ToI1Op) else None
+    if user is not None and is_kept_if(user) and user.operands[0] is op.results[0]:
+        return user
+    return None
+
+
+def free_values(op: Operation) -> list[SSAValue]:
+    """The values `op`'s regions read that are defined outside `op`, in first-use order
+    (`scf` regions are not isolated from above)."""
+    inner: set[SSAValue] = set()
+    seen: dict[SSAValue, None] = {}
+    for nested in op.walk():
+        if nested is not op:
+            inner.update(nested.results)
+        for region in nested.regions:
+            for block in region.blocks:
+                inner.update(block.args)
+    for nested in op.walk():
+        if nested is op:
+            continue
+        for operand in nested.operands:
+            if operand not in inner:
+                seen.setdefault(operand)
+    return list(seen)
 
 
 # --------------------------------------------------------- cloning, dead ops

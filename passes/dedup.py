@@ -14,13 +14,14 @@ static graph, so a backend can no longer fold them into the compiled code).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import SymbolRefAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -31,28 +32,44 @@ from dycl.passes._common import calls_by_callee, subdnn_functions
 
 def structure_key(fn: func.FuncOp, ignore_weight_names: bool) -> tuple[Any, list[ParamOp]]:
     """A hashable description of `fn`'s body up to value names (and, if asked, weight
-    names); and the function's weight references in order."""
+    names), regions included (a kept `scf.if`'s arms); and the function's weight references
+    in order."""
     numbering: dict[SSAValue, Any] = {arg: ("arg", arg.index) for arg in fn.body.block.args}
-    items: list[Any] = [fn.function_type]
     params: list[ParamOp] = []
-    for i, op in enumerate(fn.body.block.ops):
-        attributes = op.attributes
-        if isinstance(op, ParamOp):
-            params.append(op)
-            if ignore_weight_names:
-                attributes = {k: v for k, v in attributes.items() if k != "name"}
-        items.append(
-            (
-                t.op_name(op),
-                tuple(numbering[o] for o in op.operands),
-                tuple(r.type for r in op.results),
-                tuple(sorted(op.properties.items())),
-                tuple(sorted(attributes.items())),
+    counter = itertools.count()
+
+    def describe(block: Block) -> tuple[Any, ...]:
+        items: list[Any] = []
+        for op in block.ops:
+            attributes = op.attributes
+            if isinstance(op, ParamOp):
+                params.append(op)
+                if ignore_weight_names:
+                    attributes = {k: v for k, v in attributes.items() if k != "name"}
+            regions = []
+            for region in op.regions:
+                blocks = []
+                for inner in region.blocks:
+                    for arg in inner.args:
+                        numbering[arg] = ("block-arg", next(counter))
+                    blocks.append((tuple(a.type for a in inner.args), describe(inner)))
+                regions.append(tuple(blocks))
+            items.append(
+                (
+                    t.op_name(op),
+                    tuple(numbering[o] for o in op.operands),
+                    tuple(r.type for r in op.results),
+                    tuple(sorted(op.properties.items())),
+                    tuple(sorted(attributes.items())),
+                    tuple(regions),
+                )
             )
-        )
-        for k, result in enumerate(op.results):
-            numbering[result] = (i, k)
-    return tuple(items), params
+            number = next(counter)
+            for k, result in enumerate(op.results):
+                numbering[result] = (number, k)
+        return tuple(items)
+
+    return (fn.function_type, describe(fn.body.block)), params
 
 
 def _retarget(call: func.CallOp, callee: str,

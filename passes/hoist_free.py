@@ -50,7 +50,10 @@ from dycl.passes._common import (
 
 def host_can_produce(op: Operation) -> bool:
     """The op's result is its (contiguous) tensor operand's data seen through new
-    metadata, in the same memory order: the host makes it without a kernel or a copy."""
+    metadata, in the same memory order: the host makes it without a kernel or a copy. Never
+    an op with regions (a kept `scf.if`: its result is the taken arm's, computed inside)."""
+    if op.regions:
+        return False
     info = op_info(op)
     if not info.category.computation_free or len(op.results) != 1 or not op.operands:
         return False
@@ -207,6 +210,8 @@ class HoistFreeArgument(SubDNNPattern):
         for arg in fn.body.block.args:
             op = arg.get_user_of_unique_use()
             if op is None or op.operands[0] is not arg or not host_can_produce(op):
+                continue
+            if op.parent_block() is not fn.body.block:  # in a kept if's arm: runs only there
                 continue
             if any(o is arg for o in op.operands[1:]):
                 continue

@@ -13,6 +13,10 @@ run is replaced by a `func.call` placed after its last op. A tensor condition
 (`torch.aten.Bool.Tensor` of a 0-d bool tensor) stays in the host, so the 0-d tensor the
 run computes becomes a result: the host only reads a flag.
 
+An `scf.if` marked `dycl.keep` (dycl-keep-branches) is tensor compute: it joins the run
+whole, arms included, with its condition chain (`Bool.Tensor` + `to_i1`) cloned in; what
+its arms read from outside it becomes live-in (tensors) or is cloned in (constants).
+
 Not outlined: host scalar/list ops, `torch.tensor_static_info_cast` (type information only),
 tensor ops that read a non-constant scalar (they stay host ops), and runs shorter than
 `min-ops` that are computation-free. Errors (an op with regions that is not `scf`, a shape
@@ -32,20 +36,24 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dycl.dialects import torch as t
+from dycl.dialects.dycl import is_kept_if
 from dycl.dialects.torch_ops import is_computation_free
 from dycl.passes._common import (
     CONSTANT_OPS,
     CONTROL_OPS,
     append_clone,
     clone_into,
+    condition_chain,
     erase_dead_ops,
     error,
     format_type,
+    free_values,
     host_functions,
     is_constant,
     is_static_tensor_type,
     is_tensor,
     is_tensor_compute,
+    kept_if_of_chain,
     mark_subdnn,
     op_operand_values,
     tensor_list_operand,
@@ -109,6 +117,13 @@ class Outliner:
     def outline_block(self, block: Block) -> None:
         run = Run()
         for op in list(block.ops):
+            if is_kept_if(op):
+                if run.reads_deferred(op):
+                    self.flush(run)
+                    run = Run()
+                self.check_static(op)
+                run.add(op)
+                continue
             if isinstance(op, CONTROL_OPS):
                 self.flush(run)
                 run = Run()
@@ -141,9 +156,12 @@ class Outliner:
 
     @staticmethod
     def travels_with_users(op: Operation) -> bool:
-        """Constants, and lists of tensors that only tensor ops read: cloned where used."""
+        """Constants, lists of tensors that only tensor ops read, and the condition chain
+        of a kept if: cloned where used."""
         if not op.results:
             return False
+        if kept_if_of_chain(op) is not None:
+            return True
         if all(is_constant(r) for r in op.results):
             return True
         if isinstance(op, t.ListConstructOp) and tensor_list_operand(op.result) is not None:
@@ -197,9 +215,21 @@ class Outliner:
         for arg, value in zip(body.args, live_ins):
             arg.name_hint = value.name_hint
         new_ops: list[Operation] = []
+        chains: list[Operation] = []
         for op in run.ops:
-            for operand in op.operands:
-                clone_into_operand(operand, mapping, new_ops)
+            if is_kept_if(op):
+                chain = condition_chain(op)
+                assert chain is not None
+                # A region's uses are remapped only for values in the mapping: constants
+                # the arms read from outside get their copies first.
+                for operand in (chain[0].a, *free_values(op)):
+                    clone_into_operand(operand, mapping, new_ops)
+                for link in chain:
+                    append_clone(link, mapping, new_ops)
+                chains.extend(reversed(chain))
+            else:
+                for operand in op.operands:
+                    clone_into_operand(operand, mapping, new_ops)
             append_clone(op, mapping, new_ops)
         new_ops.append(func.ReturnOp(*[mapping[v] for v in live_outs]))
         body.add_ops(new_ops)
@@ -229,14 +259,25 @@ class Outliner:
             for r in op.results
             for use in r.uses
             if use.operation not in members
+            and use.operation.parent_block() is run.ops[0].parent_block()
+            and kept_if_of_chain(use.operation) is None
         }
-        for op in (*inside_lists, *reversed(run.ops)):
+        for op in (*inside_lists, *reversed(run.ops), *chains):
             Rewriter.erase_op(op, safe_erase=False)
 
     @staticmethod
     def _inside(op: Operation, members: set[Operation]) -> bool:
         if op in members:
             return True
+        # An op in a kept if's arm, or its condition chain, travels with the if.
+        kept = kept_if_of_chain(op)
+        if kept is not None and kept in members:
+            return True
+        parent = op.parent_op()
+        while parent is not None:
+            if parent in members:
+                return True
+            parent = parent.parent_op()
         # A tensor list built for run ops only travels into the sub-DNN with them.
         if isinstance(op, t.ListConstructOp) and tensor_list_operand(op.result) is not None:
             return bool(op.result.uses) and all(u.operation in members for u in op.result.uses)

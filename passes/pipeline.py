@@ -4,6 +4,8 @@
     dycl-shape-infer                              (marks loop carries whose shape varies)
     dycl-unroll-loops{shape-varying-only=true}    (specialises those loops)
     dycl-shape-infer                              (static shapes in the unrolled copies)
+    dycl-keep-branches{backend=...}               (only with keep-branches=true: tensor-only
+                                                   ifs stay inside a sub-DNN)
     dycl-outline -> dycl-hoist-free
     dycl-merge-calls                              (only with merge-calls=true: one call where
                                                    two were)
@@ -31,6 +33,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from dycl.passes.const_prop import ConstPropPass
 from dycl.passes.dedup import DedupPass
 from dycl.passes.hoist_free import HoistFreePass
+from dycl.passes.keep_branches import KeepBranchesPass
 from dycl.passes.merge_calls import MergeCallsPass
 from dycl.passes.outline import OutlinePass
 from dycl.passes.shape_infer import ShapeInferPass
@@ -61,6 +64,14 @@ class PipelinePass(ModulePass):
     threads); docs/bench.md. Never with weights-as-args, which asks for the fewest compiled
     functions: merging makes more of them (a gate alone and fused with each block before it)."""
 
+    keep_branches: bool = False
+    """dycl-keep-branches: keep tensor-only scf.ifs (a SkipNet or BlockDrop gate) inside a
+    sub-DNN, run by the backend as ONNX `If` / Relax `if`. Off here, the pure split of the
+    DyCL paper; dycl.compile turns it on (docs/keep-branches.md)."""
+
+    backend: str = "onnxruntime"
+    """dycl-keep-branches: whose costs decide which ifs to keep."""
+
     def passes(self) -> tuple[ModulePass, ...]:
         """The steps, in order, with this pipeline's options."""
         merge = (MergeCallsPass(prefix=self.prefix),) if self.merge_calls and not self.weights_as_args else ()
@@ -69,6 +80,7 @@ class PipelinePass(ModulePass):
             ShapeInferPass(),
             UnrollLoopsPass(max_trip_count=self.max_trip_count, shape_varying_only=True),
             ShapeInferPass(),
+            *((KeepBranchesPass(backend=self.backend),) if self.keep_branches else ()),
             OutlinePass(min_ops=self.min_ops, prefix=self.prefix),
             HoistFreePass(),
             *merge,

@@ -12,7 +12,7 @@ from xdsl.passes import PassPipeline
 
 from dycl.dialects import torch as t
 from dycl.dialects.dtypes import torch_dtype
-from dycl.dialects.dycl import ParamOp
+from dycl.dialects.dycl import ParamOp, is_kept_if
 from dycl.interpreter import run_function
 from dycl.ir import parse_module, print_module
 from dycl.passes import get_all_passes
@@ -107,7 +107,11 @@ def check_hcfg(module: builtin.ModuleOp, allow_host_compute: bool = False) -> No
         for type_ in (*fn.function_type.inputs, *fn.function_type.outputs):
             assert is_static_tensor_type(type_), f"@{fn.sym_name.data}: {type_}"
         for op in fn.body.block.ops:
-            assert not op.regions, f"@{fn.sym_name.data}: region op {t.op_name(op)}"
+            # The one region op a sub-DNN may hold: an scf.if dycl-keep-branches kept.
+            assert not op.regions or is_kept_if(op), f"@{fn.sym_name.data}: region op {t.op_name(op)}"
+        for op in fn.walk():
+            if op is not fn and op.regions:
+                assert is_kept_if(op), f"@{fn.sym_name.data}: region op {t.op_name(op)}"
             for r in op.results:
                 if isinstance(r.type, t.ValueTensorType):
                     assert r.type.has_static_shape
