@@ -127,7 +127,8 @@ def compile(  # noqa: A001 - the public name the design asks for
     run on one). runtime: how the compiled model runs (`dycl.runtime.RuntimeOptions`;
     `threads` is a shorthand for its `threads`). jobs: compile processes (default: TVM uses all cores when there are enough
     sub-DNNs to pay for the pool; ONNX Runtime exports all sub-DNNs at once in-process).
-    pipeline: options of `dycl-pipeline` (min_ops, max_trip_count, weights_as_args).
+    pipeline: options of `dycl-pipeline` (min_ops, max_trip_count, weights_as_args,
+    merge_calls, keep_branches; `backend` defaults to this compile's backend).
     """
     with _stage("backend"):
         from dycl.backends import backend_options as check_options
@@ -230,7 +231,8 @@ def _compile(
             from dycl.ir import make_context
             from dycl.passes.pipeline import PipelinePass
 
-            PipelinePass(**(pipeline or {})).apply(make_context(), module)
+            # The backend's costs decide which branches stay inside a sub-DNN.
+            PipelinePass(**{"backend": backend, **(pipeline or {})}).apply(make_context(), module)
     report["pipeline_seconds"] = time.perf_counter() - start
 
     with stage("codegen"):

@@ -13,8 +13,9 @@ backend as in the host, so keeping an if duplicates no work. An if is eligible w
    `scf.yield` (no calls, host scalar/list ops, `.item()`, static-info casts, loops);
 3. it has results, all statically shaped tensors that both yields produce with those types
    (an early exit that joins `[1,3]` and `[1,7]` into `[1,?]`, or returns an int, is not);
-4. everything its arms read from outside is a statically shaped tensor or a constant (what
-   an arm defines is visible outside only through the yield, as in any `scf` region).
+4. everything its arms read from outside is a statically shaped tensor or a constant (not
+   a list of tensors: the backends pass an arm its operands one by one); what an arm
+   defines is visible outside only through the yield, as in any `scf` region.
 
 Inner ifs are decided first, so a nest of eligible ifs is kept whole. The cost model keeps
 an eligible if when the calls it saves per execution, times the backend's cost of a call,
@@ -117,7 +118,7 @@ def has_static_tensor_results(op: scf.IfOp) -> bool:
 def reads_only_tensors_and_constants(op: scf.IfOp) -> bool:
     """Rule 4."""
     for value in free_values(op):
-        if is_constant(value) or tensor_list_operand(value) is not None:
+        if is_constant(value):
             continue
         if not (is_tensor(value) and is_static_tensor_type(value.type)):
             return False

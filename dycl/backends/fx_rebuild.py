@@ -5,24 +5,34 @@ Every torch-dialect op `torch.aten.<name>.<overload>` becomes a call of
 (schema-driven: keyword-only arguments become keywords); list and tuple ops stay Python
 structure. Constants become Python literals, `dycl.param` weights become buffers of the
 root module, so the exported program carries them as initializers / bound constants.
+
+An `scf.if` kept inside the sub-DNN (`dycl.keep`) becomes `torch.ops.higher_order.cond` in
+the form torch.export itself produces, which both exporters take (docs/keep-branches.md):
+each arm is a `GraphModule` of placeholders and ops only, and the cond passes both arms the
+same operands, namely the tensors the arms read from outside and the weights they use
+(`get_attr`ed in the root graph: a `get_attr` inside an arm fails to export). An arm output
+that is an input, a view, or yielded twice is cloned (an aliasing output fails too). The
+condition, read with `Bool.Tensor`, becomes a 0-d bool tensor.
 """
 
 from __future__ import annotations
 
+import itertools
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 import torch.fx
-from xdsl.dialects import func
+from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import UnregisteredOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from dycl.backends.errors import BackendError
 from dycl.backends.subdnn import SubDNN, only_func
 from dycl.dialects import torch as t
+from dycl.dialects.dtypes import dtype_name
 from dycl.dialects.dycl import ParamOp
 from dycl.dialects.torch_ops import TorchOpCall, literal_tensor, op_info
 from dycl.ir import parse_module
@@ -43,14 +53,18 @@ _ENUM_DECODERS = {"ScalarType": _SCALAR_TYPES, "MemoryFormat": _MEMORY_FORMATS, 
 class _Builder:
     """Walks one func body once, mapping each SSA value to an fx node or a literal."""
 
-    def __init__(self, subdnn: SubDNN, weights: Mapping[str, Any], backend: str):
+    def __init__(self, subdnn: SubDNN, weights: Mapping[str, Any], backend: str, parent: _Builder | None = None):
         self.subdnn = subdnn
         self.weights = weights
         self.backend = backend
-        self.root = torch.nn.Module()
+        self.root = torch.nn.Module()  # the owner of this graph's get_attr targets
         self.graph = torch.fx.Graph()
         self.values: dict[SSAValue, Any] = {}
-        self.buffer_names: dict[str, str] = {}
+        self.parent = parent
+        # Weights are buffers of the top builder's root only; names are unique throughout.
+        self.buffer_names: dict[str, str] = {} if parent is None else parent.buffer_names
+        self.arm_names = itertools.count() if parent is None else parent.arm_names
+        self.attr_nodes: dict[str, torch.fx.Node] = {}
 
     def fail(self, reason: str, op: str | None = None) -> BackendError:
         return BackendError(self.backend, self.subdnn.name, reason, op)
@@ -61,6 +75,9 @@ class _Builder:
         self.values[op.results[0]] = value
 
     def param(self, op: ParamOp) -> None:
+        if op.result in self.values:  # inside an arm: an operand of the cond
+            return
+        assert self.parent is None, "an arm's weights are get_attr'd in the root graph"
         name = op.weight_name
         if name not in self.weights:
             raise self.fail(f"no weight named '{name}' in the weight store")
@@ -68,9 +85,16 @@ class _Builder:
         if attr is None:
             attr = self.buffer_names[name] = f"weight_{len(self.buffer_names)}"
             self.root.register_buffer(attr, _as_tensor(self.weights[name]))
-        self.values[op.result] = self.graph.get_attr(attr)
+        # One get_attr node per weight: a cond given two nodes of one buffer fails to export.
+        node = self.attr_nodes.get(attr)
+        if node is None:
+            node = self.attr_nodes[attr] = self.graph.get_attr(attr)
+        self.values[op.result] = node
 
     def tensor_literal(self, op: t.ValueTensorLiteralOp) -> None:
+        if op.result in self.values:  # inside an arm: an operand of the cond
+            return
+        assert self.parent is None, "an arm's literals are get_attr'd in the root graph"
         attr = f"literal_{len(self.buffer_names)}"
         self.buffer_names[attr] = attr
         self.root.register_buffer(attr, literal_tensor(op))
@@ -120,13 +144,70 @@ class _Builder:
             for i, result in enumerate(op.results):
                 self.values[result] = self.graph.call_function(operator.getitem, (node, i))
 
-    def build(self, function: func.FuncOp) -> torch.fx.GraphModule:
-        for i, arg in enumerate(function.body.block.args):
-            self.values[arg] = self.graph.placeholder(f"in{i}")
-        for op in function.body.block.ops:
+    def condition(self, op: t.BoolTensorOp) -> None:
+        """`Bool.Tensor(%p)` of a kept if's condition: `%p` as a 0-d bool tensor."""
+        node = self.values[op.a]
+        type_ = op.a.type
+        if type_.rank:
+            node = self.graph.call_function(torch.ops.aten.reshape.default, (node, []))
+        if dtype_name(type_.element_type) != "bool":  # Bool.Tensor is "nonzero"
+            node = self.graph.call_function(torch.ops.aten.ne.Scalar, (node, 0))
+        self.values[op.result] = node
+
+    def scf_if(self, op: scf.IfOp) -> None:
+        """A kept if -> `higher_order.cond(pred, true_arm, false_arm, operands)`."""
+        inner_constants = [
+            inner for inner in op.walk() if isinstance(inner, (ParamOp, t.ValueTensorLiteralOp))
+        ]
+        for inner in inner_constants:  # get_attr'd in the root graph (only it is not an arm)
+            _HANDLERS[type(inner)](self, inner)
+        free = _free_values(op)
+        operands = list(dict.fromkeys(
+            [v for v in free if isinstance(v.type, t.ValueTensorType)]
+            + [inner.results[0] for inner in inner_constants]
+        ))
+        literals = {v: self.values[v] for v in free if not isinstance(v.type, t.ValueTensorType)}
+        # One operand per node: two references to one weight are one buffer (an operand
+        # passed twice fails torch.export).
+        nodes = list(dict.fromkeys(self.values[v] for v in operands))
+        k = next(self.arm_names)
+        arms = []
+        for side, region in zip(("true", "false"), (op.true_region, op.false_region)):
+            child = _Builder(self.subdnn, self.weights, self.backend, parent=self)
+            child.values.update(literals)
+            placeholders = {node: child.graph.placeholder(f"arg{i}") for i, node in enumerate(nodes)}
+            for value in operands:
+                child.values[value] = placeholders[self.values[value]]
+            child.build_block(region.block)
+            name = f"cond{k}_{side}"
+            self.root.add_module(name, torch.fx.GraphModule(child.root, child.graph, class_name=name))
+            arms.append(self.graph.get_attr(name))
+        node = self.graph.call_function(
+            torch.ops.higher_order.cond,
+            (self.values[op.cond], *arms, tuple(nodes)),
+        )
+        for i, result in enumerate(op.results):
+            self.values[result] = self.graph.call_function(operator.getitem, (node, i))
+
+    def arm_output(self, op: scf.YieldOp) -> None:
+        """An arm's outputs, each a fresh tensor: torch.cond rejects an output that is an
+        input, a view of something, or another output."""
+        outputs = []
+        for value in op.operands:
+            node = self.values[value]
+            if node in outputs or _may_alias(node):
+                node = self.graph.call_function(torch.ops.aten.clone.default, (node,))
+            outputs.append(node)
+        self.graph.output(tuple(outputs))
+
+    def build_block(self, block: Block) -> None:
+        for op in block.ops:
             if isinstance(op, func.ReturnOp):
                 self.graph.output(tuple(self.values[v] for v in op.operands))
-                break
+                return
+            if isinstance(op, scf.YieldOp):
+                self.arm_output(op)
+                return
             handler = _HANDLERS.get(type(op))
             if handler is not None:
                 handler(self, op)
@@ -134,6 +215,11 @@ class _Builder:
                 self.torch_op(op)
             else:
                 raise self.fail("this op cannot appear in a sub-DNN", op.name)
+
+    def build(self, function: func.FuncOp) -> torch.fx.GraphModule:
+        for i, arg in enumerate(function.body.block.args):
+            self.values[arg] = self.graph.placeholder(f"in{i}")
+        self.build_block(function.body.block)
         return torch.fx.GraphModule(self.root, self.graph, class_name=self.subdnn.name)
 
 
@@ -149,7 +235,41 @@ _HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
     t.ValueTensorLiteralOp: _Builder.tensor_literal,
     t.TensorStaticInfoCastOp: _Builder.identity,
     ParamOp: _Builder.param,
+    t.BoolTensorOp: _Builder.condition,
+    t.ToI1Op: _Builder.identity,
+    scf.IfOp: _Builder.scf_if,
 }
+
+
+def _free_values(op: Operation) -> list[SSAValue]:
+    """The values `op`'s regions read that are defined outside `op`, in first-use order."""
+    inner: set[SSAValue] = set()
+    for nested in _nested(op):
+        inner.update(nested.results)
+        for region in nested.regions:
+            for block in region.blocks:
+                inner.update(block.args)
+    for region in op.regions:
+        for block in region.blocks:
+            inner.update(block.args)
+    return list(dict.fromkeys(v for nested in _nested(op) for v in nested.operands if v not in inner))
+
+
+def _nested(op: Operation) -> Iterator[Operation]:
+    return (nested for nested in op.walk() if nested is not op)
+
+
+def _may_alias(node: Any) -> bool:
+    """An fx node whose tensor may share memory with an arm input or another value."""
+    if not isinstance(node, torch.fx.Node):
+        return True
+    if node.op == "placeholder":
+        return True
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:
+        return _may_alias(node.args[0])
+    return bool(getattr(node.target, "is_view", False))
 
 
 def _decode_enum(schema_arg, value: Any) -> Any:

@@ -2,6 +2,11 @@
 
 The ONNX file embeds the weights as initializers. The file is checked by opening an
 `InferenceSession` once, so an op ONNX Runtime has no kernel for fails at compile time.
+
+A kept `scf.if` exports as an ONNX `If` whose arms read the outer graph's values by name.
+Each initializer only one arm reads is moved into that arm's subgraph: ONNX Runtime applies
+its NCHWc convolution layout inside an arm only to weights the arm owns
+(docs/keep-branches.md, Q3).
 """
 
 from __future__ import annotations
@@ -50,12 +55,19 @@ class OnnxRuntimeBackend(Backend):
         is checked by its own session like a lone compile; if anything in the joint route
         fails, every sub-DNN is compiled alone, so an error still names its sub-DNN and op.
         """
-        if len(subdnns) >= 2:
+        # A sub-DNN with an If cannot be cut out of the joint model: onnx.utils.Extractor
+        # does not follow the names an If's arms read from the outer graph.
+        joint = [s for s in subdnns if not _has_branches(s)]
+        if len(joint) >= 2:
             try:
-                return _compile_side_by_side(subdnns, weights, self.options.opset)
+                results = _compile_side_by_side(joint, weights, self.options.opset)
             except Exception:  # noqa: BLE001 - the lone compiles below report the real error
-                pass
-        return super().compile_batch(subdnns, weights)
+                results = {}
+        else:
+            results = {}
+        rest = [s for s in subdnns if s.name not in results]
+        results.update(super().compile_batch(rest, weights))
+        return {s.name: results[s.name] for s in subdnns}
 
 
 def _compiled(subdnn: SubDNN, model_bytes: bytes, input_names: list[str], output_names: list[str]) -> CompiledSubDNN:
@@ -107,7 +119,68 @@ def _to_onnx(subdnn: SubDNN, program, opset: int | None) -> bytes:
                 reason += " (produced by decomposing an op of this sub-DNN)"
             raise BackendError(NAME, subdnn.name, reason, op) from err
         raise BackendError(NAME, subdnn.name, f"ONNX export failed: {_summary(text)}", op) from err
-    return onnx_program.model_proto.SerializeToString()
+    model = onnx_program.model_proto
+    sink_arm_initializers(model.graph)
+    return model.SerializeToString()
+
+
+def _has_branches(subdnn: SubDNN) -> bool:
+    return '"scf.if"' in subdnn.ir_text
+
+
+_ARMS = ("then_branch", "else_branch")
+
+
+def sink_arm_initializers(graph) -> int:
+    """Move each initializer of `graph` that one `If` arm reads, and nothing else, into that
+    arm's subgraph (then the same inside the arms, for nested ifs); returns how many moved.
+    An initializer nothing reads is dropped (the exporter leaves one beside an If, and
+    ONNX Runtime warns about it on every load)."""
+    readers: dict[str, set] = {}
+    for k, node in enumerate(graph.node):
+        for name in node.input:
+            readers.setdefault(name, set()).add((k, None))
+        for attr in node.attribute:
+            arm = attr.name if node.op_type == "If" and attr.name in _ARMS else None
+            for sub in (*([attr.g] if attr.type == attr.GRAPH else []), *attr.graphs):
+                for name in _outer_names(sub):  # another op's subgraph (a Loop) pins it
+                    readers.setdefault(name, set()).add((k, arm))
+    for output in graph.output:
+        readers.setdefault(output.name, set()).add((-1, None))
+    moved = 0
+    for init in list(graph.initializer):
+        if init.name not in readers:
+            graph.initializer.remove(init)
+            continue
+        (reader, *others) = readers[init.name]
+        k, arm = reader
+        if others or arm is None:
+            continue
+        subgraph = next(a.g for a in graph.node[k].attribute if a.name == arm)
+        subgraph.initializer.append(init)
+        graph.initializer.remove(init)
+        moved += 1
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.name in _ARMS and node.op_type == "If":
+                moved += sink_arm_initializers(attr.g)
+    return moved
+
+
+def _outer_names(graph) -> set[str]:
+    """The names `graph` (a subgraph, nested ones included) reads from enclosing scopes."""
+    defined = {v.name for v in graph.input} | {i.name for i in graph.initializer}
+    used: set[str] = set()
+    for node in graph.node:
+        used.update(n for n in node.input if n)
+        for attr in node.attribute:
+            if attr.type == attr.GRAPH:
+                used |= _outer_names(attr.g)
+            for sub in attr.graphs:
+                used |= _outer_names(sub)
+        defined.update(node.output)
+    used.update(v.name for v in graph.output)
+    return used - defined
 
 
 def export_onnx(program, opset: int | None, input_names: list[str], output_names: list[str]):

@@ -119,10 +119,19 @@ _ELEMENTWISE = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "rsub.Te
 def _cast_scalar_operands(program) -> None:
     """A 0-d tensor of another floating dtype than the result of an elementwise op (a host
     float entering as a 0-d f64 tensor: `z += k`) computes in the result's dtype in PyTorch;
-    Relax promotes to the wider one. Cast such operands first (in place)."""
+    Relax promotes to the wider one. Cast such operands first (in place), in the top graph
+    and in the arms of every kept if (`torch.cond`'s branch submodules)."""
     import torch
 
-    graph = program.graph_module.graph
+    for module in program.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            _cast_graph_scalar_operands(module)
+
+
+def _cast_graph_scalar_operands(graph_module) -> None:
+    import torch
+
+    graph = graph_module.graph
     for node in list(graph.nodes):
         if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
             continue
@@ -136,7 +145,7 @@ def _cast_scalar_operands(program) -> None:
                     cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": result.dtype})
                 cast.meta["val"] = value.to(result.dtype)
                 node.replace_input_with(operand, cast)
-    program.graph_module.recompile()
+    graph_module.recompile()
 
 
 def _converters() -> dict:
