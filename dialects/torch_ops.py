@@ -343,6 +343,7 @@ LIST_CONSTRUCT = t.ListConstructOp.name
 LIST_LENGTH = "torch.aten.len.t"
 LIST_ITEM = "torch.aten.__getitem__.t"
 LIST_APPEND = "torch.aten.append.t"
+LIST_SET_ITEM = "torch.aten._set_item.t"
 LIST_UNPACK = "torch.prim.ListUnpack"
 
 # --------------------------------------------------------------------- the table
@@ -356,6 +357,13 @@ _HOST_OPS: dict[str, HostSpec] = {
     LIST_LENGTH: _with("len(xs)", static_value=_static_length),
     LIST_ITEM: "xs[i]",
     LIST_APPEND: _with("[*xs, x]", appends_to_list=True),
+    # `xs[i] = x` as a new list; `range(len(xs))[i]` has the list's index rules (negative
+    # from the end, IndexError past it)
+    LIST_SET_ITEM: "[*xs[: range(len(xs))[i]], x, *xs[range(len(xs))[i] + 1 :]]",
+    "torch.aten.any.bool": "any(xs)",
+    "torch.aten.all.bool": "all(xs)",
+    "torch.prim.max.self_int": "max(xs)",
+    "torch.prim.min.self_int": "min(xs)",
     LIST_UNPACK: _with("xs", unpacks=True),
     "torch.prim.TupleConstruct": "operands",
     "torch.prim.TupleUnpack": _with("xs", unpacks=True),

@@ -154,6 +154,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 return {item.kind: [visit(i) for i in item.items]}
             if isinstance(item, V.Const) and item.value is None:
                 return None
+            if isinstance(item, V.Const) and type(item.value) in (list, tuple):  # known here
+                kind = "list" if isinstance(item.value, list) else "tuple"
+                return visit(V.Tup(tuple(V.Const(v) for v in item.value), kind))
             if isinstance(item, V.Const) and not isinstance(item.value, (bool, int, float)):
                 raise self.error(where, f"forward returns a {type(item.value).__name__}", "return tensors, tuples, lists or Python scalars")
             if item is V.UNDEF:
@@ -373,6 +376,15 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 # shares memory with another variable on one path only: never mutate it
                 memory |= aliases.storages(then_value) | aliases.storages(else_value)
             joined[name] = aliases.mark_path_dependent(joined[name], memory)
+        # Python shares a list between the names bound to it: a change on one path through
+        # one of them is a change for all of them after the join
+        for follower, leader in lists.sharing(env_before, sorted(n for n in live if n in env_before)).items():
+            if follower not in joined or leader not in joined:
+                continue
+            if all(lists.same_list(branch.get(follower), branch.get(leader)) for branch in (then_env, else_env)):
+                joined[follower] = joined[leader]
+            else:  # one path bound one of them to another list: which one it is depends on the path
+                joined[follower], joined[leader] = lists.path_dependent(joined[follower]), lists.path_dependent(joined[leader])
         return joined
 
     def _leaves_for_join(self, mine: V.EnvValue, other: V.EnvValue, name: str):
@@ -494,6 +506,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 raise self.error(target, "unpacking a tuple of the wrong length")
             for sub, item in zip(target.elts, items):
                 self._assign(sub, item, env)
+            return
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and lists.is_list(env.get(target.value.id)):
+            lists.store(self, target, value, env)
             return
         raise self.error(target, "assignment to an attribute or item", "assign to a local variable (module state cannot change in forward)")
 
@@ -857,6 +872,8 @@ def _describe(name: str) -> str:
 def _load(target: ast.expr) -> ast.expr:
     if isinstance(target, ast.Name):
         return ast.copy_location(ast.Name(target.id, ast.Load()), target)
+    if isinstance(target, ast.Subscript):  # `lst[k] += v` on a list (`_assign` stores it)
+        return ast.copy_location(ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load()), target)
     raise FrontendError("augmented assignment to an attribute or item")
 
 

@@ -29,7 +29,7 @@ from torch_mlir import ir
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
-from dycl.dialects.torch_ops import LIST_APPEND, LIST_CONSTRUCT, LIST_ITEM, LIST_LENGTH
+from dycl.dialects.torch_ops import LIST_SET_ITEM, LIST_APPEND, LIST_CONSTRUCT, LIST_ITEM, LIST_LENGTH
 
 
 @dataclass(frozen=True)
@@ -418,6 +418,32 @@ class ListOps:
             return _runtime_pieces(self.c, [(lst, 0, start), (lst, stop, n)])
         return self.without(lst, self.int(key))
 
+    def set_item(self, lst, key, item):
+        constant = const_key(key)
+        if isinstance(constant, slice) or isinstance(key, slice):
+            raise self.error(f"{self.what}: a store into a slice of a list", "build the new list with `+` and slices")
+        if items_of(lst) is not None and constant is not None:
+            def change(values):
+                values[constant] = item
+
+            items, _ = self.python(lst, change)
+            return self.rebuild(lst, items)
+        # a position or a list known only at runtime: the host stores (Python's index rules)
+        lst = lst if is_runtime_list(lst) else as_runtime_list(self.c, lst, self._list_type(lst))
+        self.check_items(lst, [item])
+        index = self.c.builder.materialize(V.Const(self.int(key))) if constant is not None else self.int(key)
+        item = self.c._materialize(item, "list item")
+        example = list(lst.example)
+        if 0 <= index.example % max(len(example), 1) < len(example):
+            example[index.example] = item.example
+        return self.c.builder.host_op(LIST_SET_ITEM, [lst, index, item], lst.type, example)
+
+    def _list_type(self, lst) -> str:
+        list_type = common_list_type(lst)
+        if list_type is None:
+            raise self.error(f"{self.what}: a position computed at runtime in a list of mixed values", "keep one kind of item in the list")
+        return list_type
+
     def insert(self, lst, key, item):
         constant = const_key(key)
         if items_of(lst) is not None and _is_int(constant):
@@ -529,6 +555,14 @@ def rebind(c, env: dict, name: str, old, new, node, what: str) -> None:
                 f"{what} changes `{owner}`, a list that is module state",
                 f"module state must not change in forward: copy it first (`{name} = list({owner})`)",
             )
+    if isinstance(old, V.Dyn) and _SHARED_ON_SOME_PATHS in old.may_share:
+        raise c.error(
+            node,
+            f"{what} changes a list that another variable holds on some paths only (an `if` "
+            "or a loop bound one of them to another list on one path)",
+            f"copy the list where the two should differ (`{name} = list(...)`), so that each "
+            "name holds its own list on every path",
+        )
     replace_everywhere(env, old, new)
     env[name] = new
 
@@ -550,6 +584,36 @@ def replace_everywhere(env: dict, old, new) -> None:
         replaced = _replace(value, old, new)
         if replaced is not value:
             env[key] = replaced
+
+
+def sharing(env: dict, leaders: list[str]) -> dict[str, str]:
+    """follower -> leader: the names bound to the very list a leader is bound to (the first
+    leader in order leads; a leader bound to an earlier leader's list follows it)."""
+    followers: dict[str, str] = {}
+    for leader in leaders:
+        value = env.get(leader)
+        if leader in followers or not is_list(value):
+            continue
+        for name, other in env.items():
+            if name != leader and name not in followers and other is not V.UNDEF and _same_list(other, value):
+                followers[name] = leader
+    return followers
+
+
+def same_list(a, b) -> bool:
+    """Whether two values are one Python list (bound to both names)."""
+    return a is not None and is_list(a) and _same_list(a, b)
+
+
+def path_dependent(value):
+    """A list value that shares its list with another name on some paths only: changing it
+    is refused (`rebind`)."""
+    if isinstance(value, V.Dyn) and V.is_list_type(value.type):
+        return V.Dyn(value.value, value.type, value.example, value.may_share | {_SHARED_ON_SOME_PATHS})
+    return value
+
+
+_SHARED_ON_SOME_PATHS = -1  # (in `Dyn.may_share`, which otherwise holds tensor storages)
 
 
 def _same_list(value, old) -> bool:
@@ -683,6 +747,15 @@ def as_list(ops: ListOps, value):
         f"{ops.what}: extending a list with a {V.kind_of(value)}",
         "extend it with a list or tuple (a tensor's rows: `list(t.unbind(0))`)",
     )
+
+
+def store(c, target: ast.Subscript, item, env: dict) -> None:
+    """`name[key] = item` on a list: a new list value for every alias."""
+    name = target.value.id
+    holder = env[name]
+    what = f"`{source_text(target)} = ...`"
+    new = ListOps(c, target, what).set_item(holder, subscript_key(c, target.slice, env), item)
+    rebind(c, env, name, holder, new, target, what)
 
 
 def delete(c, stmt: ast.Delete, env: dict) -> None:

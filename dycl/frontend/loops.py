@@ -43,10 +43,14 @@ class LoopCompiler:
             if not isinstance(iterable, (list, tuple)):
                 iterable = V.MISSING  # a tensor or runtime list: not a structure to unroll
         if iterable is V.MISSING:
+            as_while = self._runtime_iteration(loop, env)
+            if as_while is not None:
+                return as_while + rest, env
             raise self.error(
                 node,
                 "`for` over a value computed at runtime",
-                "loop over `range(N)` with a constant N, a ModuleList, or zip/enumerate of them",
+                "loop over `range(n)` (n may be a runtime int), a list, a ModuleList, or "
+                "zip/enumerate of them",
             )
         target_names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
         body_reads = set().union(*(names_read(s) for s in node.body))
@@ -80,6 +84,50 @@ class LoopCompiler:
             self.scope = scope
             raise
 
+    def _runtime_iteration(self, loop: nodes.Loop, env) -> list[ast.stmt] | None:
+        """`for i in range(a, b, step)` with runtime bounds, or `for t in lst` over a list
+        whose length is known only at runtime, as the `while` loop Python runs:
+
+            __seq = lst; __k = 0                     __stop = b; __k = a
+            while __k < len(__seq):                  while __k < __stop:   (> for step < 0)
+                t = __seq[__k]; __k = __k + 1            i = __k; __k = __k + step
+                <body>                                   <body>
+
+        (a list iterator reads the list's length at every step, so an append in the body
+        is iterated over too; `range` evaluates its arguments once). None: not such a loop."""
+        node: ast.For = loop.node
+        uid = fresh_id()
+        k, stop, seq = f"__k{uid}", f"__stop{uid}", f"__seq{uid}"
+        call = node.iter
+        if isinstance(call, ast.Call) and self._try_constant(call.func, env, quiet=True) is range:
+            if call.keywords or any(isinstance(a, ast.Starred) for a in call.args) or not 1 <= len(call.args) <= 3:
+                return None
+            args = list(call.args)
+            first = args[0] if len(args) > 1 else ast.Constant(0)
+            last = args[1] if len(args) > 1 else args[0]
+            step = self._try_constant(args[2], env) if len(args) == 3 else 1
+            if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+                raise self.error(call, "`range` with a step known only at runtime (or 0)", "use a constant step")
+            # Python evaluates range's arguments in order, once
+            head = [_assign(f"__start{uid}", first, node), _assign(stop, last, node), _assign(k, ast.Name(f"__start{uid}", ast.Load()), node)]
+            test = f"{k} {'<' if step > 0 else '>'} {stop}"
+            item = ast.Name(k, ast.Load())
+        elif isinstance(call, (ast.Name, ast.Attribute)) and lists.is_runtime_list(self.expression(call, env)):
+            step = 1
+            head = [_assign(seq, call, node), _assign(k, ast.Constant(0), node)]
+            test = f"{k} < len({seq})"
+            item = ast.Subscript(value=ast.Name(seq, ast.Load()), slice=ast.Name(k, ast.Load()), ctx=ast.Load())
+        else:
+            return None
+        bind = ast.Assign(targets=[node.target], value=item)
+        advance = ast.parse(f"{k} = {k} + {step}").body[0]
+        loop_node = ast.While(test=ast.parse(test, mode="eval").body, body=[bind, advance, *node.body], orelse=[])
+        for new in (loop_node, bind, advance):
+            for sub in ast.walk(new):
+                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, node)
+        return [*head, nodes.Loop(loop_node, loop.returns)]
+
     def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
             return [nodes.BindConst(target.id, structure.env_value(item), target.lineno)]
@@ -91,30 +139,8 @@ class LoopCompiler:
         raise self.error(target, "loop target that is not a name or tuple of names")
 
     def _compile_while(self, loop: nodes.Loop, rest, env, live_out):
-        node: ast.While = loop.node
-        if not self._is_bounded(node, env):
-            raise self.error(
-                node,
-                "`while` loop without a bound",
-                "add a counter compared to a constant (`while step < MAX and ...:` with `step += 1` "
-                "in the body), or write `for _ in range(MAX): ... if not cond: break`",
-            )
+        # (the host runs it as Python would: a loop that never ends in PyTorch never ends here)
         return self._compile_runtime_loop(loop, rest, env, live_out, trip=None)
-
-    def _is_bounded(self, node: ast.While, env) -> bool:
-        conjuncts = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
-        counters = written_in(node.body)
-        for test in conjuncts:
-            if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-                continue
-            left, op, right = test.left, test.ops[0], test.comparators[0]
-            if isinstance(op, (ast.Gt, ast.GtE)):
-                left, right = right, left
-            elif not isinstance(op, (ast.Lt, ast.LtE)):
-                continue
-            if isinstance(left, ast.Name) and left.id in counters and isinstance(self._try_constant(right, env), int):
-                return True
-        return False
 
     def _compile_runtime_loop(self, loop: nodes.Loop, rest, env, live_out, trip: range | None):
         """scf.for (a range whose index is unused, no break/return) or scf.while."""
@@ -175,13 +201,16 @@ class LoopCompiler:
             if V.has_dyn(value):
                 state[name] = self._carried(value, value, node, name)
 
+        # Python shares a list between the names bound to it: one the loop carries changes
+        # for all of them (`alias = toks` before the loop, `toks.append(t)` inside)
+        followers = lists.sharing(env, carried)
         retyped_lists: dict[str, FrontendError] = {}
         for _attempt in range(8):
             try:
                 if use_for:
-                    op, end_env = self._build_for(node, trip, state, env, flat_body, live_after_loop)
+                    op, end_env = self._build_for(node, trip, state, env, flat_body, live_after_loop, followers)
                 else:
-                    op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop)
+                    op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop, followers)
             except _CarriedListKind as retyped:
                 # a list that enters the loop with known items (`tokens = []`) holds what
                 # the body appends: carry a runtime list of that kind and build it again
@@ -194,10 +223,11 @@ class LoopCompiler:
                 state[retyped.name] = _Carried(entry.initial, [retyped.list_type], entry.examples, entry.structure, entry.may_share)
                 continue
             changed = False
+            self._check_sharing(node, followers, end_env)
             # A variable the body changed that liveness did not see written (an alias of a
             # tensor mutated in place) is carried too.
             for name in sorted(set(env) - written_in(flat_body)):
-                if name not in carried and name in end_env and not V.same_value(end_env[name], env[name]):
+                if name not in carried and name not in followers and name in end_env and not V.same_value(end_env[name], env[name]):
                     carried.append(name)
                     state[name] = self._carried(env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
                     changed = True
@@ -238,7 +268,23 @@ class LoopCompiler:
             leaves = [V.Dyn(next(results), t, e, entry.may_share) for t, e in zip(entry.types, examples)]
             env[name] = V.rebuild(entry.structure, leaves)
         env.update({name: PARTIAL for name in unassigned_before if name in partial_after or not always_runs})
+        for follower, leader in followers.items():
+            env[follower] = env[leader]
         return after, env
+
+    def _check_sharing(self, node, followers: dict[str, str], end_env: dict) -> None:
+        """Names sharing a list at the loop's start share it at the end of the body: else
+        one was bound to a new list on some path, and which list the other is afterwards
+        depends on the path (a change through it could not be followed)."""
+        for follower, leader in followers.items():
+            if end_env.get(follower) is not end_env.get(leader):
+                raise self.error(
+                    node,
+                    f"`{follower}` and `{leader}` are one list before this loop, and the loop binds "
+                    "one of them to another list on some paths",
+                    f"copy the list where you need two (`{follower} = list({leader})`), or "
+                    "change the list in place (`lst.append`, `lst[k] = v`) instead of rebinding the name",
+                )
 
     def _carried(self, initial, typed_like, node, name) -> "_Carried":
         """`initial` before the loop, typed (and shaped) like `typed_like`."""
@@ -305,12 +351,14 @@ class LoopCompiler:
             values.extend(self._cast(l, t) for l, t in zip(leaves, entry.types))
         return values
 
-    def _body_env(self, env, state, block_args):
+    def _body_env(self, env, state, block_args, followers: dict[str, str]):
         body_env = dict(env)
         args = iter(block_args)
         for name, entry in _carried_items(state):
             leaves = [V.Dyn(next(args), t, e, entry.may_share) for t, e in zip(entry.types, entry.examples)]
             body_env[name] = V.rebuild(entry.structure, leaves)
+        for follower, leader in followers.items():
+            body_env[follower] = body_env[leader]
         return body_env
 
     def _yield(self, end_env, state, terminator="scf.yield"):
@@ -330,7 +378,7 @@ class LoopCompiler:
             op.erase()
             raise _CarriedListKind(name, mismatch) from None
 
-    def _build_for(self, node, trip: range, state, env, flat_body, live_after_loop):
+    def _build_for(self, node, trip: range, state, env, flat_body, live_after_loop, followers):
         inits = self._initial_values(state, node)
         index = ir.IndexType.get(self.builder.context)
         bounds = [
@@ -341,18 +389,18 @@ class LoopCompiler:
         op = ir.Operation.create("scf.for", results=types, operands=bounds + [v.value for v in inits], regions=1)
         block = op.regions[0].blocks.append(index, *types)
         with ir.InsertionPoint(block):
-            body_env = self._body_env(env, state, list(block.arguments)[1:])
+            body_env = self._body_env(env, state, list(block.arguments)[1:], followers)
             end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
             self._yield(end_env, state)
         return op, end_env
 
-    def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop):
+    def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop, followers):
         inits = self._initial_values(state, node)
         types = [self.builder.type(t) for _, entry in _carried_items(state) for t in entry.types]
         op = ir.Operation.create("scf.while", results=types, operands=[v.value for v in inits], regions=2)
         before = op.regions[0].blocks.append(*types)
         with ir.InsertionPoint(before):
-            before_env = self._body_env(env, state, list(before.arguments))
+            before_env = self._body_env(env, state, list(before.arguments), followers)
             tests = []
             if trip is not None:
                 tests.append(ast.parse(f"{counter} < {trip.stop}" if trip.step > 0 else f"{counter} > {trip.stop}", mode="eval").body)
@@ -373,7 +421,7 @@ class LoopCompiler:
             ir.Operation.create("scf.condition", operands=[flag, *before.arguments])
         after = op.regions[1].blocks.append(*types)
         with ir.InsertionPoint(after):
-            body_env = self._body_env(env, state, list(after.arguments))
+            body_env = self._body_env(env, state, list(after.arguments), followers)
             end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
             self._yield(end_env, state)
         return op, end_env
@@ -419,6 +467,10 @@ def _retypable_list(body_env: dict, state: dict, mismatch) -> str | None:
         ):
             return name
     return None
+
+
+def _assign(name: str, value: ast.expr, where: ast.AST) -> ast.Assign:
+    return ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=value), where)
 
 
 def _carried_items(state):

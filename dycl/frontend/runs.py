@@ -13,7 +13,7 @@ import warnings
 import torch
 import torch.utils._pytree as pytree
 
-from dycl.frontend import aliases
+from dycl.frontend import aliases, lists
 from dycl.frontend.nodes import OPERAND_PREFIX, replace_nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
@@ -37,6 +37,8 @@ class RunCompiler:
             return False
         if self._needs_host(stmt, env, written_in_run):
             return False
+        if _stores_into_python_container(stmt, env):
+            return False  # the host changes the list (lists.store) or refuses: never the example run
         if names_mutated(stmt):
             return True  # `t[m] = v` belongs with the code that made `t`, whatever `v` is
         value = stmt.value
@@ -461,6 +463,23 @@ def _refuse_attribute_read(self, stmts, poisons) -> None:
             f"read `{touched[0].text}` in forward or in a helper called as its own statement "
             "(`y = self.helper(x)`), which DyCL compiles, and pass the value on as an argument",
         )
+
+
+def _stores_into_python_container(stmt: ast.stmt, env) -> bool:
+    """`lst[k] = v`, `lst[k] += v`, `d[key] = v` on a Python list or container the frontend
+    holds (not a tensor): run as user code on the examples, the store would change the
+    import-time value itself and leave nothing in the program."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    for target in targets:
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if isinstance(target, ast.Name) and target is not None:
+            value = env.get(target.id)
+            if lists.is_list(value) or isinstance(value, V.Tup):
+                return True
+            if isinstance(value, V.Const) and isinstance(value.value, (list, dict, set, bytearray)):
+                return True
+    return False
 
 
 def _statement_text(stmts) -> str:

@@ -287,8 +287,10 @@ class Researcher:
             index = r.choice([f"int({scores}.argmax())", f"np.argmax({scores}.detach().numpy())",
                               f"{scores}.argmax().item()", f"int({scores}.argmin()) - {n}"])
             pick = f"{heads}[{k}]({s})"
-            use = r.choice([f"x = x + 0.5 * {fold(pick)}", f"x = x + {fold(f'torch.tanh({pick}) * {scores}[{k}]')}",
-                            f"y{k} = {pick}\nx = x * 0.5 + {fold(f'y{k}')}"])
+            uses = [f"x = x + 0.5 * {fold(pick)}", f"y{k} = {pick}\nx = x * 0.5 + {fold(f'y{k}')}"]
+            if not index.endswith(f"- {n}"):  # (a negative runtime index into a tensor is refused)
+                uses.append(f"x = x + {fold(f'torch.tanh({pick}) * {scores}[{k}]')}")
+            use = r.choice(uses)
             return [Research(f"{k} = {index}\n{use}", form)]
         if form == "none_start":
             logits, trips = self.fresh("logits"), r.randint(1, 4)

@@ -6,13 +6,6 @@ import torch
 import torch.nn as nn
 
 
-class UnboundedWhile(nn.Module):
-    def forward(self, x):
-        while x.sum() > 0:  # REJECT
-            x = x - 1
-        return x
-
-
 class Generator(nn.Module):
     def forward(self, x):
         for k in range(2):
@@ -77,15 +70,6 @@ class HelperInExpression(nn.Module):
         return x.sum() + self.inner(x)  # REJECT
 
 
-class BreakInWhileWithoutBound(nn.Module):
-    def forward(self, x):
-        while True:  # REJECT
-            x = x * 0.5
-            if x.sum() < 1:
-                break
-        return x
-
-
 class LoopElse(nn.Module):
     def forward(self, x):
         for _ in range(3):  # REJECT
@@ -124,7 +108,6 @@ class ReturnsString(nn.Module):
 
 
 REJECTED = {
-    "unbounded_while": (UnboundedWhile, "`while` loop without a bound"),
     "generator": (Generator, "generator"),
     "try": (TryExcept, "`try` statement"),
     "print": (Printing, "`print` in forward"),
@@ -132,7 +115,6 @@ REJECTED = {
     "with": (WithStatement, "`with` statement"),
     "mutates_module": (MutatesModule, "assigned it on some paths only"),
     "helper_in_expression": (HelperInExpression, "inside an expression"),
-    "while_true": (BreakInWhileWithoutBound, "`while` loop without a bound"),
     "loop_else": (LoopElse, "`else` clause on a loop"),
     "different_return_structures": (DifferentReturnStructures, "different structure"),
     "tuple_vs_list_return": (TupleOnOnePathListOnOther, "different structure"),

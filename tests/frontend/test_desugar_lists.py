@@ -216,6 +216,93 @@ def test_runtime_surgery_end_to_end_on_onnxruntime():
             assert max_abs_error(model(*args), compiled(*args)) <= 1e-4
 
 
+class StoredFlags(nn.Module):
+    """Batched decoding bookkeeping: a list of Python bools set per sequence (`finished[b] =
+    True` under a runtime condition), read through an alias and by `all(...)`."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        finished = [False] * 3
+        seen = finished
+        scores = [0.0, 0.0, 0.0]
+        for step in range(2):
+            x = torch.tanh(self.fc(x))
+            for b in range(len(finished)):
+                if x[0, b] > 0.3:
+                    finished[b] = True
+                    scores[b - 3] = float(x[0, b])
+            if all(finished):
+                break
+        return x, seen, scores, step
+
+
+def test_items_stored_at_constant_positions_follow_python():
+    check_paths(StoredFlags(), scaled_inputs(1, 8, scales=(-3.0, -1.0, 0.1, 1.0, 3.0), seeds=(0, 1, 2, 3)))
+
+
+class AliasOfAListGrownInALoop(nn.Module):
+    """`alias = toks` before a runtime loop that appends to `toks` under a condition: the
+    alias is the same list (this gave `[]` before the loop and joins kept the sharing)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        toks = []
+        alias = toks
+        for i in range(4):
+            x = torch.tanh(self.fc(x))
+            if x.sum() > 0:
+                toks.append(int(x.argmax()))
+            if x.mean() > 0.2:
+                break
+        toks.append(-1)
+        return x, alias
+
+
+class AliasAcrossAnIf(nn.Module):
+    def forward(self, x):
+        outs = [x]
+        alias = outs
+        if x.sum() > 0:
+            outs.append(x * 2)
+        outs.append(x * 3)
+        return alias
+
+
+class ListRebindOnOnePath(nn.Module):
+    def forward(self, x):
+        outs = [x]
+        alias = outs
+        if x.sum() > 0:
+            outs = [x * 2]
+        outs.append(x * 3)  # REFUSED
+        return alias
+
+
+def test_names_bound_to_one_list_share_its_changes_across_joins():
+    check_paths(AliasOfAListGrownInALoop(), scaled_inputs(1, 8, scales=(-3.0, -0.5, 0.5, 3.0), seeds=(0, 1, 2)), all_branches=False)
+    check_paths(AliasAcrossAnIf(), scaled_inputs(1, 8))
+
+
+class StoreAtRuntimeIndex(nn.Module):
+    """`flags[k] = True` with a runtime k: Python's index rules (negative from the end)."""
+
+    def forward(self, x):
+        flags = [False, False, False]
+        k = int(x.argmax()) % 4 - 2
+        flags[k] = True
+        return x, flags, k
+
+
+def test_items_stored_at_a_runtime_position_follow_python():
+    check_paths(StoreAtRuntimeIndex(), scaled_inputs(1, 8, scales=(-3.0, -0.5, 0.5, 3.0), seeds=(0, 1, 2, 3)), all_branches=False)
+
+
 class PopInConditional(nn.Module):
     def forward(self, x):
         outs = [x, x * 2]
@@ -292,6 +379,7 @@ class StepOnRuntimeList(nn.Module):
         (ScalarIntoTensorList, "putting a Python int into a list of tensors", "torch.tensor(v)"),
         (PopInWhile, "in a `while` condition", "loop body"),
         (StepOnRuntimeList, "a slice step on a list whose length", "torch.stack(lst)[::2]"),
+        (ListRebindOnOnePath, "changes a list that another variable holds on some paths only", "list(...)"),
     ],
 )
 def test_list_changes_that_cannot_keep_their_meaning_are_refused(cls, construct, hint):

@@ -32,6 +32,3 @@ def test_rejected_construct_names_file_line_and_construct(name):
     assert f"rejected_models.py:{error.line}:" in str(error)
 
 
-def test_unbounded_while_says_what_to_write_instead():
-    with pytest.raises(FrontendError, match=r"range\(MAX\)"):
-        import_module(rejected_models.UnboundedWhile(), (torch.randn(1, 4),))

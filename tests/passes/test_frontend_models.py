@@ -75,16 +75,20 @@ def _import(model, example):
         pytest.skip(f"frontend: {err}")
 
 
+SPLIT = "dycl-pipeline{keep-branches=false}"
+
+
 @pytest.mark.parametrize(
-    "model_cls, n_subdnns, n_controls",
-    [(EarlyExit, 2, 1), (SkipGate, 6, 3), (Decode, 2, 2)],
-    ids=["early_exit", "skip_gate", "decode"],
+    "model_cls, n_subdnns, n_controls, spec",
+    [(EarlyExit, 2, 1, "dycl-pipeline"), (SkipGate, 6, 3, SPLIT), (SkipGate, 1, 0, "dycl-pipeline"),
+     (Decode, 2, 2, "dycl-pipeline")],
+    ids=["early_exit", "skip_gate_split", "skip_gate_kept", "decode"],
 )
-def test_frontend_model_through_pipeline(model_cls, n_subdnns, n_controls):
+def test_frontend_model_through_pipeline(model_cls, n_subdnns, n_controls, spec):
     torch.manual_seed(0)
     model = model_cls().eval()
     program = _import(model, torch.randn(1, 8))
-    after = support.apply("dycl-pipeline", program.module)
+    after = support.apply(spec, program.module)
     support.check_hcfg(after)
     summary = HCFG.from_module(after).summary()
     if n_subdnns is not None:
@@ -108,8 +112,8 @@ def test_frontend_model_through_pipeline(model_cls, n_subdnns, n_controls):
 def test_skip_gate_blocks_share_one_function_with_weights_as_args():
     torch.manual_seed(0)
     program = _import(SkipGate().eval(), torch.randn(1, 8))
-    default = support.apply("dycl-pipeline", program.module)
-    shared = support.apply("dycl-pipeline{weights-as-args=true}", program.module)
+    default = support.apply(SPLIT, program.module)
+    shared = support.apply("dycl-pipeline{keep-branches=false weights-as-args=true}", program.module)
     assert len(support.subdnn_functions(default)) == 6
     assert len(support.subdnn_functions(shared)) == 2  # one gate, one block
     for x in _inputs(2, (1, 8)):

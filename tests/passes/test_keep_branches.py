@@ -15,7 +15,8 @@ CASES = [c for c in (LIT / "dycl-keep-branches.mlir").read_text().split("// ----
 SPECS = [
     "dycl-keep-branches,dycl-outline,dycl-hoist-free,dycl-dedup,dycl-const-prop",
     "dycl-keep-branches{backend=tvm},dycl-outline{min-ops=2},dycl-hoist-free,dycl-dedup{weights-as-args=true}",
-    "dycl-pipeline{keep-branches=true}",
+    "dycl-pipeline",
+    "dycl-pipeline{keep-branches=true backend=tvm merge-calls=true}",
 ]
 
 
@@ -40,8 +41,8 @@ def test_skip_gate_becomes_one_call():
     """The SkipNet-like gate: split, three calls on the path that runs the block (gate,
     block, tail); kept, one call on both paths, the if inside the sub-DNN."""
     text = CASES[0]
-    split = support.apply("dycl-pipeline", text)
-    kept = support.apply("dycl-pipeline{keep-branches=true}", text)
+    split = support.apply("dycl-pipeline{keep-branches=false}", text)
+    kept = support.apply("dycl-pipeline", text)  # the default
     assert _calls(split) == 3
     assert _calls(kept) == 1
     (subdnn,) = support.subdnn_functions(kept)
