@@ -207,6 +207,14 @@ class RunCompiler:
                 raise
             except Exception as error:
                 _refuse_attribute_read(self, stmts, poisons)
+                if isinstance(error, TypeError) and "slice indices" in str(error):
+                    # a runtime int entered as a tensor and met a slice: it is a size
+                    raise self.error(
+                        stmts[0], f"`{_statement_text(stmts)}` slices with a runtime Python int (`x[:k]`): "
+                        "the slice's size would depend on the data",
+                        "DyCL's sub-networks have static shapes: keep the full shape and mask the "
+                        "rows past k (`x * (torch.arange(n) < k)`), or loop over a constant range",
+                    ) from None
                 raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
             finally:
                 self._check_model_unchanged(stmts, examples)
