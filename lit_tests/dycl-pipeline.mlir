@@ -1,4 +1,5 @@
-// RUN: dycl-opt %s -p dycl-pipeline | filecheck %s
+// RUN: dycl-opt %s -p 'dycl-pipeline{keep-branches=false}' | filecheck %s
+// RUN: dycl-opt %s -p dycl-pipeline | filecheck %s --check-prefix=KEEP
 // RUN: dycl-opt %s -p 'dycl-pipeline{max-trip-count=2}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=ROLLED
 
 "builtin.module"() ({
@@ -38,6 +39,17 @@
 // CHECK:             "func.call"
 // CHECK-NOT:     "func.call"
 // CHECK:         "func.return"
+// By default (dycl-keep-branches) the gate stays inside the loop body's one sub-DNN: one
+// call per iteration, no flag read by the host.
+// KEEP-LABEL: sym_name = "gated_loop"
+// KEEP:         "scf.for"
+// KEEP-NEXT:    ^{{.*}}(%{{.*}}: index, %[[ACC:.*]]: !torch.vtensor<[1,4],f32>):
+// KEEP-NEXT:      %[[N:.*]] = "func.call"(%[[ACC]]) <{callee = @[[BODY:subdnn_[0-9]+]]}> : (!torch.vtensor<[1,4],f32>) -> !torch.vtensor<[1,4],f32>
+// KEEP-NEXT:      "scf.yield"(%[[N]])
+// KEEP:       sym_name = "[[BODY]]"
+// KEEP:         "torch.aten.Bool.Tensor"
+// KEEP:         "scf.if"
+// KEEP:         {dycl.keep}
   "func.func"() <{sym_name = "gated_loop", function_type = (!torch.vtensor<[1,4],f32>) -> !torch.vtensor<[1,4],f32>}> ({
   ^bb0(%x: !torch.vtensor<[1,4],f32>):
     %w = "dycl.param"() {name = "fc.weight"} : () -> !torch.vtensor<[4,4],f32>

@@ -1,5 +1,5 @@
-// RUN: dycl-opt %s -p dycl-pipeline --emit-hcfg=summary | filecheck %s --check-prefix=SUMMARY
-// RUN: dycl-opt %s -p dycl-pipeline --emit-hcfg=dot | filecheck %s --check-prefix=DOT
+// RUN: dycl-opt %s -p 'dycl-pipeline{keep-branches=false}' --emit-hcfg=summary | filecheck %s --check-prefix=SUMMARY
+// RUN: dycl-opt %s -p 'dycl-pipeline{keep-branches=false}' --emit-hcfg=dot | filecheck %s --check-prefix=DOT
 
 // An early exit: the HCFG is entry -> sub-DNN (with the flag) -> if -> one sub-DNN per exit.
 // SUMMARY:      HCFG of @forward: 3 sub-DNNs, 3 call sites, 1 control ops, 2 host ops

@@ -4,7 +4,7 @@
     dycl-shape-infer                              (marks loop carries whose shape varies)
     dycl-unroll-loops{shape-varying-only=true}    (specialises those loops)
     dycl-shape-infer                              (static shapes in the unrolled copies)
-    dycl-keep-branches{backend=...}               (only with keep-branches=true: tensor-only
+    dycl-keep-branches{backend=...}               (unless keep-branches=false: tensor-only
                                                    ifs stay inside a sub-DNN)
     dycl-outline -> dycl-hoist-free
     dycl-merge-calls                              (only with merge-calls=true: one call where
@@ -64,10 +64,11 @@ class PipelinePass(ModulePass):
     threads); docs/bench.md. Never with weights-as-args, which asks for the fewest compiled
     functions: merging makes more of them (a gate alone and fused with each block before it)."""
 
-    keep_branches: bool = False
+    keep_branches: bool = True
     """dycl-keep-branches: keep tensor-only scf.ifs (a SkipNet or BlockDrop gate) inside a
-    sub-DNN, run by the backend as ONNX `If` / Relax `if`. Off here, the pure split of the
-    DyCL paper; dycl.compile turns it on (docs/keep-branches.md)."""
+    sub-DNN, run by the backend as ONNX `If` / Relax `if`: SkipNet and BlockDrop become one
+    call per inference instead of 8-31, exact and faster on both backends
+    (docs/keep-branches.md). `keep-branches=false` is the pure split of the DyCL paper."""
 
     backend: str = "onnxruntime"
     """dycl-keep-branches: whose costs decide which ifs to keep."""
