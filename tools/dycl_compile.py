@@ -128,6 +128,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="tvm tuning: measure candidates on this TVM RPC tracker's devices")
     parser.add_argument("--rpc-key", metavar="KEY", help="tvm tuning: the key the tracker's devices registered under")
     parser.add_argument("--no-cache", action="store_true", help="ignore the compile cache")
+    parser.add_argument(
+        "--no-keep-branches", action="store_true",
+        help="the pure split: every branch decided in the host, none kept inside a sub-DNN (dycl-keep-branches)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of random example values")
     parser.add_argument("--emit-hcfg", metavar="FILE.dot", help="also write the HCFG as Graphviz")
     parser.add_argument(
@@ -154,6 +158,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     compiled = dycl.compile(
         model, examples, backend=args.backend, method=args.method, threads=args.threads,
         jobs=args.jobs, use_cache=not args.no_cache, check=not args.no_check, tune=tune,
+        pipeline={"keep_branches": False} if args.no_keep_branches else None,
     )
     seconds = time.perf_counter() - start
     path = compiled.save(args.output)

@@ -121,6 +121,7 @@ def summary(records: Sequence[dict]) -> dict:
         "dynamism_overhead_tvm_geomean": geomean(ratio("dynamism_overhead_tvm")),
         "hoist_free_geomean_speedup": geomean(ratio("hoist_free_speedup")),
         "merge_calls_geomean_speedup": geomean(ratio("merge_calls_speedup")),
+        "keep_branches_geomean_speedup": geomean(ratio("keep_branches_speedup")),
         "dycl_ort_geomean_compile_seconds": geomean(compile_ort),
     }
     targets = {}
@@ -201,12 +202,13 @@ def markdown(result: dict) -> str:
         f"{_x(s['targets']['dycl_ort_geomean_speedup_vs_eager']['value'])} | {_x(s['targets']['dycl_ort_geomean_speedup_vs_torch_compile']['value'])} "
         f"| {_x(s['targets']['dynamism_overhead_ort_geomean']['value'], 3)} | {_x(s['dynamism_overhead_tvm_geomean'], 3)} |",
         "",
-        "### Ablations (dycl-hoist-free, dycl-merge-calls) and host cost, DyCL+ORT",
+        "### Ablations (dycl-hoist-free, dycl-merge-calls, dycl-keep-branches) and host cost, DyCL+ORT",
         "",
         "| network | sub-DNNs with / w/o hoist-free | ms with / w/o hoist-free | hoist-free speed-up "
         "| sub-DNN calls per inference w/o / with merge-calls | ms with merge-calls | merge-calls speed-up "
+        "| sub-DNN calls per inference pure split / kept branches | ms pure split | keep-branches speed-up "
         "| host µs per inference | host µs per call | (DyCL − oracle) µs per call |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     f1 = lambda x: "–" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.1f}"  # noqa: E731
     for r in records:
@@ -221,6 +223,10 @@ def markdown(result: dict) -> str:
             f"{f1(_get(r, 'dycl-ort-merge', 'host', 'subdnn_calls_per_inference'))} "
             f"| {_ms(_get(r, 'dycl-ort-merge', 'time', 'median_ms'))} "
             f"| {_x(r['ratios'].get('merge_calls_speedup'), 3)} "
+            f"| {f1(_get(r, 'dycl-ort-split', 'host', 'subdnn_calls_per_inference'))} / "
+            f"{f1(_get(r, 'dycl-ort', 'host', 'subdnn_calls_per_inference'))} "
+            f"| {_ms(_get(r, 'dycl-ort-split', 'time', 'median_ms'))} "
+            f"| {_x(r['ratios'].get('keep_branches_speedup'), 3)} "
             f"| {f1(_get(r, 'dycl-ort', 'host', 'host_us_per_inference'))} "
             f"| {f1(_get(r, 'dycl-ort', 'host', 'host_us_per_subdnn_call'))} "
             f"| {f1(_per_call_gap(r))} |"
@@ -302,7 +308,7 @@ def _tuned_table(records: Sequence[dict], s: dict) -> list[str]:
 
 # --------------------------------------------------------------------------------- chart
 
-CHART_SYSTEMS = ("torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "oracle-ort", "dycl-tvm", "dycl-tvm-tuned",
+CHART_SYSTEMS = ("torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-ort-split", "oracle-ort", "dycl-tvm", "dycl-tvm-tuned",
                  "oracle-tvm")
 
 

@@ -21,8 +21,8 @@ from dycl.runtime import RuntimeOptions
 @dataclass(frozen=True)
 class Settings:
     runtime: RuntimeOptions = RuntimeOptions(threads=2)  # DyCL's and the oracles'; threads for every system
-    systems: tuple[str, ...] = ("eager", "torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-tvm",
-                                "oracle-ort", "oracle-tvm")
+    systems: tuple[str, ...] = ("eager", "torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge",
+                                "dycl-ort-split", "dycl-tvm", "oracle-ort", "oracle-tvm")
     budget_seconds: float = 45.0  # timed rounds per network (all systems together)
     min_rounds: int = 3
     max_rounds: int = 40
@@ -140,7 +140,7 @@ def _median(record: dict, system: str) -> float:
 
 def derive(record: dict) -> None:
     """Ratios the tables report: speed-up over eager and torch.compile, dynamism overhead
-    (DyCL / oracle with the same backend), hoist-free and merge-calls ablations."""
+    (DyCL / oracle with the same backend), hoist-free, merge-calls and keep-branches ablations."""
     eager, compiled = _median(record, "eager"), _median(record, "torch.compile")
     ratios = {}
     for system in record["systems"]:
@@ -153,6 +153,7 @@ def derive(record: dict) -> None:
     ratios["tvm_tuned_vs_ort"] = _median(record, "dycl-tvm-tuned") / _median(record, "dycl-ort")
     ratios["hoist_free_speedup"] = _median(record, "dycl-ort-nohoist") / _median(record, "dycl-ort")
     ratios["merge_calls_speedup"] = _median(record, "dycl-ort") / _median(record, "dycl-ort-merge")
+    ratios["keep_branches_speedup"] = _median(record, "dycl-ort-split") / _median(record, "dycl-ort")
     record["ratios"] = {k: v for k, v in ratios.items()}
 
 

@@ -6,6 +6,8 @@ per path input, plus what preparing it cost.
     dycl-ort           DyCL + ONNX Runtime (numpy in and out: the runtime's own API)
     dycl-ort-nohoist   the same without dycl-hoist-free (the graph-optimisation ablation)
     dycl-ort-merge     the same with dycl-merge-calls (off by default; the call-merging ablation)
+    dycl-ort-split     the same without dycl-keep-branches: the pure split of the DyCL paper,
+                       every branch decided in the host (the keep-branches ablation)
     dycl-tvm           DyCL + TVM, untuned
     dycl-tvm-tuned     DyCL + TVM built with the records of the shared MetaSchedule database
                        (tuned first for --tune-minutes per network; cost: tuning minutes)
@@ -33,6 +35,7 @@ LABELS = {
     "dycl-ort": "DyCL+ORT",
     "dycl-ort-nohoist": "DyCL+ORT w/o hoist-free",
     "dycl-ort-merge": "DyCL+ORT with merge-calls",
+    "dycl-ort-split": "DyCL+ORT pure split (w/o keep-branches)",
     "dycl-tvm": "DyCL+TVM",
     "dycl-tvm-tuned": "DyCL+TVM tuned",
     "oracle-ort": "oracle ORT",
@@ -43,10 +46,11 @@ DYCL_VARIANTS = {  # system -> (backend, dycl-pipeline options; "without": passe
     "dycl-ort": ("onnxruntime", {}),
     "dycl-ort-nohoist": ("onnxruntime", {"without": ("dycl-hoist-free",)}),
     "dycl-ort-merge": ("onnxruntime", {"merge_calls": True}),
+    "dycl-ort-split": ("onnxruntime", {"keep_branches": False}),
     "dycl-tvm": ("tvm", {}),
     "dycl-tvm-tuned": ("tvm", {}),
 }
-DYCL_SYSTEMS = ("dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-tvm")
+DYCL_SYSTEMS = ("dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-ort-split", "dycl-tvm")
 """The DyCL systems prepared from the shared frontend output, in order (tuned TVM apart)."""
 
 
@@ -160,7 +164,7 @@ def prepare_dycl(
     ctx = make_context()
     per_pass: list[tuple[str, float]] = []
     start = time.perf_counter()
-    for p in pipeline_passes(**options):
+    for p in pipeline_passes(**{"backend": backend, **options}):
         t = time.perf_counter()
         p.apply(ctx, module)
         per_pass.append((p.name, time.perf_counter() - t))
