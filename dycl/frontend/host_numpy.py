@@ -269,6 +269,36 @@ def where(c, call: ast.Call, env):
     return as_numpy(_run(c, call, "__dycl_torch.where(__c, __a, __b)", {"__c": as_torch(cond), "__a": as_torch(a), "__b": as_torch(b)}))
 
 
+_STABLE_SORTS = ("stable", "mergesort")
+
+
+def argsort(c, call: ast.Call, env):
+    """np.argsort(a, kind='stable') of a 1-d array. numpy's default sort (a vectorized
+    quicksort) puts equal items in an order of its own, which no torch op reproduces."""
+    if len(call.args) != 1 or any(k.arg != "kind" for k in call.keywords):
+        raise c.error(call, f"{_describe(call)}: np.argsort with these options on a runtime value", "np.argsort(a) or np.argsort(a, kind='stable') of a 1-d array")
+    kind = _options(c, call, env, ("kind",), []).get("kind")
+    tensor = array_operand(c, call.args[0], env, call)
+    if tensor.example.dim() != 1:
+        raise c.error(call, f"{_describe(call)} of a {tensor.example.dim()}-d array", "sort a 1-d array (`a.reshape(-1)`), or use torch.argsort")
+    if kind not in _STABLE_SORTS:
+        raise c.error(
+            call, f"{_describe(call)} with numpy's default sort (equal items come out in an order DyCL cannot reproduce)",
+            "pass kind='stable': the order of equal items is then their order in the array",
+        )
+    # A stable argsort from comparisons (torch's sort.stable has no ONNX/TVM lowering): the
+    # rank of item i counts the items before it in numpy's order (smaller, or equal and
+    # earlier; NaN after everything, as numpy sorts it); the order puts i at its rank.
+    source = (
+        "(lambda a, n: (lambda nan, j: (lambda before: __dycl_torch.zeros(n, dtype=__dycl_torch.int64).scatter("
+        "0, before.sum(1), __dycl_torch.arange(n)))("
+        "(a[None, :] < a[:, None]) & ~nan[None, :] | (nan[:, None] & ~nan[None, :]) "
+        "| (((a[None, :] == a[:, None]) | (nan[:, None] & nan[None, :])) & (j[None, :] < j[:, None]))"
+        "))(__dycl_torch.isnan(a), __dycl_torch.arange(n)))(__a, __a.shape[0])"
+    )
+    return as_numpy(_run(c, call, source, {"__a": tensor}))
+
+
 def numpy_call(c, call: ast.Call, env, func):
     """A numpy function with a runtime operand (its constant calls never get here)."""
     name = _REDUCTIONS.get(func) if _hashable(func) else None
@@ -282,11 +312,13 @@ def numpy_call(c, call: ast.Call, env, func):
         return stack(c, call, env)
     if func is np.where:
         return where(c, call, env)
+    if func is np.argsort:
+        return argsort(c, call, env)
     raise c.error(
         call,
         f"{_describe(call)}: numpy `{getattr(func, '__name__', func)}` on a runtime value",
         "compute it with torch on the tensor (DyCL lowers np.argmax/argmin/max/min/mean/sum/"
-        "array/asarray/stack/where(cond, a, b))",
+        "array/asarray/stack/where(cond, a, b)/argsort)",
     )
 
 

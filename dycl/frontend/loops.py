@@ -12,13 +12,14 @@ import ast
 import contextlib
 from typing import Any
 
+import torch
 from torch_mlir import ir
 
-from dycl.frontend import aliases, lists, nodes, structure
+from dycl.frontend import aliases, host_builtins, host_numpy, lists, nodes, structure
 from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.errors import FrontendError
 from dycl.frontend import values as V
-from dycl.frontend.liveness import live_before, names_read, written_in
+from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import fresh_id, lower, unroll
 
 MAX_UNROLL = 512
@@ -112,13 +113,16 @@ class LoopCompiler:
             head = [_assign(f"__start{uid}", first, node), _assign(stop, last, node), _assign(k, ast.Name(f"__start{uid}", ast.Load()), node)]
             test = f"{k} {'<' if step > 0 else '>'} {stop}"
             item = ast.Name(k, ast.Load())
-        elif isinstance(call, (ast.Name, ast.Attribute)) and lists.is_runtime_list(self.expression(call, env)):
+        else:
+            iterated = self.expression(call, env)  # evaluated once, as Python does
+            if isinstance(iterated, V.Dyn) and V.is_tensor_type(iterated.type):
+                return self._unrolled_rows(loop, iterated, env)
+            if not lists.is_runtime_list(iterated):
+                return None
             step = 1
-            head = [_assign(seq, call, node), _assign(k, ast.Constant(0), node)]
+            head = [nodes.BindConst(seq, iterated, node.lineno), _assign(k, ast.Constant(0), node)]
             test = f"{k} < len({seq})"
             item = ast.Subscript(value=ast.Name(seq, ast.Load()), slice=ast.Name(k, ast.Load()), ctx=ast.Load())
-        else:
-            return None
         bind = ast.Assign(targets=[node.target], value=item)
         advance = ast.parse(f"{k} = {k} + {step}").body[0]
         loop_node = ast.While(test=ast.parse(test, mode="eval").body, body=[bind, advance, *node.body], orelse=[])
@@ -127,6 +131,28 @@ class LoopCompiler:
                 if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
                     ast.copy_location(sub, node)
         return [*head, nodes.Loop(loop_node, loop.returns)]
+
+    def _unrolled_rows(self, loop: nodes.Loop, tensor: V.Dyn, env: dict) -> list[ast.stmt]:
+        """`for row in t` (or a numpy array) whose first dimension is static: one copy of the
+        body per row. The rows are read before the loop, so a body that changes a row or
+        `t` in place (a row is a view of `t` in PyTorch and numpy) is refused."""
+        node: ast.For = loop.node
+        memory = aliases.storage_of(tensor.example)
+        views = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} | {
+            name for name, value in env.items() if memory is not None and memory in aliases.storages(value)
+        }
+        changed = next((n for stmt in node.body for n in ast.walk(stmt) if names_mutated(n) & views), None)
+        if changed is not None:
+            raise self.error(
+                changed, "an in-place change inside a `for` over the rows of a tensor or array (each row is a view)",
+                "loop over `range(len(t))` and index `t[i]` where you read it",
+            )
+        rows = [host_numpy.mark(row, [tensor]) for row in host_builtins.tensor_rows(self, tensor, node.iter, "`for`")]
+        dtype = tensor.example.dtype
+        if isinstance(tensor, host_numpy.NumpyValue) and tensor.example.dim() == 1 and not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool):
+            # numpy's integers index and count as Python ints do (`self.experts[k]`, `gate[0, k]`)
+            rows = [self.builder.host_op("torch.aten.Int.Tensor", [row], V.INT, int(row.example)) for row in rows]
+        return unroll(self.scope.source, loop, rows, lambda row: self._bind_target(node.target, row))
 
     def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
         if isinstance(target, ast.Name):

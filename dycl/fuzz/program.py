@@ -98,6 +98,7 @@ class For:
     trips: int
     body: list["Stmt"]
     var: str = "_"  # the loop index (a name when the body indexes with it)
+    header: str = ""  # the whole `for ...:` line instead (a trip count known only at run time)
 
 
 @dataclass
@@ -245,7 +246,7 @@ class _Writer:
             self.arm()
             self.emit(indent + 1, "break")
         elif isinstance(stmt, For):
-            self.emit(indent, f"for {stmt.var} in range({stmt.trips}):")
+            self.emit(indent, stmt.header or f"for {stmt.var} in range({stmt.trips}):")
             self.body(indent + 1, stmt.body)
         elif isinstance(stmt, While):
             self.emit(indent, f"{stmt.counter} = 0")

@@ -27,6 +27,10 @@ their form (`FORMS`):
   loop changes `acc`, then `x = acc`;
 - a module of a ModuleList picked by a runtime index: `k = int(s[0, :n].argmax())` (or
   `np.argmax(...)`, or from the end with a negative `k`), then `self.heads[k](s)`;
+- runtime trip counts: `for i in range(n)` with `n = int(s[0, :3].argmax()) + 1` (maybe a
+  `break`), `for t in toks` over a runtime list of ints, `for v in s[0].detach().numpy()`,
+  `while (x.abs() > c).any():` shrinking x; a list of bools stored into (`flags[b] = True`
+  under a runtime condition), then `sum(flags)`;
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
 - module attributes assigned in forward or a helper, then read there (variables of the
@@ -74,6 +78,9 @@ FORMS = (
     "nested_carry",
     # a module of a ModuleList picked by a runtime index
     "module_pick",
+    # runtime trip counts: range of a runtime int, a loop over a runtime list or array,
+    # a while on a tensor condition; items stored into a Python list
+    "runtime_range", "iterate_list", "iterate_array", "while_tensor", "list_store",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -105,6 +112,7 @@ WEIGHTS = {
     "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.6,
+    "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
@@ -292,6 +300,36 @@ class Researcher:
                 uses.append(f"x = x + {fold(f'torch.tanh({pick}) * {scores}[{k}]')}")
             use = r.choice(uses)
             return [Research(f"{k} = {index}\n{use}", form)]
+        if form == "runtime_range":
+            n, i = self.fresh("n"), self.fresh("i")
+            body: list[Stmt] = [Research(self.layer(stage), form)]
+            if r.random() < 0.5:
+                body.append(Research(f"x = x * (1.0 - 0.05 * {i})", form))
+            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.5:
+                body.append(Break(self.a_cond(stage)))
+            start = r.choice(["", "1, "])
+            return [Research(f"{n} = int({s}[0, :3].argmax()) + 1", form), For(0, body, header=f"for {i} in range({start}{n}):")]
+        if form == "iterate_list":
+            toks, t = self.fresh("toks"), self.fresh("t")
+            return [Research(f"{toks} = []\nfor _ in range({r.randint(1, 3)}):\n    {self.layer(stage)}\n"
+                             f"    {toks}.append(int({s}.argmax()))\n    if {s}.sum() > 0:\n        break\n"
+                             f"for {t} in {toks}:\n    x = x + 0.05 * {t}", form)]
+        if form == "iterate_array":
+            v, acc = self.fresh("v"), self.fresh("acc")
+            source = r.choice([f"{s}[0].detach().numpy()", f"{s}[0, :3].cpu().numpy()", f"np.argsort({s}[0].detach().numpy(), kind='stable')"])
+            use = r.choice([f"    {acc} = {acc} + float({v})", f"    if {v} > 0:\n        {acc} = {acc} + 0.1"])
+            return [Research(f"{acc} = 0.0\nfor {v} in {source}:\n{use}\nx = x * (1.0 + 0.01 * {acc})", form)]
+        if form == "while_tensor":
+            n = self.fresh("n")
+            bound = r.choice(["0.5", "1.0", "2.0"])
+            return [Research(f"{n} = 0\nwhile (x.abs() > {bound}).any() and {n} < 40:\n    x = x * 0.5\n    {n} += 1\n"
+                             f"x = x * (1.0 + 0.01 * {n})", form)]
+        if form == "list_store":
+            flags, b = self.fresh("flags"), self.fresh("b")
+            m = r.randint(2, 3)
+            index = r.choice([b, f"{b} - {m}"])
+            return [Research(f"{flags} = [False] * {m}\nfor {b} in range({m}):\n    if {s}[0, {b}] > 0:\n"
+                             f"        {flags}[{index}] = True\nx = x * (1.0 + 0.1 * {r.choice(['any', 'all'])}({flags}))", form)]
         if form == "none_start":
             logits, trips = self.fresh("logits"), r.randint(1, 4)
             head = self.module(f"nn.Linear({w}, {w})")

@@ -335,6 +335,12 @@ RESEARCH_SPELLINGS = {
     "self.heads[k](v) with a runtime k": r"(k\d+) = .*\n\s*(x = .*|y\1 = )self\.r\d+\[\1\]\(",
     "np.argmax(...) as a module index": r"(k\d+) = np\.argmax\(.*\n\s*.*self\.r\d+\[\1\]\(",
     "a negative module index": r"(k\d+) = int\(.*\) - \d\n\s*.*self\.r\d+\[\1\]\(",
+    "for i in range(n) with a runtime n": r"for i\d+ in range\((1, )?n\d+\):",
+    "for t in toks over a runtime list": r"for (t\d+) in toks\d+:\n\s*x = x \+ 0\.05 \* \1",
+    "for v in <numpy array>": r"for v\d+ in .*\.numpy\((\), kind='stable'\))?\)?:",
+    "np.argsort(kind='stable')": re.escape("kind='stable')"),
+    "while on a tensor condition": r"while \(x\.abs\(\) > [\d.]+\)\.any\(\)",
+    "flags[b] = True": r"flags\d+\[b\d+( - \d)?\] = True",
 }
 
 

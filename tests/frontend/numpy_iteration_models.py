@@ -1,0 +1,63 @@
+"""Loops over numpy arrays and tensors computed at run time, as inference scripts write them."""
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RouterStableOrder(nn.Module):
+    """Experts run in the order of their gate (`np.argsort(-scores, kind='stable')`) until
+    the gate mass passes a threshold."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(4, 3)
+        self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        gate = F.softmax(self.gate(x), dim=1)
+        scores = gate.detach().cpu().numpy()[0]
+        order = np.argsort(-scores, kind="stable")
+        total = 0.0
+        out = 0
+        for k in order:
+            out = out + self.experts[k](x) * gate[0, k]
+            total += scores[k]
+            if total > 0.7:
+                break
+        return out, float(total), torch.from_numpy(order)
+
+
+class CutAtEnd(nn.Module):
+    """sample.py post-processing: iterate the numpy ids, stop at the end token."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+
+    def forward(self, x):
+        ids = (self.fc(x) * 2).round().clamp(0, 3).long()[0]
+        words = []
+        for word_id in ids.cpu().numpy():
+            words.append(int(word_id))
+            if word_id == 1:
+                break
+        rows = 0.0
+        for row in torch.tanh(self.fc(x).reshape(2, 3)):
+            rows = rows + float(row.sum())
+        return words, rows
+
+
+class DefaultSortOrder(nn.Module):
+    def forward(self, x):
+        order = np.argsort(x.detach().numpy()[0])  # REFUSED
+        return x, order
+
+
+class ChangeRowsInPlace(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        for row in y:
+            row.mul_(0.5)  # REFUSED
+        return y

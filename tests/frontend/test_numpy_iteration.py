@@ -1,0 +1,43 @@
+"""`for` over a runtime numpy array or tensor (unrolled over its static rows; numpy integers
+as Python ints) and `np.argsort(kind='stable')`: exact on every path; numpy's default sort
+order and in-place changes of the rows are refused at their line."""
+
+import pytest
+import torch
+
+from tests.frontend import numpy_iteration_models as M
+from tests.frontend.helpers import assert_compiled_exactly
+from tests.frontend.test_desugar_support import check_paths, marked_line, refused, scaled_inputs
+
+INPUTS = scaled_inputs(1, 4, scales=(-3.0, -1.0, -0.3, 0.3, 1.0, 3.0), seeds=(0, 1, 2))
+
+
+@pytest.mark.parametrize("model", [M.RouterStableOrder, M.CutAtEnd], ids=lambda m: m.__name__)
+def test_loops_over_runtime_arrays_are_exact(model):
+    torch.manual_seed(0)
+    check_paths(model(), INPUTS, all_branches=False)
+
+
+def test_inputs_take_several_orders_and_lengths():
+    with torch.no_grad():
+        torch.manual_seed(0)
+        router = M.RouterStableOrder().eval()
+        assert len({tuple(router(*args)[2].tolist()) for args in INPUTS}) >= 3
+        torch.manual_seed(0)
+        cut = M.CutAtEnd().eval()
+        assert len({len(cut(*args)[0]) for args in INPUTS}) >= 3
+
+
+def test_stable_order_compiles_exactly():
+    assert_compiled_exactly(M.RouterStableOrder, INPUTS, "onnxruntime")
+
+
+@pytest.mark.parametrize(
+    "cls, construct, hint",
+    [
+        (M.DefaultSortOrder, "with numpy's default sort", "kind='stable'"),
+        (M.ChangeRowsInPlace, "an in-place change inside a `for` over the rows", "range(len(t))"),
+    ],
+)
+def test_what_cannot_keep_its_meaning_is_refused(cls, construct, hint):
+    refused(cls(), (torch.randn(1, 4),), construct, marked_line(cls), hint)
