@@ -420,7 +420,7 @@ class Researcher:
         if form == "lengths_compare":
             a, b = r.sample(range(self.lengths), 2)
             first = r.choice([f"lengths[{a}] > lengths[{b}]", f"lengths[{a}] >= {r.randint(1, 3)}",
-                              f"lengths[-1] < {r.randint(1, 3)}", f"lengths[0] == lengths[-1]"])
+                              f"lengths[-1] < {r.randint(1, 3)}", "lengths[0] == lengths[-1]"])
             if r.random() < 0.4:
                 first += r.choice([f" and lengths[{b}] > 0", f" or lengths[{b}] == {r.randint(0, 4)}"])
             text = f"if {first}:\n    {self.layer(stage)}"
@@ -429,7 +429,7 @@ class Researcher:
             return [Research(text, form)]
         if form == "lengths_len":
             i, n = self.fresh("i"), self.fresh("n")
-            choices = [f"x = x * (1.0 + 0.1 * len(lengths))",
+            choices = ["x = x * (1.0 + 0.1 * len(lengths))",
                        f"for {i} in range(len(lengths)):\n    x = x + 0.05 * lengths[{i}] * torch.tanh(x)",
                        f"{n} = sum([l > 1 for l in lengths])\nx = x * (1.0 + 0.1 * {n})",
                        "x = x * (2.0 / len(lengths))"]
