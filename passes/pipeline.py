@@ -58,8 +58,8 @@ class PipelinePass(ModulePass):
 
     merge_calls: bool = False
     """dycl-merge-calls: merge back-to-back sub-DNN calls (sinking a call that follows an
-    scf.if into its branches to make them back-to-back). Off by default: on SkipNet it saves
-    9 of 27 calls per inference but, at 2 threads, makes inference ~5% slower (the merged
+    scf.if into its branches to make them back-to-back). Off by default: on SkipNet with
+    keep-branches=false it saves 9 of 27 calls per inference (kept branches make it one) but, at 2 threads, makes inference ~5% slower (the merged
     block+gate crosses the runtime's one-thread threshold, so the gate's small ops run on two
     threads); docs/bench.md. Never with weights-as-args, which asks for the fewest compiled
     functions: merging makes more of them (a gate alone and fused with each block before it)."""
