@@ -42,7 +42,7 @@ from dycl.frontend.rewrite import (
     parse_function,
 )
 from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
-from dycl.frontend.runs import RunCompiler, fix_locations
+from dycl.frontend.runs import RunCompiler, RuntimeSize, fix_locations
 from dycl.dialects.torch_ops import LIST_APPEND
 
 # Functions from these packages are never inlined (their control flow is on Python values).
@@ -223,8 +223,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             block.restart(expanded + block.stmts[block.i + 1 :], env)
             return
         if not self._is_run_statement(stmt, env, set()):
-            self.host_statement(stmt, env)
-            block.i += 1
+            if self._per_length_on_failure(lambda: self.host_statement(stmt, env), block, 1):
+                block.i += 1
             return
         stmts, i = block.stmts, block.i
         j = i + 1
@@ -239,8 +239,55 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         run = stmts[i:j]
         if j < len(stmts) and isinstance(stmts[j], ast.If):
             stmts[j] = self._condition_into_run(run, stmts[j], env, written)
-        self.compile_run(run, env, live_before(stmts[j:], block.live_out))
-        block.i = j
+        if self._per_length_on_failure(lambda: self.compile_run(run, env, live_before(stmts[j:], block.live_out)), block, j - i):
+            block.i = j
+
+    def _per_length_on_failure(self, compile_statements, block: Block, count: int) -> bool:
+        """Compile `block.stmts[block.i : block.i + count]`; when they do tensor math on a list
+        whose length depends on the path but is one of a few known lengths (an unrolled loop
+        that may `break`: lists.KnownLengths), undo that and rewrite them as
+
+            if len(lst) == 1: <lst of 1 item> <statements>
+            elif ...: ...
+            else: <lst of n items> <statements>
+
+        so that each branch has static shapes. Returns False when it rewrote the block."""
+        ops = ir.InsertionPoint.current.block.operations
+        before, saved = len(ops), dict(block.env)
+        try:
+            compile_statements()
+            return True
+        except RuntimeSize:
+            stmts = block.stmts[block.i : block.i + count]
+            read = set().union(*(names_read(s) for s in stmts))
+            name = next((n for n in sorted(read) if isinstance(block.env.get(n), lists.KnownLengths)), None)
+            if name is None:
+                raise
+        for op in reversed(list(ops)[before:]):
+            op.erase()
+        block.env.clear()
+        block.env.update(saved)
+        lengths = sorted(block.env[name].lengths)
+        chain: list[ast.stmt] = [nodes.FixLength(name, lengths[-1], stmts[0].lineno), *stmts]
+        for length in reversed(lengths[:-1]):
+            test = ast.Compare(
+                left=ast.Call(func=ast.Name("len", ast.Load()), args=[ast.Name(name, ast.Load())], keywords=[]),
+                ops=[ast.Eq()], comparators=[ast.Constant(length)],
+            )
+            body = [nodes.FixLength(name, length, stmts[0].lineno), *copy.deepcopy(stmts)]
+            chain = [ast.If(test=test, body=body, orelse=chain)]
+        for node in ast.walk(chain[0]):
+            if "lineno" in node._attributes and not hasattr(node, "lineno"):
+                ast.copy_location(node, stmts[0])
+        block.stmts = block.stmts[: block.i] + chain + block.stmts[block.i + count :]
+        return False
+
+    def visit_FixLength(self, stmt: nodes.FixLength, block: Block) -> None:
+        value = block.env[stmt.name]
+        fixed = lists.fixed_length(self, value, stmt.length)
+        lists.replace_everywhere(block.env, value, fixed)
+        block.env[stmt.name] = fixed
+        block.i += 1
 
     def _one_arm_per_candidate(self, stmt: ast.stmt, env: dict) -> list[ast.stmt] | None:
         """`self.experts[k](x)` with a runtime `k`: an `if`/`elif` over the candidates
@@ -371,6 +418,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             leaves = [V.Dyn(results[k], types[k], examples[k]) for k in range(start, start + count)]
             joined[name] = V.rebuild(structure, leaves)
             then_value, else_value = then_env.get(name, V.UNDEF), else_env.get(name, V.UNDEF)
+            if structure is None:  # a list of a different length on each path: which ones
+                joined[name] = lists.with_known_lengths(joined[name], then_value, else_value)
             memory = aliases.path_dependent_memory(then_value, else_value)  # marked before
             if aliases.alias_group(then_env, name, live) != aliases.alias_group(else_env, name, live):
                 # shares memory with another variable on one path only: never mutate it

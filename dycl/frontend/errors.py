@@ -9,7 +9,7 @@ class FrontendError(Exception):
     The message names the source file and line, the construct, and what to write
     instead, e.g.::
 
-        model.py:42: `while` loop without a bound: write `for _ in range(MAX): ... if not cond: break`
+        model.py:42: `try` statement: remove the try/except from forward; DyCL cannot compile exceptions
     """
 
     def __init__(self, construct: str, hint: str = "", *, file: str = "<unknown>", line: int = 0):

@@ -39,6 +39,46 @@ class StaticList(V.Dyn):
     items: tuple = ()
 
 
+@dataclass(frozen=True)
+class KnownLengths(V.Dyn):
+    """A runtime list whose length is one of a few values known here: the join of lists
+    built in straight-line code on each path (an unrolled loop that may `break`)."""
+
+    lengths: frozenset = frozenset()
+
+
+MAX_LENGTH_CASES = 8  # the most lengths a statement is compiled for (one branch each)
+
+
+def possible_lengths(value) -> frozenset | None:
+    """The lengths the list `value` may have here (None: not known)."""
+    if isinstance(value, KnownLengths):
+        return value.lengths
+    if is_runtime_list(value):
+        return None
+    items = items_of(value) if is_list(value) else None
+    return None if items is None else frozenset({len(items)})
+
+
+def with_known_lengths(value, *sources):
+    """`value` (a runtime list joined from `sources`) marked with their possible lengths."""
+    lengths = [possible_lengths(source) for source in sources]
+    if not is_runtime_list(value) or any(l is None for l in lengths):
+        return value
+    union = frozenset().union(*lengths)
+    if len(union) > MAX_LENGTH_CASES:
+        return value
+    return KnownLengths(value.value, value.type, value.example, value.may_share, union)
+
+
+def fixed_length(c, value, length: int) -> StaticList:
+    """The runtime list `value`, on a path where its length is `length`: its items read."""
+    index = [c.builder.materialize(V.Const(k)) for k in range(length)]
+    items = [c.builder.host_op(LIST_ITEM, [value, i], item_ir_type(value), safe_item(value.example, k)) for k, i in enumerate(index)]
+    # a new list value: after the branches join, the list is one of several lengths again
+    return static_list(c, items, value.type)
+
+
 def static_list(c, items, list_type: str = V.TENSOR_LIST) -> StaticList:
     items = tuple(c.builder.materialize(i) for i in items)
     op = c.builder.op(LIST_CONSTRUCT, [i.value for i in items], [list_type])

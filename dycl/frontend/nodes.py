@@ -50,6 +50,18 @@ class BindConst(ast.stmt):
         self.lineno = lineno
 
 
+class FixLength(ast.stmt):
+    """On this path the runtime list `name` has `length` items: bind it to them."""
+
+    _fields = ("name",)
+
+    def __init__(self, name: str, length: int, lineno: int = 0):
+        super().__init__()
+        self.name = name
+        self.length = length
+        self.lineno = lineno
+
+
 class ReturnTo:
     """What `return value` means at some point: `var = value` then jump to `label`."""
 

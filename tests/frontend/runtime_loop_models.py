@@ -2,6 +2,7 @@
 writes them: `while <tensor condition>:`, `while True: ... break`, `for i in range(n)` with
 a runtime `n`, and `for t in tokens` over a list that grows at run time."""
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -100,3 +101,26 @@ class IterateTensors(nn.Module):
         for h in hs:
             acc = acc + h * 0.5
         return acc
+
+
+class MeanOfExits(nn.Module):
+    """SDN-style: the confidences of the exits taken, a list that an unrolled loop with
+    `break` leaves 1 to 3 long, reduced with numpy and stacked with torch after the loop;
+    the list is read again after the statements compiled once per length."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        confs, outs = [], []
+        for block in self.blocks:
+            x = torch.tanh(block(x))
+            outs.append(x)
+            confs.append(x.max().detach().numpy())
+            if x.max() > 0.6:
+                break
+        mean = float(np.mean(confs))
+        stacked = torch.stack(outs).mean(0)
+        outs.append(stacked)
+        return stacked, mean, len(outs), outs[-2]

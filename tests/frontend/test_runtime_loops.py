@@ -11,14 +11,15 @@ from tests.frontend.helpers import assert_compiled_exactly, eager
 from tests.frontend.test_desugar_support import check_paths, scaled_inputs
 
 INPUTS = scaled_inputs(1, 4, scales=(-3.0, -1.0, -0.3, 0.3, 1.0, 3.0), seeds=(0, 1, 2))
-MODELS = [M.Halting, M.WhileTrueBreak, M.RangeOfARuntimeInt, M.IterateTokens, M.IterateTensors]
+MODELS = [M.Halting, M.WhileTrueBreak, M.RangeOfARuntimeInt, M.IterateTokens, M.IterateTensors, M.MeanOfExits]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_runtime_trip_counts_are_exact(model):
     torch.manual_seed(0)
     program = check_paths(model(), INPUTS, all_branches=False)
-    assert [op for op in program.module.walk() if isinstance(op, scf.WhileOp)]
+    runtime_loops = [op for op in program.module.walk() if isinstance(op, scf.WhileOp)]
+    assert runtime_loops if model is not M.MeanOfExits else not runtime_loops  # (an unrolled loop)
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
@@ -26,7 +27,9 @@ def test_the_inputs_take_several_trip_counts(model):
     torch.manual_seed(0)
     m = model().eval()
     outcomes = {repr(eager(m, args)[1:]) if isinstance(eager(m, args), tuple) else None for args in INPUTS}
-    if model is M.IterateTensors:
+    if model is M.MeanOfExits:
+        assert len({eager(m, args)[2] for args in INPUTS}) == 3  # 1, 2 and 3 exits taken
+    elif model is M.IterateTensors:
         hs_lengths = set()
         for (x,) in INPUTS:
             y = x
@@ -40,6 +43,6 @@ def test_the_inputs_take_several_trip_counts(model):
         assert len(outcomes) > 1, outcomes
 
 
-@pytest.mark.parametrize("model", [M.Halting, M.RangeOfARuntimeInt, M.IterateTokens], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("model", [M.Halting, M.RangeOfARuntimeInt, M.IterateTokens, M.MeanOfExits], ids=lambda m: m.__name__)
 def test_runtime_trip_counts_compile_exactly(model):
     assert_compiled_exactly(model, INPUTS, "onnxruntime")
