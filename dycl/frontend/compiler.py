@@ -28,7 +28,7 @@ from dycl.frontend import desugar, dispatch, nodes, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
 from dycl.frontend.capture import RunCapturer
-from dycl.frontend.errors import FrontendError
+from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.frontend.host_expressions import HOST_EXPRESSIONS, host_tuple, refuse_truth_value
 from dycl.frontend.liveness import live_before, names_read, written_in
 from dycl.frontend.loops import LoopCompiler
@@ -42,7 +42,7 @@ from dycl.frontend.rewrite import (
     parse_function,
 )
 from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
-from dycl.frontend.runs import RunCompiler, RuntimeSize, fix_locations
+from dycl.frontend.runs import RunCompiler, fix_locations
 from dycl.dialects.torch_ops import LIST_APPEND
 
 # Functions from these packages are never inlined (their control flow is on Python values).

@@ -21,3 +21,13 @@ class FrontendError(Exception):
         if hint:
             message += f": {hint}"
         super().__init__(message)
+
+
+class RuntimeSize(FrontendError):
+    """A statement whose tensor sizes depend on the path: tensor math on a list of a
+    path-dependent length, or of one empty on the example path (the visitor may compile it
+    once per possible length of that list: lists.KnownLengths)."""
+
+    @classmethod
+    def of(cls, error: FrontendError) -> "RuntimeSize":
+        return cls(error.construct, error.hint, file=error.file, line=error.line)

@@ -20,7 +20,7 @@ from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
-from dycl.frontend.errors import FrontendError
+from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.frontend.nodes import OPERAND_PREFIX, replace_nodes
 from dycl.frontend.rewrite import fresh_id
 from dycl.dialects.torch_ops import LIST_ITEM, LIST_LENGTH
@@ -124,7 +124,7 @@ def _stack_or_cat(self, expr, func, args, env):
     items = args[0].example
     example = func(items, dim.value) if items else None
     if example is None:
-        raise self.error(expr, f"`{source_text(expr)}` of a list that is empty on the example path", "append at least once before the condition, or check DyCL's example inputs")
+        raise RuntimeSize.of(self.error(expr, f"`{source_text(expr)}` of a list that is empty on the example path", "append at least once before the condition, or check DyCL's example inputs"))
     name = X.LIST_FUNCTIONS[func]
     type_ = X.stacked_type(example, dim.value)
     return self.builder.host_op(f"torch.aten.{name}", [args[0], self.builder.constant(int(dim.value))], type_, example)
@@ -315,10 +315,10 @@ def _runtime_item(self, expr: ast.Subscript, holder: V.Dyn, key) -> V.EnvValue:
     if index.type != V.INT:
         raise self.error(expr, f"indexing a list with a {index.type.removeprefix('!torch.')}", "index it with an int")
     if not holder.example:
-        raise self.error(
+        raise RuntimeSize.of(self.error(
             expr, f"`{source_text(expr)}` of a list that is empty on the example path",
             "check DyCL's example inputs: the list must have items when the model is imported",
-        )
+        ))
     example = lists.safe_item(holder.example, index.example)
     return self.builder.host_op(LIST_ITEM, [holder, index], lists.item_ir_type(holder), example)
 

@@ -29,6 +29,7 @@ import torch
 from dycl.frontend import lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
+from dycl.frontend.errors import RuntimeSize
 from dycl.frontend.rewrite import fresh_id
 
 
@@ -82,10 +83,10 @@ def array_operand(c, node: ast.expr, env, call) -> V.Dyn:
         return as_torch(value)
     if isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST and not isinstance(value, lists.StaticList):
         if not value.example:
-            raise c.error(
+            raise RuntimeSize.of(c.error(
                 call, f"{_describe(call)} of a list that is empty on the example path",
                 "check DyCL's example inputs: the list must have items when the model is imported",
-            )
+            ))
         return _stack_runtime_list(c, value)
     items = lists.items_of(value)
     if items is None or not items:

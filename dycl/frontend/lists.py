@@ -28,7 +28,7 @@ from torch_mlir import ir
 
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
-from dycl.frontend.errors import FrontendError
+from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.dialects.torch_ops import LIST_SET_ITEM, LIST_APPEND, LIST_CONSTRUCT, LIST_ITEM, LIST_LENGTH
 
 
@@ -434,10 +434,10 @@ class ListOps:
         lst = self.runtime(lst)
         k = -1 if key is None else self.int(key)
         if not lst.example:
-            raise self.error(
+            raise RuntimeSize.of(self.error(
                 f"{self.what} of a list that is empty on the example path",
                 "check DyCL's example inputs: the list must have items when the model is imported",
-            )
+            ))
         index = self.c.builder.materialize(V.Const(k)) if not isinstance(k, V.Dyn) else k
         popped = self.c.builder.host_op(LIST_ITEM, [lst, index], item_ir_type(lst), safe_item(lst.example, _example(k)))
         return self.without(lst, k), popped

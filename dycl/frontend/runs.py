@@ -18,7 +18,7 @@ from dycl.frontend.nodes import OPERAND_PREFIX, replace_nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.capture import DataDependentShape, IntArithmetic, SpecializedInput, WeightMutation
-from dycl.frontend.errors import FrontendError
+from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import fresh_id
 
@@ -440,7 +440,7 @@ class RunCompiler:
                 "DyCL's sub-networks have static shapes: reduce as you go (a running sum and a "
                 "count), or pad to a fixed length and mask",
             )
-            failure = RuntimeSize(failure.construct, failure.hint, file=failure.file, line=failure.line)
+            failure = RuntimeSize.of(failure)
         elif "data-dependent" in text.lower() or "guard" in text.lower():
             failure = self.error(
                 stmts[0], f"`{source}` uses a tensor's value as a Python value (a condition, an "
@@ -472,11 +472,6 @@ def _refuse_attribute_read(self, stmts, poisons) -> None:
             f"read `{touched[0].text}` in forward or in a helper called as its own statement "
             "(`y = self.helper(x)`), which DyCL compiles, and pass the value on as an argument",
         )
-
-
-class RuntimeSize(FrontendError):
-    """Tensor math on a tensor whose size depends on the path (the visitor may compile the
-    statement once per possible length of the list it stacks: lists.KnownLengths)."""
 
 
 def _stores_into_python_container(stmt: ast.stmt, env) -> bool:

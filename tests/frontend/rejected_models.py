@@ -28,14 +28,6 @@ class Printing(nn.Module):
         return x
 
 
-class LoopOverTensor(nn.Module):
-    def forward(self, x):
-        total = x.new_zeros(())
-        for row in x:  # REJECT
-            total = total + row.sum()
-        return total
-
-
 class WithStatement(nn.Module):
     def forward(self, x):
         with torch.enable_grad():  # REJECT (no_grad blocks are compiled as their body)
@@ -111,7 +103,6 @@ REJECTED = {
     "generator": (Generator, "generator"),
     "try": (TryExcept, "`try` statement"),
     "print": (Printing, "`print` in forward"),
-    "loop_over_tensor": (LoopOverTensor, "`for` over a value computed at runtime"),
     "with": (WithStatement, "`with` statement"),
     "mutates_module": (MutatesModule, "assigned it on some paths only"),
     "helper_in_expression": (HelperInExpression, "inside an expression"),
