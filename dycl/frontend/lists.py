@@ -543,7 +543,13 @@ class ListOps:
         raise self.error(f"{self.what}: a list position that is not an int", "index lists with ints")
 
     def without(self, lst: V.Dyn, k) -> V.Dyn:
-        """lst without its item at position k (k < 0 counts from the end)."""
+        """lst without its item at position k (k < 0 counts from the end); IndexError past
+        either end, as `del lst[k]` and `lst.pop(k)` raise it."""
+        index = self.c.builder.materialize(V.Const(k)) if not isinstance(k, V.Dyn) else k
+        item = self.c.builder.host_op(LIST_ITEM, [lst, index], item_ir_type(lst), safe_item(lst.example, _example(k)))
+        # the same list, read through a store of its own item at k: the check stays in the
+        # program because the new list is built from it
+        lst = self.c.builder.host_op(LIST_SET_ITEM, [lst, index, item], lst.type, list(lst.example))
         n = length(self.c, lst)
         at = _min(self.c, _max(self.c, _wrapped(self.c, k, n), 0), n)
         after = _min(self.c, _add(self.c, at, 1), n)

@@ -46,3 +46,32 @@ def test_the_inputs_take_several_trip_counts(model):
 @pytest.mark.parametrize("model", [M.Halting, M.RangeOfARuntimeInt, M.IterateTokens, M.MeanOfExits], ids=lambda m: m.__name__)
 def test_runtime_trip_counts_compile_exactly(model):
     assert_compiled_exactly(model, INPUTS, "onnxruntime")
+
+
+def test_deleting_past_the_end_of_a_runtime_list_raises_index_error():
+    import dycl
+
+    torch.manual_seed(0)
+    model = M.DeletePastTheEnd().eval()
+    example = next(args for args in INPUTS if _raises_not(model, args))
+    compiled = dycl.compile(model, example, progress=False)
+    outcomes = set()
+    for args in INPUTS:
+        try:
+            expected = eager(model, args)
+        except IndexError:
+            outcomes.add("IndexError")
+            with pytest.raises(IndexError):
+                compiled(*args)
+            continue
+        outcomes.add("ok")
+        assert compiled(*args)[1] == expected[1]
+    assert outcomes == {"ok", "IndexError"}
+
+
+def _raises_not(model, args) -> bool:
+    try:
+        eager(model, args)
+    except IndexError:
+        return False
+    return True
