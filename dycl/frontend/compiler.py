@@ -451,6 +451,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             list_type = lists.common_list_type(mine, other)
             if list_type is not None:
                 return [lists.as_runtime_list(self, mine, list_type)], None
+        if isinstance(mine, V.Tup) and isinstance(other, V.Tup):
+            mine = self._nested_lists_for_join(mine, other)
+            other = self._nested_lists_for_join(other, mine, build=False)
         if isinstance(mine, V.Tup) or isinstance(other, V.Tup):
             if other is not V.UNDEF and not V.same_structure(mine, other):
                 raise self.error(
@@ -461,6 +464,23 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 )
             return [self._materialize(l, name) for l in V.leaves(mine)], mine
         return [self._materialize(mine, name)], None
+
+    def _nested_lists_for_join(self, mine: V.Tup, other: V.Tup, build: bool = True) -> V.Tup:
+        """`mine` with each list it holds that has another length in `other` (at the same
+        place) as a runtime list of their kind of item (`return x, tokens` where `tokens`
+        has a length per path). build=False only shapes `other` alike (no IR)."""
+        if len(mine.items) != len(other.items):
+            return mine
+        items = []
+        for a, b in zip(mine.items, other.items):
+            if lists.is_list(a) and lists.is_list(b) and lists.differ(a, b):
+                list_type = lists.common_list_type(a, b)
+                if list_type is not None:
+                    a = lists.as_runtime_list(self, a, list_type) if build else V.Dyn(None, list_type, [])
+            elif isinstance(a, V.Tup) and isinstance(b, V.Tup):
+                a = self._nested_lists_for_join(a, b, build)
+            items.append(a)
+        return V.Tup(tuple(items), mine.kind)
 
     def _placeholder_like(self, value: V.EnvValue) -> V.Dyn:
         if isinstance(value, V.Const):
@@ -599,7 +619,10 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         op = ir.Operation.create(LIST_APPEND, results=[self.builder.type(holder.type)], operands=[holder.value, item.value])
         if isinstance(holder, lists.StaticList):
             return lists.StaticList(op.result, holder.type, holder.example + [item.example], items=holder.items + (item,))
-        return V.Dyn(op.result, holder.type, holder.example + [item.example])
+        appended = V.Dyn(op.result, holder.type, holder.example + [item.example])
+        if isinstance(holder, lists.KnownLengths):  # one longer, whichever length it had
+            return lists.KnownLengths(appended.value, appended.type, appended.example, lengths=frozenset(n + 1 for n in holder.lengths))
+        return appended
 
     # ----- expressions -------------------------------------------------------------------
 
@@ -897,11 +920,14 @@ def _input_value(tree, arguments: list) -> V.EnvValue:
 
 def _desugared(fdef: ast.FunctionDef) -> bool:
     """A helper using what DyCL's own rewriting compiles and torch.export alone may not:
-    `with torch.no_grad():`, `.data`, subscript stores (a masked read-modify-write
-    `x[m] = x[m] * 0.5` has a data-dependent size inside export)."""
+    `with torch.no_grad():`, `.data`, `.numpy()`, a call of a picked module (`heads[k](x)`),
+    subscript stores (a masked read-modify-write `x[m] = x[m] * 0.5` has a data-dependent
+    size inside export)."""
     for n in ast.walk(fdef):
-        if isinstance(n, ast.With) or isinstance(n, ast.Attribute) and n.attr == "data":
-            return True
+        if isinstance(n, ast.With) or isinstance(n, ast.Attribute) and n.attr in ("data", "numpy"):
+            return True  # (`.numpy()`: numpy on a tensor is host code, never a captured block)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript):
+            return True  # `self.experts[k](x)`: a pick by a runtime index is DyCL's (dispatch.py)
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
         if any(isinstance(t, ast.Subscript) for t in targets):
             return True

@@ -24,6 +24,7 @@ import torch
 from dycl.frontend import lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
+from dycl.frontend.errors import RuntimeSize
 from dycl.frontend.rewrite import fresh_id
 
 COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
@@ -47,12 +48,12 @@ def iterate(c, value, node: ast.AST, what: str) -> list:
         except TypeError as error:
             raise c.error(node, f"{what}: TypeError: {error}") from None
     if isinstance(value, V.Dyn) and V.is_list_type(value.type):
-        raise c.error(
+        raise RuntimeSize.of(c.error(  # (compiled per length where the lengths are known)
             node,
             f"{what} over a list whose length is only known at runtime",
             "stack it (`torch.stack(lst)`) and compute on the tensor, or compute each item "
             "where it is appended",
-        )
+        ))
     if isinstance(value, V.Dyn) and V.is_tensor_type(value.type):
         return tensor_rows(c, value, node, what)
     raise c.error(node, f"{what} over a runtime {value.type.removeprefix('!torch.') if isinstance(value, V.Dyn) else 'value'}")

@@ -245,8 +245,9 @@ def where(c, call: ast.Call, env):
         raise c.error(
             call,
             f"{_describe(call)}: `np.where(cond)` gives index arrays whose length depends on the data",
-            "compute what you need from the mask with torch: `mask.any()` for `len(hits) > 0`, "
-            "`int(mask.int().argmax())` for the first hit `hits[0]`",
+            "assign it as a statement of its own, `hits = np.where(cond)[0]` (DyCL gathers the "
+            "indices of a 1-d mask into a list of ints), or compute what you need from the mask "
+            "with torch: `mask.any()` for `len(hits) > 0`, `int(mask.int().argmax())` for `hits[0]`",
         )
     if len(call.args) != 3 or call.keywords:
         raise c.error(call, f"{_describe(call)}: np.where with these arguments", "np.where(cond, a, b)")

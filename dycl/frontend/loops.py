@@ -44,6 +44,8 @@ class LoopCompiler:
             if not isinstance(iterable, (list, tuple)):
                 iterable = V.MISSING  # a tensor or runtime list: not a structure to unroll
         if iterable is V.MISSING:
+            iterable = self._static_range(node.iter, env)  # `range(t.shape[0])`
+        if iterable is V.MISSING:
             as_while = self._runtime_iteration(loop, env)
             if as_while is not None:
                 return as_while + rest, env
@@ -84,6 +86,23 @@ class LoopCompiler:
                 op.erase()
             self.scope = scope
             raise
+
+    def _static_range(self, call: ast.expr, env):
+        """`range(...)` whose arguments read runtime values but are known here (a static
+        size: `range(mask.shape[0])`), else V.MISSING. Only side-effect-free arguments are
+        evaluated (they are evaluated again if the loop turns out to be a runtime one)."""
+        if not (isinstance(call, ast.Call) and self._try_constant(call.func, env, quiet=True) is range):
+            return V.MISSING
+        pure = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator, ast.unaryop)
+        if call.keywords or not all(isinstance(n, pure) for arg in call.args for n in ast.walk(arg)):
+            return V.MISSING
+        values = [self.expression(arg, env) for arg in call.args]
+        if not all(isinstance(v, V.Const) and isinstance(v.value, int) for v in values):
+            return V.MISSING
+        try:
+            return range(*(v.value for v in values))
+        except (TypeError, ValueError):
+            return V.MISSING
 
     def _runtime_iteration(self, loop: nodes.Loop, env) -> list[ast.stmt] | None:
         """`for i in range(a, b, step)` with runtime bounds, or `for t in lst` over a list

@@ -150,6 +150,10 @@ def lower(
         if isinstance(original, ast.Delete):
             lowered.extend(desugar.split_delete(source, original))
             continue
+        where = desugar.expand_np_where(source, original)
+        if where is not None:  # `hits = np.where(cond)[0]`: a loop that gathers the indices
+            lowered.extend(lower(source, where, returns, on_break, on_continue))
+            continue
         prepared = desugar.prepare(source, original)
         lowered.extend(_lower_simple(source, prepared[:-1]))
         stmt = prepared[-1]

@@ -31,6 +31,7 @@ their form (`FORMS`):
   `break`), `for t in toks` over a runtime list of ints, `for v in s[0].detach().numpy()`,
   `while (x.abs() > c).any():` shrinking x; a list of bools stored into (`flags[b] = True`
   under a runtime condition), then `sum(flags)`;
+- `hits = np.where(mask)[0]`, then `len(hits)`, `hits[0]` or `for h in hits`;
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
 - module attributes assigned in forward or a helper, then read there (variables of the
@@ -81,6 +82,8 @@ FORMS = (
     # runtime trip counts: range of a runtime int, a loop over a runtime list or array,
     # a while on a tensor condition; items stored into a Python list
     "runtime_range", "iterate_list", "iterate_array", "while_tensor", "list_store",
+    # the index array of np.where(mask) used as numpy and a list agree on
+    "np_where_hits",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -112,7 +115,7 @@ WEIGHTS = {
     "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.6,
-    "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6,
+    "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
@@ -324,6 +327,12 @@ class Researcher:
             bound = r.choice(["0.5", "1.0", "2.0"])
             return [Research(f"{n} = 0\nwhile (x.abs() > {bound}).any() and {n} < 40:\n    x = x * 0.5\n    {n} += 1\n"
                              f"x = x * (1.0 + 0.01 * {n})", form)]
+        if form == "np_where_hits":
+            hits = self.fresh("hits")
+            mask = r.choice([f"{s}[0].detach().numpy() > 0", f"F.softmax({s}, -1)[0].detach().cpu().numpy() > 0.2"])
+            use = r.choice([f"x = x * (1.0 + 0.1 * len({hits}))", f"if len({hits}) > 0:\n    x = x + 0.01 * {hits}[0]",
+                            f"for h in {hits}:\n    x = x * 0.9 + 0.01 * h"])
+            return [Research(f"{hits} = np.where({mask})[0]\n{use}", form)]
         if form == "list_store":
             flags, b = self.fresh("flags"), self.fresh("b")
             m = r.randint(2, 3)

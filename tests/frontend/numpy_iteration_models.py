@@ -61,3 +61,48 @@ class ChangeRowsInPlace(nn.Module):
         for row in y:
             row.mul_(0.5)  # REFUSED
         return y
+
+
+class WhereFirstHit(nn.Module):
+    """`hits = np.where(confs > t)[0]`, then the first hit or the last exit."""
+
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleList([nn.Linear(4, 3) for _ in range(3)])
+
+    def forward(self, x):
+        outs = [head(x) for head in self.heads]
+        confs = np.array([F.softmax(o, 1).max().detach() for o in outs])
+        hits = np.where(confs > 0.6)[0]
+        k = hits[0] if len(hits) > 0 else len(outs) - 1
+        return outs[k], int(k), len(hits)
+
+
+class WhereLayerList(nn.Module):
+    """A policy lists the layers to run (`keep, = np.where(probs > 0.5)`), then a loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.policy = nn.Linear(4, 3)
+        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        probs = torch.sigmoid(self.policy(x)).detach().numpy()[0]
+        keep, = np.where(probs > 0.5)
+        for i in keep:
+            x = x + torch.tanh(self.blocks[i](x))
+        return x, [int(i) for i in keep]
+
+
+class WhereArithmetic(nn.Module):
+    def forward(self, x):
+        hits = np.where(x.detach().numpy()[0] > 0)[0]
+        return x, len(hits + 1)  # REFUSED
+
+
+class WhereTruth(nn.Module):
+    def forward(self, x):
+        hits = np.where(x.detach().numpy()[0] > 0)[0]
+        if hits:  # REFUSED
+            x = x * 2
+        return x

@@ -244,7 +244,8 @@ class MaxOfModules(nn.Module):
     [
         (RuntimeFilter, "comprehension filter `if s > 0` on a runtime value", "out.append"),
         (GeneratorAsValue, "generator expression", "list comprehension"),
-        (OverRuntimeList, "over a list whose length is only known at runtime", "torch.stack(lst)"),
+        # (compiled once per length of `outs`: no item makes `total` the int 0)
+        (OverRuntimeList, "a Python int on one path and a float32 tensor", "same kind"),
         (SetOfRuntimeValues, "set comprehension over values computed at runtime", "list comprehension"),
         (MaxOfModules, "chooses among values that are not numbers or tensors", "max(range(n), key=...)"),
     ],

@@ -12,7 +12,7 @@ from tests.frontend.test_desugar_support import check_paths, marked_line, refuse
 INPUTS = scaled_inputs(1, 4, scales=(-3.0, -1.0, -0.3, 0.3, 1.0, 3.0), seeds=(0, 1, 2))
 
 
-@pytest.mark.parametrize("model", [M.RouterStableOrder, M.CutAtEnd], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("model", [M.RouterStableOrder, M.CutAtEnd, M.WhereFirstHit, M.WhereLayerList], ids=lambda m: m.__name__)
 def test_loops_over_runtime_arrays_are_exact(model):
     torch.manual_seed(0)
     check_paths(model(), INPUTS, all_branches=False)
@@ -28,8 +28,19 @@ def test_inputs_take_several_orders_and_lengths():
         assert len({len(cut(*args)[0]) for args in INPUTS}) >= 3
 
 
-def test_stable_order_compiles_exactly():
-    assert_compiled_exactly(M.RouterStableOrder, INPUTS, "onnxruntime")
+def test_np_where_inputs_take_every_number_of_hits():
+    with torch.no_grad():
+        torch.manual_seed(0)
+        first = M.WhereFirstHit().eval()
+        assert {first(*args)[1] for args in INPUTS} == {0, 1, 2}
+        torch.manual_seed(0)
+        layers = M.WhereLayerList().eval()
+        assert len({tuple(layers(*args)[1]) for args in INPUTS}) >= 4
+
+
+@pytest.mark.parametrize("model", [M.RouterStableOrder, M.WhereFirstHit, M.WhereLayerList], ids=lambda m: m.__name__)
+def test_compiles_exactly(model):
+    assert_compiled_exactly(model, INPUTS, "onnxruntime")
 
 
 @pytest.mark.parametrize(
@@ -37,6 +48,8 @@ def test_stable_order_compiles_exactly():
     [
         (M.DefaultSortOrder, "with numpy's default sort", "kind='stable'"),
         (M.ChangeRowsInPlace, "an in-place change inside a `for` over the rows", "range(len(t))"),
+        (M.WhereArithmetic, "`hits + 1` on `hits`, the index array of `np.where(cond)`", "len(hits) > 0"),
+        (M.WhereTruth, "on `hits`, the index array of `np.where(cond)`", "len(hits) > 0"),
     ],
 )
 def test_what_cannot_keep_its_meaning_is_refused(cls, construct, hint):

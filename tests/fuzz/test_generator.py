@@ -341,6 +341,7 @@ RESEARCH_SPELLINGS = {
     "np.argsort(kind='stable')": re.escape("kind='stable')"),
     "while on a tensor condition": r"while \(x\.abs\(\) > [\d.]+\)\.any\(\)",
     "flags[b] = True": r"flags\d+\[b\d+( - \d)?\] = True",
+    "hits = np.where(mask)[0]": r"hits\d+ = np\.where\(.*\)\[0\]",
 }
 
 
