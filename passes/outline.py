@@ -114,15 +114,21 @@ class Outliner:
 
     # ---------------------------------------------------------------- scanning
 
+    def extend(self, run: Run, op: Operation) -> Run:
+        """`op` joins the current run, or a new one when it reads a value the host computes
+        after the run began (the run so far is outlined first)."""
+        if run.reads_deferred(op):
+            self.flush(run)
+            run = Run()
+        self.check_static(op)
+        run.add(op)
+        return run
+
     def outline_block(self, block: Block) -> None:
         run = Run()
         for op in list(block.ops):
             if is_kept_if(op):
-                if run.reads_deferred(op):
-                    self.flush(run)
-                    run = Run()
-                self.check_static(op)
-                run.add(op)
+                run = self.extend(run, op)
                 continue
             if isinstance(op, CONTROL_OPS):
                 self.flush(run)
@@ -140,11 +146,7 @@ class Outliner:
             if self.travels_with_users(op):
                 continue
             if is_tensor_compute(op):
-                if run.reads_deferred(op):
-                    self.flush(run)
-                    run = Run()
-                self.check_static(op)
-                run.add(op)
+                run = self.extend(run, op)
                 continue
             if op is block.last_op:
                 self.flush(run)
