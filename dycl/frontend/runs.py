@@ -480,11 +480,14 @@ def _stores_into_python_container(stmt: ast.stmt, env) -> bool:
     import-time value itself and leave nothing in the program."""
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
     for target in targets:
+        if not isinstance(target, ast.Subscript):
+            continue
+        direct = isinstance(target.value, ast.Name)  # `lst[k] = v`, not `lst[k][:, 0] = v`
         while isinstance(target, ast.Subscript):
             target = target.value
-        if isinstance(target, ast.Name) and target is not None:
+        if isinstance(target, ast.Name):
             value = env.get(target.id)
-            if lists.is_list(value) or isinstance(value, V.Tup):
+            if direct and (lists.is_list(value) or isinstance(value, V.Tup)):
                 return True
             if isinstance(value, V.Const) and isinstance(value.value, (list, dict, set, bytearray)):
                 return True
