@@ -433,6 +433,17 @@ class RunCompiler:
                 raise _IntsAsTensors()
             return _specialized_int(self, stmts[0])
         source = _statement_text(stmts)
+        if type(error).__name__ == "ValueRangeError" and any(
+            l.type == V.INT and isinstance(l.example, int) and l.example < 0 for l in flat_inputs
+        ):
+            failure = self.error(
+                stmts[0], f"`{source}` indexes a tensor with a runtime Python int that is negative "
+                "on the example path (`x[0, k]` with `k < 0`): DyCL cannot capture both signs in one block",
+                "make the position non-negative where it is computed (`k = k + n if k < 0 else k` "
+                "for a dimension of size n), or index with a tensor (`x.index_select(1, idx)`)",
+            )
+            failure.detail = text
+            return failure
         if "conflicts between user-specified ranges" in text or "specialized" in text:
             failure = self.error(
                 stmts[0], f"`{source}` does tensor math on a tensor whose size depends on runtime "

@@ -99,7 +99,14 @@ class ReturnsString(nn.Module):
         return [x, "done"]  # REJECT
 
 
+class NegativeRuntimeIndex(nn.Module):
+    def forward(self, x):
+        k = int(x.argmax()) - 4  # always negative: -4..-1
+        return x * x[0, k]  # REJECT
+
+
 REJECTED = {
+    "negative_runtime_index": (NegativeRuntimeIndex, "negative on the example path"),
     "generator": (Generator, "generator"),
     "try": (TryExcept, "`try` statement"),
     "print": (Printing, "`print` in forward"),
