@@ -65,6 +65,8 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
         source_kind = "Tensor" if V.is_tensor_type(arg.type) else X.scalar_kind(arg.type)
         if V.type_of_example(example) == arg.type:
             return arg
+        if func is float and source_kind in ("int", "bool"):
+            source_kind = "Scalar"  # (torch has no Float.int: Float.Scalar takes any number)
         return self.builder.host_op(f"torch.aten.{X.SCALAR_BUILTINS[func]}.{source_kind}", [arg], V.type_of_example(example), example)
     if func is torch.equal:
         a, b = (self._materialize(a, "argument") for a in args)

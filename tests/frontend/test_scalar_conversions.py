@@ -1,0 +1,33 @@
+"""float()/int()/bool() of runtime Python scalars reach the compiled host program (the
+reference interpreter ran `float(k)` of a runtime int, but the generated host code had no
+translation for the op it was given: fuzz seed 39 on ONNX Runtime)."""
+
+import torch
+import torch.nn as nn
+
+from tests.frontend.helpers import assert_compiled_exactly, assert_imported_exactly
+
+INPUTS = [(torch.randn(1, 4, generator=torch.Generator().manual_seed(seed)) * scale,) for seed in range(4) for scale in (1.0, -1.0)]
+
+
+class Conversions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        k = int(x.argmax())
+        b = bool(x.sum() > 0)
+        f = float(x.max())
+        y = self.fc(x) * float(k)
+        if b:
+            y = y + 1
+        return y, float(k) / 3, float(b), int(b), int(f), bool(k), k
+
+
+def test_conversions_are_exact():
+    assert_imported_exactly(Conversions, INPUTS)
+
+
+def test_conversions_compile_exactly():
+    assert_compiled_exactly(Conversions, INPUTS, "onnxruntime")
