@@ -65,9 +65,7 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
         source_kind = "Tensor" if V.is_tensor_type(arg.type) else X.scalar_kind(arg.type)
         if V.type_of_example(example) == arg.type:
             return arg
-        if func is float and source_kind in ("int", "bool"):
-            source_kind = "Scalar"  # (torch has no Float.int: Float.Scalar takes any number)
-        return self.builder.host_op(f"torch.aten.{X.SCALAR_BUILTINS[func]}.{source_kind}", [arg], V.type_of_example(example), example)
+        return self.builder.host_op(conversion_op(func, source_kind), [arg], V.type_of_example(example), example)
     if func is torch.equal:
         a, b = (self._materialize(a, "argument") for a in args)
         return self.builder.host_op("torch.aten.equal", [a, b], V.BOOL, torch.equal(a.example, b.example))
@@ -107,6 +105,14 @@ def _call_operands(expr: ast.Call, receiver, args: list) -> dict:
 def _known_values(nodes, values) -> dict:
     """{id(node): value} of sub-expressions already computed (never computed twice)."""
     return {id(node): value for node, value in zip(nodes, values) if not isinstance(node, ast.Starred)}
+
+
+def conversion_op(func, source_kind: str) -> str:
+    """The op of `bool(v)`/`int(v)`/`float(v)` for a value of kind int/float/bool/Tensor (of
+    another kind than the result: the same kind is the value itself)."""
+    if func is float and source_kind in ("int", "bool"):
+        source_kind = "Scalar"  # (torch has no Float.int: Float.Scalar takes any number)
+    return f"torch.aten.{X.SCALAR_BUILTINS[func]}.{source_kind}"
 
 
 def _handler(table: dict, func):

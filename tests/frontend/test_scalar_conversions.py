@@ -31,3 +31,14 @@ def test_conversions_are_exact():
 
 def test_conversions_compile_exactly():
     assert_compiled_exactly(Conversions, INPUTS, "onnxruntime")
+
+
+def test_every_conversion_the_frontend_writes_has_a_host_translation():
+    from dycl.dialects.torch_ops import op_info
+    from dycl.frontend.host_expressions import conversion_op
+
+    for func, result in ((bool, "bool"), (int, "int"), (float, "float")):
+        for source in ("int", "float", "bool", "Tensor"):
+            if source != result:
+                name = conversion_op(func, source)
+                assert op_info(name).host is not None, name
