@@ -284,6 +284,28 @@ class ListRebindOnOnePath(nn.Module):
         return alias
 
 
+class ListRebindInALoop(nn.Module):
+    """`outs` is bound to a new list on some iterations: which list `alias` is after the
+    loop depends on the path."""
+
+    def forward(self, x):
+        outs = [x]
+        alias = outs
+        for i in range(3):  # REFUSED
+            x = torch.tanh(x * 2)
+            if x.sum() > 0:
+                outs = [x]
+            else:
+                outs.append(x)
+            if x.mean() > 0.5:
+                break
+        return alias, outs
+
+
+def test_a_list_rebound_in_a_loop_is_refused_where_the_sharing_breaks():
+    refused(ListRebindInALoop(), (torch.randn(1, 8),), "are one list before this loop", marked_line(ListRebindInALoop), "list(outs)")
+
+
 def test_names_bound_to_one_list_share_its_changes_across_joins():
     check_paths(AliasOfAListGrownInALoop(), scaled_inputs(1, 8, scales=(-3.0, -0.5, 0.5, 3.0), seeds=(0, 1, 2)), all_branches=False)
     check_paths(AliasAcrossAnIf(), scaled_inputs(1, 8))
