@@ -267,18 +267,12 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             op.erase()
         block.env.clear()
         block.env.update(saved)
-        lengths = sorted(block.env[name].lengths)
-        chain: list[ast.stmt] = [nodes.FixLength(name, lengths[-1], stmts[0].lineno), *stmts]
-        for length in reversed(lengths[:-1]):
-            test = ast.Compare(
-                left=ast.Call(func=ast.Name("len", ast.Load()), args=[ast.Name(name, ast.Load())], keywords=[]),
-                ops=[ast.Eq()], comparators=[ast.Constant(length)],
-            )
-            body = [nodes.FixLength(name, length, stmts[0].lineno), *copy.deepcopy(stmts)]
-            chain = [ast.If(test=test, body=body, orelse=chain)]
-        for node in ast.walk(chain[0]):
-            if "lineno" in node._attributes and not hasattr(node, "lineno"):
-                ast.copy_location(node, stmts[0])
+        length_of = ast.Call(func=ast.Name("len", ast.Load()), args=[ast.Name(name, ast.Load())], keywords=[])
+        arms = [
+            (length, [nodes.FixLength(name, length, stmts[0].lineno), *copy.deepcopy(stmts)])
+            for length in sorted(block.env[name].lengths)
+        ]
+        chain = nodes.equality_chain(length_of, arms, stmts[0])
         block.stmts = block.stmts[: block.i] + chain + block.stmts[block.i + count :]
         return False
 
@@ -446,11 +440,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 leaves = [self._placeholder_like(l) for l in V.leaves(template)]
                 return leaves, template
             return [self._placeholder_like(template)], None
-        if lists.is_list(mine) and lists.is_list(other) and lists.differ(mine, other):
-            # lists of different lengths: one runtime list of their kind of item
-            list_type = lists.common_list_type(mine, other)
-            if list_type is not None:
-                return [lists.as_runtime_list(self, mine, list_type)], None
+        list_type = lists.joined_list_type(mine, other)
+        if list_type is not None:  # lists of different lengths: one runtime list of their kind of item
+            return [lists.as_runtime_list(self, mine, list_type)], None
         if isinstance(mine, V.Tup) and isinstance(other, V.Tup):
             mine = self._nested_lists_for_join(mine, other)
             other = self._nested_lists_for_join(other, mine, build=False)
@@ -473,12 +465,11 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return mine
         items = []
         for a, b in zip(mine.items, other.items):
-            if lists.is_list(a) and lists.is_list(b) and lists.differ(a, b):
-                list_type = lists.common_list_type(a, b)
-                if list_type is not None:
-                    a = lists.as_runtime_list(self, a, list_type) if build else V.Dyn(None, list_type, [])
-            elif isinstance(a, V.Tup) and isinstance(b, V.Tup):
-                a = self._nested_lists_for_join(a, b, build)
+            list_type = lists.joined_list_type(a, b)
+            if list_type is not None:
+                a = lists.as_runtime_list(self, a, list_type) if build else V.Dyn(None, list_type, [])
+            elif isinstance(a, V.Tup) and isinstance(b, V.Tup) and not (a.kind == b.kind == "list" and lists.differ(a, b)):
+                a = self._nested_lists_for_join(a, b, build)  # (two lists no one type holds stay as they are)
             items.append(a)
         return V.Tup(tuple(items), mine.kind)
 

@@ -34,6 +34,7 @@ import itertools
 import re
 from typing import Any
 
+import numpy as np
 import torch
 
 from dycl.frontend.errors import FrontendError
@@ -42,7 +43,10 @@ from dycl.frontend.nodes import (
     COMPREHENSION_PREFIX,
     OPERAND_PREFIX,
     RESULT_PREFIX,
+    assign,
+    located,
     map_children,
+    parsed,
     replace_nodes,
 )
 
@@ -418,30 +422,19 @@ def hoist_pops(source, stmt: ast.stmt, exprs: list[ast.expr]) -> tuple[list[ast.
             isinstance(index, ast.UnaryOp) and isinstance(index.operand, ast.Constant)
         ):
             index_name = f"__popindex{uid}"
-            prelude.append(_assign(index_name, index, call))
+            prelude.append(assign(index_name, index, call))
             index = ast.Name(index_name, ast.Load())
         temp = f"__pop{uid}"
         read = ast.Subscript(value=ast.Name(name, ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load())
-        prelude.append(_assign(temp, read, call))
+        prelude.append(assign(temp, read, call))
         pop = ast.Call(
             func=ast.Attribute(value=ast.Name(name, ast.Load()), attr="pop", ctx=ast.Load()),
             args=[copy.deepcopy(index)] if call.args else [],
             keywords=[],
         )
-        prelude.append(_located(ast.Expr(value=pop), call))
+        prelude.append(located(ast.Expr(value=pop), call))
         replaced[id(call)] = temp
     return prelude, replaced
-
-
-def _assign(name: str, value: ast.expr, where: ast.AST) -> ast.Assign:
-    return _located(ast.Assign(targets=[ast.Name(name, ast.Store())], value=value), where)
-
-
-def _located(node: ast.AST, where: ast.AST) -> ast.AST:
-    for sub in ast.walk(node):
-        if "lineno" in sub._attributes and getattr(sub, "lineno", None) is None:
-            ast.copy_location(sub, where)
-    return node
 
 
 # ----- one statement -----------------------------------------------------------------
@@ -522,15 +515,9 @@ def _where_target(source, stmt: ast.stmt) -> tuple[str, ast.expr] | None:
         return None
     if not (isinstance(target, ast.Name) and isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords):
         return None
-    if resolve(source, call.func) is not _np_where():
+    if resolve(source, call.func) is not np.where:
         return None
     return target.id, call.args[0]
-
-
-def _np_where():
-    import numpy
-
-    return numpy.where
 
 
 def expand_np_where(source, stmt: ast.stmt) -> list[ast.stmt] | None:
@@ -557,12 +544,8 @@ def expand_np_where(source, stmt: ast.stmt) -> list[ast.stmt] | None:
         f"{mask} = 0\n{name} = []\nfor {i} in range({mask}.shape[0]):\n"
         f"    if {mask}[{i}]:\n        {name}.append({i})"
     )
-    statements = ast.parse(code).body
-    statements[0].value = cond
-    for new in statements:
-        for node in ast.walk(new):
-            if "lineno" in node._attributes and not hasattr(node, "lineno") or node is not cond and hasattr(node, "lineno"):
-                ast.copy_location(node, stmt)
+    statements = parsed(code, stmt)
+    statements[0].value = cond  # (the user's expression keeps its own location)
     return statements
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from dycl.frontend.nodes import map_children
+from dycl.frontend.nodes import equality_chain, located, map_children
 
 PICK_PREFIX = "__pick"  # the normalized index, computed once before the arms
 
@@ -82,16 +82,8 @@ def one_arm_per_candidate(stmt: ast.stmt, subscript: ast.Subscript, count: int, 
             ctx=ast.Load(),
         ),
     )
-    chain: list[ast.stmt] = [_with_index(stmt, subscript, count - 1)]
-    for k in reversed(range(count - 1)):
-        test = ast.Compare(left=ast.Name(pick, ast.Load()), ops=[ast.Eq()], comparators=[ast.Constant(k)])
-        chain = [ast.If(test=test, body=[_with_index(stmt, subscript, k)], orelse=chain)]
-    statements = [hoist, *chain]
-    for new in statements:
-        for node in ast.walk(new):
-            if "lineno" in node._attributes and not hasattr(node, "lineno"):
-                ast.copy_location(node, stmt)
-    return statements
+    arms = [(k, [_with_index(stmt, subscript, k)]) for k in range(count)]
+    return [located(hoist, stmt), *equality_chain(ast.Name(pick, ast.Load()), arms, stmt)]
 
 
 def _with_index(stmt: ast.stmt, subscript: ast.Subscript, k: int) -> ast.stmt:

@@ -25,6 +25,7 @@ from dycl.frontend import lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import RuntimeSize
+from dycl.frontend.nodes import located
 from dycl.frontend.rewrite import fresh_id
 
 COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
@@ -351,10 +352,7 @@ def _key_function(c, expr: ast.Call, env):
 
     def call(item):
         temp = f"__keyitem{fresh_id()}"
-        node = ast.copy_location(ast.Call(func=key, args=[ast.Name(temp, ast.Load())], keywords=[]), expr)
-        for sub in ast.walk(node):
-            if "lineno" in sub._attributes and getattr(sub, "lineno", None) is None:
-                ast.copy_location(sub, expr)
+        node = located(ast.Call(func=key, args=[ast.Name(temp, ast.Load())], keywords=[]), expr)
         return c.expression(node, {**env, temp: item})
 
     return call

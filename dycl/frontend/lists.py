@@ -154,6 +154,14 @@ def fits(value, list_type: str) -> bool:
     return all(list_type_of_item(i) == list_type for i in items_of(value))
 
 
+def joined_list_type(a, b) -> str | None:
+    """The runtime list type that two list values are joined as when their lengths (or
+    kinds of item) differ; None when they are not two such lists."""
+    if is_list(a) and is_list(b) and differ(a, b):
+        return common_list_type(a, b)
+    return None
+
+
 def differ(a, b) -> bool:
     """Whether two list values need one runtime list type to be joined (rather than a
     join of their items, or of two runtime lists of one type)."""

@@ -129,7 +129,7 @@ class LoopCompiler:
             if not isinstance(step, int) or isinstance(step, bool) or step == 0:
                 raise self.error(call, "`range` with a step known only at runtime (or 0)", "use a constant step")
             # Python evaluates range's arguments in order, once
-            head = [_assign(f"__start{uid}", first, node), _assign(stop, last, node), _assign(k, ast.Name(f"__start{uid}", ast.Load()), node)]
+            head = [nodes.assign(f"__start{uid}", first, node), nodes.assign(stop, last, node), nodes.assign(k, ast.Name(f"__start{uid}", ast.Load()), node)]
             test = f"{k} {'<' if step > 0 else '>'} {stop}"
             item = ast.Name(k, ast.Load())
         else:
@@ -139,16 +139,13 @@ class LoopCompiler:
             if not lists.is_runtime_list(iterated):
                 return None
             step = 1
-            head = [nodes.BindConst(seq, iterated, node.lineno), _assign(k, ast.Constant(0), node)]
+            head = [nodes.BindConst(seq, iterated, node.lineno), nodes.assign(k, ast.Constant(0), node)]
             test = f"{k} < len({seq})"
             item = ast.Subscript(value=ast.Name(seq, ast.Load()), slice=ast.Name(k, ast.Load()), ctx=ast.Load())
-        bind = ast.Assign(targets=[node.target], value=item)
-        advance = ast.parse(f"{k} = {k} + {step}").body[0]
-        loop_node = ast.While(test=ast.parse(test, mode="eval").body, body=[bind, advance, *node.body], orelse=[])
-        for new in (loop_node, bind, advance):
-            for sub in ast.walk(new):
-                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
-                    ast.copy_location(sub, node)
+        bind = nodes.located(ast.Assign(targets=[node.target], value=item), node)
+        advance = nodes.parsed(f"{k} = {k} + {step}", node)[0]
+        condition = nodes.parsed(test, node, mode="eval")
+        loop_node = nodes.located(ast.While(test=condition, body=[bind, advance, *node.body], orelse=[]), node)
         return [*head, nodes.Loop(loop_node, loop.returns)]
 
     def _unrolled_rows(self, loop: nodes.Loop, tensor: V.Dyn, env: dict) -> list[ast.stmt]:
@@ -448,17 +445,14 @@ class LoopCompiler:
             before_env = self._body_env(env, state, list(before.arguments), followers)
             tests = []
             if trip is not None:
-                tests.append(ast.parse(f"{counter} < {trip.stop}" if trip.step > 0 else f"{counter} > {trip.stop}", mode="eval").body)
+                tests.append(nodes.parsed(f"{counter} < {trip.stop}" if trip.step > 0 else f"{counter} > {trip.stop}", node, mode="eval"))
             else:
                 tests.append(node.test)
             if has_break:
-                tests.append(ast.parse(f"not {brk}", mode="eval").body)
+                tests.append(nodes.parsed(f"not {brk}", node, mode="eval"))
             if has_return:
-                tests.append(ast.parse(f"not {ret_flag}", mode="eval").body)
-            test = tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
-            for sub in ast.walk(test):
-                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
-                    ast.copy_location(sub, node)
+                tests.append(nodes.parsed(f"not {ret_flag}", node, mode="eval"))
+            test = tests[0] if len(tests) == 1 else nodes.located(ast.BoolOp(op=ast.And(), values=tests), node)
             condition = self.condition(test, before_env)
             if isinstance(condition, V.Const):
                 condition = self.builder.constant(bool(condition.value))
@@ -512,10 +506,6 @@ def _retypable_list(body_env: dict, state: dict, mismatch) -> str | None:
         ):
             return name
     return None
-
-
-def _assign(name: str, value: ast.expr, where: ast.AST) -> ast.Assign:
-    return ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=value), where)
 
 
 def _carried_items(state):

@@ -128,6 +128,41 @@ def jump_targets(stmts: list[ast.stmt]) -> set[int]:
     return targets
 
 
+def located(node: ast.AST, where: ast.AST) -> ast.AST:
+    """`node`, with each of its nodes that has no location yet placed where `where` is (the
+    user's line, for errors and for the code compiled from it)."""
+    for sub in ast.walk(node):
+        if "lineno" in sub._attributes and getattr(sub, "lineno", None) is None:
+            ast.copy_location(sub, where)
+    return node
+
+
+def parsed(code: str, where: ast.AST, mode: str = "exec"):
+    """Python the frontend writes, every node placed where `where` is: the statements (or,
+    mode="eval", the expression)."""
+    tree = ast.parse(code, mode=mode)
+    for sub in ast.walk(tree):
+        if "lineno" in sub._attributes:
+            ast.copy_location(sub, where)
+    return tree.body
+
+
+def assign(name: str, value: ast.expr, where: ast.AST) -> ast.Assign:
+    """`name = value`, located at `where`."""
+    return located(ast.Assign(targets=[ast.Name(name, ast.Store())], value=value), where)
+
+
+def equality_chain(subject: ast.expr, arms: list[tuple[Any, list[ast.stmt]]], where: ast.AST) -> list[ast.stmt]:
+    """`if subject == v0: arm0 / elif subject == v1: arm1 / ... / else: the last arm`, for
+    arms [(v, statements)]: the last value is not tested, since the caller knows the values
+    are the only ones `subject` can have."""
+    chain = list(arms[-1][1])
+    for value, body in reversed(arms[:-1]):
+        test = ast.Compare(left=copy.deepcopy(subject), ops=[ast.Eq()], comparators=[ast.Constant(value)])
+        chain = [ast.If(test=test, body=list(body), orelse=chain)]
+    return [located(stmt, where) for stmt in chain]
+
+
 def map_children(node: ast.AST, rewrite: Callable[[ast.AST], ast.AST]) -> ast.AST:
     """`node`, changed in place: each child AST `c` replaced by `rewrite(c)`."""
     for field, value in ast.iter_fields(node):
