@@ -446,9 +446,18 @@ class ListOps:
                 f"{self.what} of a list that is empty on the example path",
                 "check DyCL's example inputs: the list must have items when the model is imported",
             ))
-        index = self.c.builder.materialize(V.Const(k)) if not isinstance(k, V.Dyn) else k
-        popped = self.c.builder.host_op(LIST_ITEM, [lst, index], item_ir_type(lst), safe_item(lst.example, _example(k)))
-        return self.without(lst, k), popped
+        read = self.read(lst, k)
+        return self.without(lst, k, read), read[1]
+
+    def position(self, k) -> V.Dyn:
+        """A list position (an int, or a runtime int) as an IR value."""
+        return k if isinstance(k, V.Dyn) else self.c.builder.materialize(V.Const(k))
+
+    def read(self, lst: V.Dyn, k) -> tuple[V.Dyn, V.Dyn]:
+        """(the position as an IR value, the item there) of the runtime list `lst`: the
+        host's `lst[k]`, IndexError past either end."""
+        index = self.position(k)
+        return index, self.c.builder.host_op(LIST_ITEM, [lst, index], item_ir_type(lst), safe_item(lst.example, _example(k)))
 
     def delete(self, lst, key):
         constant = const_key(key)
@@ -479,10 +488,10 @@ class ListOps:
         # a position or a list known only at runtime: the host stores (Python's index rules)
         lst = lst if is_runtime_list(lst) else as_runtime_list(self.c, lst, self._list_type(lst))
         self.check_items(lst, [item])
-        index = self.c.builder.materialize(V.Const(self.int(key))) if constant is not None else self.int(key)
+        index = self.position(self.int(key))
         item = self.c._materialize(item, "list item")
         example = list(lst.example)
-        if 0 <= index.example % max(len(example), 1) < len(example):
+        if -len(example) <= index.example < len(example):  # (past the end, the host raises)
             example[index.example] = item.example
         return self.c.builder.host_op(LIST_SET_ITEM, [lst, index, item], lst.type, example)
 
@@ -550,11 +559,11 @@ class ListOps:
             return value
         raise self.error(f"{self.what}: a list position that is not an int", "index lists with ints")
 
-    def without(self, lst: V.Dyn, k) -> V.Dyn:
+    def without(self, lst: V.Dyn, k, read: tuple[V.Dyn, V.Dyn] | None = None) -> V.Dyn:
         """lst without its item at position k (k < 0 counts from the end); IndexError past
-        either end, as `del lst[k]` and `lst.pop(k)` raise it."""
-        index = self.c.builder.materialize(V.Const(k)) if not isinstance(k, V.Dyn) else k
-        item = self.c.builder.host_op(LIST_ITEM, [lst, index], item_ir_type(lst), safe_item(lst.example, _example(k)))
+        either end, as `del lst[k]` and `lst.pop(k)` raise it. `read`: `self.read(lst, k)`
+        when the caller has it (`pop` returns the item)."""
+        index, item = read or self.read(lst, k)
         # the same list, read through a store of its own item at k: the check stays in the
         # program because the new list is built from it
         lst = self.c.builder.host_op(LIST_SET_ITEM, [lst, index, item], lst.type, list(lst.example))

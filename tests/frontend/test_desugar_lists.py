@@ -321,6 +321,25 @@ class StoreAtRuntimeIndex(nn.Module):
         return x, flags, k
 
 
+class StoreInAnArmTheExampleSkips(nn.Module):
+    """The example takes the `else` arm, where `k` is 3: the store's arm is compiled on that
+    value (an internal IndexError before the fix)."""
+
+    def forward(self, x):
+        flags = [False, False]
+        k = int(x.argmax())
+        if k < 2:
+            flags[k] = True
+        else:
+            x = x * 2
+        return x, flags
+
+
+def test_a_store_compiled_on_an_example_past_the_end():
+    inputs = [(torch.tensor([[0.0, 0.0, 0.0, 5.0]]),), (torch.tensor([[5.0, 0.0, 0.0, 0.0]]),), (torch.tensor([[0.0, 5.0, 0.0, 0.0]]),)]
+    check_paths(StoreInAnArmTheExampleSkips(), inputs)
+
+
 def test_items_stored_at_a_runtime_position_follow_python():
     check_paths(StoreAtRuntimeIndex(), scaled_inputs(1, 8, scales=(-3.0, -0.5, 0.5, 3.0), seeds=(0, 1, 2, 3)), all_branches=False)
 
