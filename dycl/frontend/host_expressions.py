@@ -317,9 +317,7 @@ def _runtime_index_into_known(self, expr: ast.Subscript, env, holder, key) -> V.
 def _runtime_item(self, expr: ast.Subscript, holder: V.Dyn, key) -> V.EnvValue:
     """`holder[key]` with a runtime int `key`, read on the host."""
     index = self._materialize(key, "index")
-    if V.is_tensor_type(index.type) and index.example.dim() == 0 and not index.example.dtype.is_floating_point and index.example.dtype != torch.bool:
-        # a 0-d integer tensor or numpy integer indexes a list through `__index__`
-        index = self.builder.host_op("torch.aten.Int.Tensor", [index], V.INT, int(index.example))
+    index = host_numpy.integer_item(self, index) or index  # (a numpy integer: through `__index__`)
     if index.type != V.INT:
         raise self.error(expr, f"indexing a list with a {index.type.removeprefix('!torch.')}", "index it with an int")
     if not holder.example:

@@ -55,6 +55,17 @@ def is_numpy(value) -> bool:
     return any(isinstance(leaf, NumpyValue) for leaf in V.leaves(value)) if isinstance(value, (V.Dyn, V.Tup)) else False
 
 
+def integer_item(c, value) -> V.Dyn | None:
+    """A 0-d integer tensor (a numpy integer) as the Python int it indexes and counts as
+    (`lst[k]`, `self.experts[k]`, `range(k)`); None for any other value."""
+    example = value.example if isinstance(value, V.Dyn) else None
+    if not (isinstance(example, torch.Tensor) and example.dim() == 0):
+        return None
+    if example.dtype.is_floating_point or example.dtype.is_complex or example.dtype == torch.bool:
+        return None
+    return c.builder.host_op("torch.aten.Int.Tensor", [value], V.INT, int(example))
+
+
 def is_numpy_function(func) -> bool:
     if isinstance(func, np.ufunc):
         return True
@@ -188,8 +199,7 @@ def reduction(c, call: ast.Call, env, name: str, receiver=None):
         if axis is None:
             if keepdims:
                 raise c.error(call, f"{_describe(call)}: keepdims without an axis", "drop keepdims")
-            index = _run(c, call, f"__dycl_torch.{name}(__a)", bindings)
-            return c.builder.host_op("torch.aten.Int.Tensor", [index], V.INT, int(index.example))
+            return integer_item(c, _run(c, call, f"__dycl_torch.{name}(__a)", bindings))
         return as_numpy(_run(c, call, f"__dycl_torch.{name}(__a, dim={axis}, keepdim={keepdims})", bindings))
     if name == "mean" and not dtype.is_floating_point:
         # numpy's mean of ints and bools is float64

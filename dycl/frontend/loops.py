@@ -12,7 +12,6 @@ import ast
 import contextlib
 from typing import Any
 
-import torch
 from torch_mlir import ir
 
 from dycl.frontend import aliases, host_builtins, host_numpy, lists, nodes, structure
@@ -164,10 +163,9 @@ class LoopCompiler:
                 "loop over `range(len(t))` and index `t[i]` where you read it",
             )
         rows = [host_numpy.mark(row, [tensor]) for row in host_builtins.tensor_rows(self, tensor, node.iter, "`for`")]
-        dtype = tensor.example.dtype
-        if isinstance(tensor, host_numpy.NumpyValue) and tensor.example.dim() == 1 and not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool):
+        if isinstance(tensor, host_numpy.NumpyValue):
             # numpy's integers index and count as Python ints do (`self.experts[k]`, `gate[0, k]`)
-            rows = [self.builder.host_op("torch.aten.Int.Tensor", [row], V.INT, int(row.example)) for row in rows]
+            rows = [host_numpy.integer_item(self, row) or row for row in rows]
         return unroll(self.scope.source, loop, rows, lambda row: self._bind_target(node.target, row))
 
     def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
