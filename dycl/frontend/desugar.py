@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
-import itertools
 import re
 from typing import Any
 
@@ -44,6 +43,7 @@ from dycl.frontend.nodes import (
     OPERAND_PREFIX,
     RESULT_PREFIX,
     assign,
+    fresh_id,
     located,
     map_children,
     parsed,
@@ -295,8 +295,6 @@ def rename_comprehension_variables(node: ast.AST, mapping: dict[str, str]) -> as
     """Give each comprehension's variables fresh names (`l` -> `__comp7_l`), as Python scopes
     them: liveness and runs then never take them for the function's own variables (a run
     returning a comprehension's `l` raised NameError). In place; returns the node."""
-    from dycl.frontend.rewrite import fresh_id
-
     if isinstance(node, ast.Name):
         if node.id in mapping:
             return ast.copy_location(ast.Name(mapping[node.id], node.ctx), node)
@@ -414,8 +412,6 @@ def hoist_pops(source, stmt: ast.stmt, exprs: list[ast.expr]) -> tuple[list[ast.
                 f"{_describe_call(call)} in a statement that also uses `{name}`",
                 f"pop into a variable first (`item = {source_text(call)}`), then use `item` and `{name}`",
             )
-        from dycl.frontend.rewrite import fresh_id
-
         uid = fresh_id()
         index = call.args[0] if call.args else ast.Constant(-1)
         if not isinstance(index, (ast.Constant, ast.Name)) and not (
@@ -499,7 +495,6 @@ def prepare(source, stmt: ast.stmt) -> list[ast.stmt]:
 # ----- np.where(cond) ---------------------------------------------------------------------
 
 _WHERE_USES = "`len(hits)`, `hits[i]`, `for i in hits` and `list(hits)`"
-_WHERE_NUMBERS = itertools.count()
 
 
 def _where_target(source, stmt: ast.stmt) -> tuple[str, ast.expr] | None:
@@ -538,7 +533,7 @@ def expand_np_where(source, stmt: ast.stmt) -> list[ast.stmt] | None:
         return None
     name, cond = found
     _check_where_uses(source, name)
-    number = next(_WHERE_NUMBERS)
+    number = fresh_id()
     mask, i = f"__mask{number}", f"__index{number}"
     code = (
         f"{mask} = 0\n{name} = []\nfor {i} in range({mask}.shape[0]):\n"

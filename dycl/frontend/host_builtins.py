@@ -235,30 +235,29 @@ def _one_argument(c, expr: ast.Call, name: str, keywords=()) -> ast.expr:
 
 
 def _any(c, expr, env):
-    return _runtime_list_op(c, expr, env, "any", "torch.aten.any.bool", V.BOOL) or _fold_bools(
-        c, sequence_argument(c, _one_argument(c, expr, "any"), env, "`any`"), expr, True
-    )
+    result, items = _one_op_or_items(c, _one_argument(c, expr, "any"), env, "any", "torch.aten.any.bool", V.BOOL)
+    return result if result is not None else _fold_bools(c, items, expr, True)
 
 
 def _all(c, expr, env):
-    return _runtime_list_op(c, expr, env, "all", "torch.aten.all.bool", V.BOOL) or _fold_bools(
-        c, sequence_argument(c, _one_argument(c, expr, "all"), env, "`all`"), expr, False
-    )
+    result, items = _one_op_or_items(c, _one_argument(c, expr, "all"), env, "all", "torch.aten.all.bool", V.BOOL)
+    return result if result is not None else _fold_bools(c, items, expr, False)
 
 
-def _runtime_list_op(c, expr: ast.Call, env, name: str, op: str, item: str):
-    """`name(lst)` of a variable holding a runtime-length list of `item`s: one host op
-    (Python's builtin on the host: `max([])` raises ValueError there too); else None."""
-    if len(expr.args) != 1 or expr.keywords or not isinstance(expr.args[0], (ast.Name, ast.Attribute)):
-        return None
-    value = c.expression(expr.args[0], env)
+def _one_op_or_items(c, node: ast.expr, env, name: str, op: str, item: str):
+    """`name(node)`, the argument evaluated once: (one host op, None) for a variable holding
+    a runtime-length list of `item`s (Python's builtin on the host: `max([])` raises
+    ValueError there too), else (None, the argument's items)."""
+    if not isinstance(node, (ast.Name, ast.Attribute)):
+        return None, sequence_argument(c, node, env, f"`{name}`")
+    value = c.expression(node, env)
     if not (lists.is_runtime_list(value) and value.type == V.SCALAR_LISTS[item]):
-        return None
+        return None, iterate(c, value, node, f"`{name}`")
     try:
         example = getattr(builtins, name)(value.example)
     except ValueError:
         example = 0
-    return c.builder.host_op(op, [value], item if name in ("max", "min") else V.BOOL, example)
+    return c.builder.host_op(op, [value], item if name in ("max", "min") else V.BOOL, example), None
 
 
 def _len(c, expr, env):
@@ -368,14 +367,15 @@ def _min(c, expr, env):
 
 def _extremum(c, expr: ast.Call, env, largest: bool):
     name = "max" if largest else "min"
-    over_runtime_list = _runtime_list_op(c, expr, env, name, f"torch.prim.{name}.self_int", V.INT)
-    if over_runtime_list is not None:
-        return over_runtime_list
     if any(k.arg not in ("key", "default") for k in expr.keywords) or any(isinstance(a, ast.Starred) for a in expr.args):
         raise c.error(expr, f"{_describe(expr)}: `{name}` with these arguments", f"call `{name}(a, b, ...)` or `{name}(iterable, key=...)`")
     if not expr.args:
         raise c.error(expr, f"{_describe(expr)}: `{name}` of nothing")
-    if len(expr.args) == 1:
+    if len(expr.args) == 1 and not expr.keywords:
+        over_runtime_list, items = _one_op_or_items(c, expr.args[0], env, name, f"torch.prim.{name}.self_int", V.INT)
+        if over_runtime_list is not None:
+            return over_runtime_list
+    elif len(expr.args) == 1:
         items = sequence_argument(c, expr.args[0], env, f"`{name}`")
     else:
         if any(k.arg == "default" for k in expr.keywords):

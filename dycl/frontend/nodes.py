@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,13 @@ COMPREHENSION_PREFIX = "__comp"  # a comprehension's variable, local to it
 ATTRIBUTE_PREFIX = "__attr"  # a module attribute forward assigns (attributes.py)
 OPERAND_PREFIX = "__operand"  # a sub-expression computed before the run that uses it
 RESULT_PREFIX = "__result"  # an inlined helper's return value
+
+_fresh = itertools.count()
+
+
+def fresh_id() -> int:
+    """A number no other made-up name of this process has."""
+    return next(_fresh)
 
 
 class _Marker(ast.stmt):

@@ -17,21 +17,14 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
-import itertools
 import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
 from dycl.frontend import desugar, nodes
+from dycl.frontend.nodes import fresh_id  # (re-exported: the frontend's modules import it from here)
 from dycl.frontend.errors import FrontendError
-
-_fresh = itertools.count()
-
-
-def fresh_id() -> int:
-    return next(_fresh)
-
 
 @dataclass
 class SourceFunction:
