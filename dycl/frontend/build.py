@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch_mlir import ir
+from xdsl.ir import Attribute
 
 from dycl.frontend import values as V
 from dycl.frontend.hop import tensor_to_i1
@@ -23,18 +24,19 @@ RESULT_NAMES = "dycl.result_names"
 class HostBuilder:
     def __init__(self, context: ir.Context):
         self.context = context
-        self._types: dict[str, ir.Type] = {}
+        self._types: dict[Attribute, ir.Type] = {}
 
-    def type(self, text: str) -> ir.Type:
-        parsed = self._types.get(text)
-        if parsed is None:
-            parsed = self._types[text] = ir.Type.parse(text, self.context)
-        return parsed
+    def type(self, type_: Attribute) -> ir.Type:
+        """torch-mlir's type for a type of the frontend's model (made once per type)."""
+        made = self._types.get(type_)
+        if made is None:
+            made = self._types[type_] = ir.Type.parse(str(type_), self.context)
+        return made
 
     def op(self, name: str, operands=(), result_types=(), attributes=None, regions=0) -> ir.Operation:
         return ir.Operation.create(
             name,
-            results=[self.type(t) if isinstance(t, str) else t for t in result_types],
+            results=[self.type(t) if isinstance(t, Attribute) else t for t in result_types],
             operands=list(operands),
             attributes=attributes or {},
             regions=regions,
@@ -80,30 +82,29 @@ class HostBuilder:
             return self.constant(value.value)
         raise TypeError(f"cannot make one IR value of {value!r}")
 
-    def host_op(self, name: str, operands: list[V.Dyn], result_type: str, example) -> V.Dyn:
+    def host_op(self, name: str, operands: list[V.Dyn], result_type: Attribute, example) -> V.Dyn:
         op = self.op(name, [o.value for o in operands], [result_type])
         return V.Dyn(op.result, result_type, example)
 
-    def cast(self, value: V.Dyn, type_text: str) -> V.Dyn:
-        if value.type == type_text:
+    def cast(self, value: V.Dyn, type_: Attribute) -> V.Dyn:
+        if value.type == type_:
             return value
-        op = self.op("torch.tensor_static_info_cast", [value.value], [type_text])
-        return V.Dyn(op.result, type_text, value.example)
+        op = self.op("torch.tensor_static_info_cast", [value.value], [type_])
+        return V.Dyn(op.result, type_, value.example)
 
     def to_i1(self, condition: V.Dyn) -> ir.Value:
         if V.is_tensor_type(condition.type):
             return tensor_to_i1(condition.value, self.context)
         as_bool = condition
         if condition.type != V.BOOL:
-            kind = {V.INT: "int", V.FLOAT: "float"}[condition.type]
-            as_bool = self.host_op(f"torch.aten.Bool.{kind}", [condition], V.BOOL, bool(condition.example))
+            as_bool = self.host_op(f"torch.aten.Bool.{V.scalar_name(condition.type)}", [condition], V.BOOL, bool(condition.example))
         return self.op("torch_c.to_i1", [as_bool.value], [ir.IntegerType.get_signless(1, self.context)]).result
 
-    def placeholder(self, type_text: str, example) -> V.Dyn:
+    def placeholder(self, type_: Attribute, example) -> V.Dyn:
         """A value of the given type for a path where the variable is not assigned (never read)."""
-        if V.is_list_type(type_text):
-            return V.Dyn(self.op(LIST_CONSTRUCT, (), [type_text]).result, type_text, [])
-        if not V.is_tensor_type(type_text):
+        if V.is_list_type(type_):
+            return V.Dyn(self.op(LIST_CONSTRUCT, (), [type_]).result, type_, [])
+        if not V.is_tensor_type(type_):
             return self.constant(type(example)(0) if isinstance(example, (bool, int, float)) else None)
         zeros = torch.zeros_like(example)
         array = zeros.numpy()
@@ -113,7 +114,7 @@ class HostBuilder:
         )
         literal_type = V.type_of_example(zeros)
         op = self.op("torch.vtensor.literal", (), [literal_type], {"value": attr})
-        return self.cast(V.Dyn(op.result, literal_type, zeros), type_text)
+        return self.cast(V.Dyn(op.result, literal_type, zeros), type_)
 
 
 def _element_type(dtype: np.dtype) -> ir.Type:

@@ -18,9 +18,11 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter, FxImporterHooks, InputInfo
+from xdsl.ir import Attribute
 
 from dycl.frontend.export_cache import ExportCache, rename, renaming
 from dycl.frontend.hop import HopImporter
+from dycl.frontend.values import parse_type
 
 # Name of the submodule under which a run wrapper holds the user's model; export names
 # its parameters `model.<state_dict key>`.
@@ -119,11 +121,11 @@ def _lifts_model_weights(program, weight_ids: set[int]) -> bool:
 @dataclass
 class CapturedRun:
     func_name: str
-    result_types: list[str]
+    result_types: list[Attribute]
     constant: list[bool]  # per result: export found it constant (a Python scalar output)
     # Flat inputs the run mutates in place; the spliced values start with their new values.
     mutated_inputs: list[int] = field(default_factory=list)
-    mutated_types: list[str] = field(default_factory=list)
+    mutated_types: list[Attribute] = field(default_factory=list)
 
 
 class SpecializedInput(Exception):
@@ -246,7 +248,7 @@ class RunCapturer:
             func = self.importer.import_program(program, func_name=name, func_visibility="private")
         finally:
             self.hooks.renames = {}
-        result_types = [str(t) for t in func.type.results]
+        result_types = [parse_type(str(t)) for t in func.type.results]
         constant = [
             isinstance(spec.arg, ConstantArgument)
             for spec in program.graph_signature.output_specs

@@ -20,6 +20,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch_mlir import ir
 
+from xdsl.ir import Attribute
 from dycl.frontend import aliases
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
@@ -490,13 +491,13 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             )
         return self.builder.materialize(value)
 
-    def _join_type(self, a: str, b: str, name: str) -> str:
+    def _join_type(self, a: Attribute, b: Attribute, name: str) -> Attribute:
         try:
             return V.join_types(a, b)
         except FrontendError as error:
             raise self.error(None, f"{_describe(name)}: {error.construct}", error.hint) from None
 
-    def _cast(self, leaf: V.Dyn, type_: str) -> V.Dyn:
+    def _cast(self, leaf: V.Dyn, type_: Attribute) -> V.Dyn:
         if leaf.type == type_:
             return leaf
         if V.is_tensor_type(type_):

@@ -15,6 +15,7 @@ import operator
 
 import torch
 
+from dycl.dialects.torch import ValueTensorType
 from dycl.frontend import values as V
 
 # Python operator -> (aten name, whether it always returns a float)
@@ -61,15 +62,11 @@ def aten(name: str):
     return getattr(getattr(torch.ops.aten, base), overload or "default")
 
 
-def scalar_kind(type_text: str) -> str:
-    return {V.INT: "int", V.FLOAT: "float", V.BOOL: "bool"}[type_text]
-
-
-def stacked_type(example: torch.Tensor, dim: int) -> str:
+def stacked_type(example: torch.Tensor, dim: int) -> ValueTensorType:
     """Type of a stack/cat of a data-dependent-length list: the joined dim is unknown."""
     shape = list(example.shape)
     shape[dim % len(shape)] = None
-    return V.vtensor_type(shape, example.dtype)
+    return V.tensor_type(shape, example.dtype)
 
 
 def known(table, func) -> bool:

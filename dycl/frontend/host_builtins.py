@@ -57,20 +57,19 @@ def iterate(c, value, node: ast.AST, what: str) -> list:
         ))
     if isinstance(value, V.Dyn) and V.is_tensor_type(value.type):
         return tensor_rows(c, value, node, what)
-    raise c.error(node, f"{what} over a runtime {value.type.removeprefix('!torch.') if isinstance(value, V.Dyn) else 'value'}")
+    raise c.error(node, f"{what} over {V.describe_type(value.type) if isinstance(value, V.Dyn) else 'a runtime value'}")
 
 
 def tensor_rows(c, value: V.Dyn, node, what: str) -> list:
     """`for row in t`: t[0], t[1], ... along a dimension whose size is static."""
-    parsed = V.parse_vtensor(value.type)
-    if parsed is None or not parsed[0] or parsed[0][0] is None:
+    if not value.type.shape or value.type.shape[0] is None:
         raise c.error(
             node, f"{what} over the rows of a tensor whose first dimension is not static",
             "index it with a range of a constant length",
         )
     name = f"__rows{fresh_id()}"
     rows = []
-    for k in range(parsed[0][0]):
+    for k in range(value.type.shape[0]):
         expr = ast.copy_location(ast.Subscript(value=ast.Name(name, ast.Load()), slice=ast.Constant(k), ctx=ast.Load()), node)
         rows.append(c.tensor_expression(expr, {name: value}))
     return rows
@@ -268,6 +267,8 @@ def _len(c, expr, env):
     items = lists.items_of(value)
     if items is not None:
         return V.Const(len(items))
+    if isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and value.type.shape and value.type.shape[0] is not None:
+        return V.Const(value.type.shape[0])  # a static size (of a numpy array too)
     return None  # a tensor or anything else: the caller's default
 
 

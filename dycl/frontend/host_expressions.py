@@ -62,7 +62,7 @@ def _host_call(self, expr: ast.Call, env) -> V.EnvValue:
         (arg,) = args
         arg = self._materialize(arg, "argument")
         example = _eager(self, expr, lambda: func(arg.example))
-        source_kind = "Tensor" if V.is_tensor_type(arg.type) else X.scalar_kind(arg.type)
+        source_kind = "Tensor" if V.is_tensor_type(arg.type) else V.scalar_name(arg.type)
         if V.type_of_example(example) == arg.type:
             return arg
         return self.builder.host_op(conversion_op(func, source_kind), [arg], V.type_of_example(example), example)
@@ -149,7 +149,7 @@ def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
             raise self.error(expr, f"`{type(op).__name__}` comparison of runtime values")
         pair = _scalar_pair(self, left, right, expr)
         example = X.PY_COMPARE[type(op)](pair[0].example, pair[1].example)
-        kind = X.scalar_kind(pair[0].type)
+        kind = V.scalar_name(pair[0].type)
         value = self.builder.host_op(f"torch.aten.{name}.{kind}", list(pair), V.BOOL, example)
         result = value if result is None else self.builder.host_op(
             "torch.aten.__and__.bool", [result, value], V.BOOL, result.example and value.example
@@ -167,7 +167,7 @@ def _scalar_pair(self, left, right, node):
     left, right = self._materialize(left, "operand"), self._materialize(right, "operand")
     for side in (left, right):
         if side.type not in (V.INT, V.FLOAT, V.BOOL):
-            raise self.error(node, f"`{source_text(node)}`: arithmetic on a runtime {side.type.removeprefix('!torch.')}")
+            raise self.error(node, f"`{source_text(node)}`: arithmetic on {V.describe_type(side.type)}")
     if left.type == right.type:
         return left, right
     target = V.FLOAT if V.FLOAT in (left.type, right.type) else V.INT
@@ -214,7 +214,7 @@ def _host_binop(self, expr: ast.BinOp, env) -> V.EnvValue:
     py = {ast.Add: lambda x, y: x + y, ast.Sub: lambda x, y: x - y, ast.Mult: lambda x, y: x * y,
           ast.FloorDiv: lambda x, y: x // y, ast.Mod: lambda x, y: x % y, ast.Div: lambda x, y: x / y}[type(expr.op)]
     example = py(a.example, b.example)
-    return self.builder.host_op(f"torch.aten.{name}.{X.scalar_kind(a.type)}", [a, b], V.type_of_example(example), example)
+    return self.builder.host_op(f"torch.aten.{name}.{V.scalar_name(a.type)}", [a, b], V.type_of_example(example), example)
 
 
 def _host_unary(self, expr: ast.UnaryOp, env) -> V.EnvValue:
@@ -228,7 +228,7 @@ def _host_unary(self, expr: ast.UnaryOp, env) -> V.EnvValue:
         return host_numpy.mark(_apply(self, expr, env, _known_values([expr.operand], [operand])), [operand])
     if isinstance(expr.op, ast.USub):
         value = self._materialize(operand, "operand")
-        return self.builder.host_op(f"torch.aten.neg.{X.scalar_kind(value.type)}", [value], value.type, -value.example)
+        return self.builder.host_op(f"torch.aten.neg.{V.scalar_name(value.type)}", [value], value.type, -value.example)
     raise self.error(expr, f"`{type(expr.op).__name__}` on a runtime Python scalar")
 
 
@@ -319,7 +319,7 @@ def _runtime_item(self, expr: ast.Subscript, holder: V.Dyn, key) -> V.EnvValue:
     index = self._materialize(key, "index")
     index = host_numpy.integer_item(self, index) or index  # (a numpy integer: through `__index__`)
     if index.type != V.INT:
-        raise self.error(expr, f"indexing a list with a {index.type.removeprefix('!torch.')}", "index it with an int")
+        raise self.error(expr, f"indexing a list with {V.describe_type(index.type)}", "index it with an int")
     if not holder.example:
         raise RuntimeSize.of(self.error(
             expr, f"`{source_text(expr)}` of a list that is empty on the example path",

@@ -92,6 +92,11 @@ def array_operand(c, node: ast.expr, env, call) -> V.Dyn:
     value = c.expression(node, env)
     if isinstance(value, V.Dyn) and V.is_tensor_type(value.type):
         return as_torch(value)
+    if isinstance(value, lists.KnownLengths):
+        raise RuntimeSize.of(c.error(  # compiled once per length: a static shape in each
+            call, f"{_describe(call)} of a list whose length depends on the path",
+            "stack it where its length is known",
+        ))
     if isinstance(value, V.Dyn) and value.type == V.TENSOR_LIST and not isinstance(value, lists.StaticList):
         if not value.example:
             raise RuntimeSize.of(c.error(
@@ -382,7 +387,7 @@ def attribute(c, node: ast.Attribute, value):
     """`.shape`/`.ndim`/`.size` of a numpy value (None: not a numpy value)."""
     if not isinstance(value, NumpyValue):
         return None
-    shape = V.parse_vtensor(value.type)[0] if V.parse_vtensor(value.type) else None
+    shape = value.type.shape
     if node.attr == "ndim" and shape is not None:
         return V.Const(len(shape))
     if node.attr == "shape" and shape is not None and None not in shape:

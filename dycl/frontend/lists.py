@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch_mlir import ir
 
+from xdsl.ir import Attribute
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError, RuntimeSize
@@ -179,7 +180,7 @@ def as_runtime_list(c, value, list_type: str) -> V.Dyn:
     return static_list(c, items_of(value) or (), list_type)
 
 
-def item_ir_type(lst: V.Dyn) -> str:
+def item_ir_type(lst: V.Dyn) -> Attribute:
     """The type of an item read from the runtime list `lst`."""
     return V.list_item_scalar(lst.type) or item_type(lst.example)
 
@@ -279,10 +280,10 @@ def _clamped(c, k, n):
 # ----- runtime lists ------------------------------------------------------------------
 
 
-def item_type(examples) -> str:
+def item_type(examples) -> Attribute:
     types = [V.type_of_example(e) for e in examples if isinstance(e, torch.Tensor)]
     if not types:
-        return f"{V.UNRANKED_PREFIX}f32>"
+        return V.tensor_type(None, torch.float32)
     joined = types[0]
     for t in types[1:]:
         try:
@@ -495,7 +496,7 @@ class ListOps:
             example[index.example] = item.example
         return self.c.builder.host_op(LIST_SET_ITEM, [lst, index, item], lst.type, example)
 
-    def _list_type(self, lst) -> str:
+    def _list_type(self, lst) -> Attribute:
         list_type = common_list_type(lst)
         if list_type is None:
             raise self.error(f"{self.what}: a position computed at runtime in a list of mixed values", "keep one kind of item in the list")

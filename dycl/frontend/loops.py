@@ -14,6 +14,7 @@ from typing import Any
 
 from torch_mlir import ir
 
+from xdsl.ir import Attribute
 from dycl.frontend import aliases, host_builtins, host_numpy, lists, nodes, structure
 from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.errors import FrontendError
@@ -308,6 +309,9 @@ class LoopCompiler:
             leaves = [V.Dyn(next(results), t, e, entry.may_share) for t, e in zip(entry.types, examples)]
             env[name] = V.rebuild(entry.structure, leaves)
         env.update({name: PARTIAL for name in unassigned_before if name in partial_after or not always_runs})
+        if trip is not None and not loop.has_return:
+            for name in carried:
+                env[name] = _length_after_for(env[name], state[name], node, trip, name, followers)
         for follower, leader in followers.items():
             env[follower] = env[leader]
         return after, env
@@ -337,7 +341,7 @@ class LoopCompiler:
             aliases.path_dependent_memory(initial, typed_like),
         )
 
-    def _loop_types(self, value, node, name) -> list[str]:
+    def _loop_types(self, value, node, name) -> list[Attribute]:
         if isinstance(value, V.Tup):
             return [self._loop_type(leaf, node, name) for leaf in V.leaves(value)]
         return [self._loop_type(value, node, name)]
@@ -355,7 +359,7 @@ class LoopCompiler:
             live = grown
         return sorted(written & live)
 
-    def _loop_type(self, value, node, name) -> str:
+    def _loop_type(self, value, node, name) -> Attribute:
         if isinstance(value, V.Dyn):
             return value.type
         if isinstance(value, V.Const) and isinstance(value.value, (bool, int, float)):
@@ -472,7 +476,7 @@ class _Carried:
     """A variable carried by a runtime loop: its value before the loop, the IR types and
     examples of its leaves, and its tuple structure (None for a single value)."""
 
-    def __init__(self, initial, types: list[str], examples: list, structure, may_share: frozenset = frozenset()):
+    def __init__(self, initial, types: list[Attribute], examples: list, structure, may_share: frozenset = frozenset()):
         self.initial = initial
         self.types = types
         self.examples = examples
@@ -521,6 +525,62 @@ def _own_statements(stmts):
             stack.extend(stmt.body + stmt.orelse)
         elif isinstance(stmt, ast.With):
             stack.extend(stmt.body)
+
+
+def _length_after_for(value, entry, node: ast.For, trip: range, name: str, followers: dict):
+    """A list a loop over a constant range carries, marked with the lengths it may have
+    after the loop when every iteration appends to it a fixed number of times before any
+    `break`, and changes it in no other way (`sampled.append(tok)` in a decoder of constant
+    length): code after the loop may then stack it (`np.array(sampled)`), once per length."""
+    if not (isinstance(entry, _Carried) and lists.is_runtime_list(value)) or name in followers or name in followers.values():
+        return value
+    initial = lists.possible_lengths(entry.initial)
+    appends = _appends_per_iteration(node.body, name)
+    if initial is None or appends is None:
+        return value
+    may_break = any(isinstance(n, ast.Break) for n in _own_statements(node.body))
+    # every iteration that starts appends (the appends come before any break)
+    iterations = range(min(1, len(trip)), len(trip) + 1) if may_break else [len(trip)]
+    lengths = frozenset(length + appends * k for length in initial for k in iterations)
+    if len(lengths) > lists.MAX_LENGTH_CASES:
+        return value
+    return lists.KnownLengths(value.value, value.type, value.example, value.may_share, lengths)
+
+
+def _appends_per_iteration(body: list[ast.stmt], name: str) -> int | None:
+    """How many items every run of `body` appends to the list `name` before any `break`,
+    when that is fixed: `name.append(x)` statements at the body's top level, ahead of every
+    statement that may `break`, and no other use of `name` than `len(name)` and `name[i]`
+    (which cannot change it). None otherwise."""
+    appends, exits_seen = 0, False
+    allowed: set[int] = set()
+    for stmt in body:
+        if _is_append_to(stmt, name):
+            if exits_seen:
+                return None  # an iteration that breaks first skips it
+            appends += 1
+            allowed.add(id(stmt.value.func.value))
+        exits_seen |= any(isinstance(n, ast.Break) for n in ast.walk(stmt))
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, (ast.Continue, ast.Return)):
+            return None  # an iteration that skips an append, or leaves the function
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
+            allowed.add(id(node.args[0]))
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            allowed.add(id(node.value))
+        elif isinstance(node, ast.Name) and node.id == name and id(node) not in allowed:
+            return None
+    return appends
+
+
+def _is_append_to(stmt: ast.stmt, name: str) -> bool:
+    return (
+        isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "append"
+        and isinstance(stmt.value.func.value, ast.Name) and stmt.value.func.value.id == name
+        and len(stmt.value.args) == 1 and not stmt.value.keywords
+        and not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt.value.args[0]))
+    )
 
 
 def _holds_none(value) -> bool:

@@ -13,6 +13,7 @@ import warnings
 import torch
 import torch.utils._pytree as pytree
 
+from xdsl.ir import Attribute
 from dycl.frontend import aliases, lists
 from dycl.frontend.nodes import OPERAND_PREFIX, replace_nodes
 from dycl.frontend import values as V
@@ -419,9 +420,9 @@ class RunCompiler:
         return value
 
     @staticmethod
-    def _dynamic_dims(type_text: str) -> list[int]:
-        parsed = V.parse_vtensor(type_text)
-        return [k for k, d in enumerate(parsed[0]) if d is None] if parsed else []
+    def _dynamic_dims(type_: Attribute) -> list[int]:
+        shape = type_.shape if V.is_tensor_type(type_) else None
+        return [k for k, d in enumerate(shape) if d is None] if shape else []
 
     def _capture_error(self, stmts, lines, error, flat_inputs=(), ints_as_tensors=True) -> FrontendError:
         """What torch.export could not capture, in Python terms (its own message stays in

@@ -7,19 +7,24 @@ Every variable is one of:
 - `Tup`: a Python tuple whose items are themselves values (tuples never become IR values);
 - `UNDEF`: not assigned on this path yet (joins materialise a typed placeholder for it).
 
-IR types are kept as their MLIR text (`!torch.vtensor<[1,?],f32>`), which joins and compares simply.
+IR types are the torch dialect's xDSL attributes (`ValueTensorType`, `IntType()` ...), the
+same ones the passes read; `HostBuilder.type` turns each into torch-mlir's type once.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Union
 
 import torch
-from torch_mlir.extras.fx_importer import TORCH_DTYPE_TO_MLIR_TYPE_ASM
+from xdsl.ir import Attribute
 
+from dycl.dialects import dtypes
+from dycl.dialects.torch import BoolType, FloatType, IntType, ListType, NoneType, ValueTensorType
 from dycl.frontend.errors import FrontendError
+from dycl.ir import DyclParser, make_context
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class Const:
 @dataclass(frozen=True)
 class Dyn:
     value: Any  # torch_mlir.ir.Value
-    type: str
+    type: Attribute
     example: Any
     # Memory (storage ids, see aliases.py) this value shares with other variables on some
     # paths but not on others (a join of differently aliased values): a mutation of it, or
@@ -58,42 +63,48 @@ MISSING = object()
 
 EnvValue = Union[Const, Dyn, Tup, _Undef]
 
-INT, FLOAT, BOOL, NONE = "!torch.int", "!torch.float", "!torch.bool", "!torch.none"
-TENSOR_LIST = "!torch.list<vtensor>"
+INT, FLOAT, BOOL, NONE = IntType(), FloatType(), BoolType(), NoneType()
+TENSOR_LIST = ListType(ValueTensorType(None, None))
 # A list whose length is known only at runtime holds one kind of item: tensors, or Python
 # ints, floats or bools (`tokens.append(tok.item())` under a `break`).
-SCALAR_LISTS = {INT: "!torch.list<int>", FLOAT: "!torch.list<float>", BOOL: "!torch.list<bool>"}
+SCALAR_LISTS = {scalar: ListType(scalar) for scalar in (INT, FLOAT, BOOL)}
 _SCALAR_OF_LIST = {lst: scalar for scalar, lst in SCALAR_LISTS.items()}
-UNRANKED_PREFIX = "!torch.vtensor<*,"
-
-_MLIR_DTYPE = {dtype: asm for dtype, asm in TORCH_DTYPE_TO_MLIR_TYPE_ASM.items()}
-_TORCH_DTYPE = {asm: dtype for dtype, asm in _MLIR_DTYPE.items()}
-_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],([^>]+)>")
+_SCALAR_NAMES = {INT: "int", FLOAT: "float", BOOL: "bool"}
 
 
-def vtensor_type(shape, dtype: torch.dtype) -> str:
-    dims = ",".join("?" if d is None else str(int(d)) for d in shape)
-    return f"!torch.vtensor<[{dims}],{_MLIR_DTYPE[dtype]}>"
+def tensor_type(shape: Sequence[int | None] | None, dtype: torch.dtype) -> ValueTensorType:
+    """`!torch.vtensor` of a shape (None for an unknown dim; None for an unknown rank)."""
+    return ValueTensorType(shape, _element_type(dtype))
 
 
-def parse_vtensor(type_text: str):
-    """(shape with None for unknown dims, torch dtype) of a ranked vtensor type, else None."""
-    match = _VTENSOR.fullmatch(type_text)
-    if match is None:
-        return None
-    dims = [d for d in match.group(1).split(",") if d]
-    shape = [None if d == "?" else int(d) for d in dims]
-    return shape, _TORCH_DTYPE[match.group(2)]
+@cache
+def _element_type(dtype: torch.dtype) -> Attribute:
+    return dtypes.element_type(str(dtype).removeprefix("torch."))
 
 
-def is_tensor_type(type_text: str) -> bool:
-    return type_text.startswith("!torch.vtensor")
+@cache
+def parse_type(text: str) -> Attribute:
+    """The type model's value for an MLIR type torch-mlir printed (a captured run's results)."""
+    return DyclParser(_parsing_context(), text).parse_type()
 
 
-def type_of_example(example: Any) -> str:
+@cache
+def _parsing_context():
+    return make_context()
+
+
+def is_tensor_type(type_: Attribute) -> bool:
+    return isinstance(type_, ValueTensorType)
+
+
+def tensor_dtype(type_: ValueTensorType) -> torch.dtype:
+    return dtypes.torch_dtype(type_.element_type)
+
+
+def type_of_example(example: Any) -> Attribute:
     """The host IR type of a Python example value (the order matters: bool is an int)."""
     if isinstance(example, torch.Tensor):
-        return vtensor_type(example.shape, example.dtype)
+        return tensor_type(example.shape, example.dtype)
     if isinstance(example, bool):
         return BOOL
     if isinstance(example, int):
@@ -105,46 +116,50 @@ def type_of_example(example: Any) -> str:
     raise TypeError(f"no host IR type for a {type(example).__name__}")
 
 
-def is_list_type(type_text: str) -> bool:
-    return type_text == TENSOR_LIST or type_text in _SCALAR_OF_LIST
+def is_list_type(type_: Attribute) -> bool:
+    return type_ == TENSOR_LIST or type_ in _SCALAR_OF_LIST
 
 
-def list_item_scalar(type_text: str) -> str | None:
+def list_item_scalar(type_: Attribute) -> Attribute | None:
     """The item type of a list of Python scalars (`INT` ...); None for a list of tensors."""
-    return _SCALAR_OF_LIST.get(type_text)
+    return _SCALAR_OF_LIST.get(type_)
 
 
-def join_types(a: str, b: str) -> str:
-    """The least type of both: equal dims stay, differing dims become `?`."""
+def scalar_name(type_: Attribute) -> str | None:
+    """"int", "float" or "bool" for the type of a Python scalar, else None."""
+    return _SCALAR_NAMES.get(type_)
+
+
+def join_types(a: Attribute, b: Attribute) -> Attribute:
+    """The least type of both: equal dims stay, differing dims become `?`, and differing
+    ranks an unranked tensor of the same dtype."""
     if a == b:
         return a
-    ta, tb = parse_vtensor(a), parse_vtensor(b)
-    if ta and tb and ta[1] == tb[1]:
-        if len(ta[0]) == len(tb[0]):
-            return vtensor_type([x if x == y else None for x, y in zip(ta[0], tb[0])], ta[1])
-        return f"{UNRANKED_PREFIX}{_MLIR_DTYPE[ta[1]]}>"
-    unranked = [t for t in (a, b) if t.startswith(UNRANKED_PREFIX)]
-    if unranked and all(t.startswith(UNRANKED_PREFIX) or t.endswith("," + unranked[0][len(UNRANKED_PREFIX):]) for t in (a, b)):
-        return unranked[0]  # a rank that already differs between paths, same dtype
+    if is_tensor_type(a) and is_tensor_type(b) and a.element_type == b.element_type:
+        if a.rank is not None and a.rank == b.rank:
+            return a.with_shape([x if x == y else None for x, y in zip(a.shape, b.shape)])
+        return a.with_shape(None)
     raise FrontendError(
         f"a variable is {describe_type(a)} on one path and {describe_type(b)} on another",
         "give it the same kind (tensor, int, float, bool) and dtype on every path",
     )
 
 
-def describe_type(type_text: str) -> str:
+def describe_type(type_: Attribute) -> str:
     """An IR type in Python terms, for messages."""
-    parsed = parse_vtensor(type_text)
-    if parsed is not None:
-        dims = ", ".join("?" if d is None else str(d) for d in parsed[0])
-        return f"a {str(parsed[1]).removeprefix('torch.')} tensor of shape [{dims}]"
-    if type_text.startswith(UNRANKED_PREFIX):
-        dtype = _TORCH_DTYPE.get(type_text[len(UNRANKED_PREFIX):-1])
-        return f"a {str(dtype).removeprefix('torch.')} tensor whose rank depends on the path"
-    if type_text in _SCALAR_OF_LIST:
-        return f"a list of {describe_type(_SCALAR_OF_LIST[type_text]).removeprefix('a ')}s"
-    return {INT: "a Python int", FLOAT: "a Python float", BOOL: "a Python bool", TENSOR_LIST: "a list of tensors"}.get(
-        type_text, f"`{type_text}`")
+    if is_tensor_type(type_):
+        dtype = str(tensor_dtype(type_)).removeprefix("torch.")
+        if type_.shape is None:
+            return f"a {dtype} tensor whose rank depends on the path"
+        dims = ", ".join("?" if d is None else str(d) for d in type_.shape)
+        return f"a {dtype} tensor of shape [{dims}]"
+    if type_ in _SCALAR_OF_LIST:
+        return f"a list of {_SCALAR_NAMES[_SCALAR_OF_LIST[type_]]}s"
+    if type_ == TENSOR_LIST:
+        return "a list of tensors"
+    if type_ in _SCALAR_NAMES:
+        return f"a Python {_SCALAR_NAMES[type_]}"
+    return "None" if type_ == NONE else f"`{type_}`"
 
 
 def kind_of(value: EnvValue, detailed: bool = False) -> str:
@@ -159,7 +174,7 @@ def kind_of(value: EnvValue, detailed: bool = False) -> str:
             return f"tensor {dtype}" if detailed else "tensor"
         if is_list_type(value.type):
             return "list"
-        return {BOOL: "bool", INT: "int", FLOAT: "float"}.get(value.type, "other")
+        return scalar_name(value.type) or "other"
     if isinstance(value, Tup):
         return f"{value.kind} {len(value.items)}" if detailed else value.kind
     return "other"
