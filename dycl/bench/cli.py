@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dycl.runtime.options import ORT_THREAD_POOLS
 
 QUICK_NETWORKS = ("blockdrop", "skipnet_ff")
-QUICK_SYSTEMS = ("eager", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-ort-split", "oracle-ort")
+QUICK_SYSTEMS = ("eager", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-ort-split", "oracle-ort", "oracle-ort-decided")
 
 
 def _set_threads(threads: int) -> None:

@@ -9,6 +9,12 @@ are burnt in. The graph is exported with `torch.export` and compiled like a DyCL
 sub-DNN (ONNX through the dynamo exporter, TVM through the Relax torch frontend), then
 loaded with DyCL's own sub-DNN runners (`dycl.runtime.runners`), so the per-call
 machinery is the same and the only difference is the host program and the split.
+
+The trace drops whatever only decided the path: a gate or an exit classifier read by
+`bool()`/`.item()` feeds nothing the outputs need once its value is burnt in. With
+`keep_decisions` every tensor the trace read as a Python value stays an extra output, so
+the graph still computes each decision of its path: the floor for a program that must
+decide its path at run time (DyCL's), where the plain oracle is not one.
 """
 
 from __future__ import annotations
@@ -41,11 +47,14 @@ class OracleGraph:
     ops: int
 
 
-def trace_path(model: torch.nn.Module, inputs: tuple) -> tuple[torch.export.ExportedProgram, list]:
+def trace_path(
+    model: torch.nn.Module, inputs: tuple, keep_decisions: bool = False
+) -> tuple[torch.export.ExportedProgram, list]:
     """The static graph of the path `inputs` take through `model` (weights inlined as
     constants), and the template of the model's flat outputs: None where the graph
     returns a tensor, the value itself where the output is a Python scalar (an exit index,
-    a length: constants of this path)."""
+    a length: constants of this path). With `keep_decisions` the graph also returns, after
+    those, every tensor the path read as a Python value (see the module docstring)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from dycl.bench.numerics import leaves
@@ -57,14 +66,29 @@ def trace_path(model: torch.nn.Module, inputs: tuple) -> tuple[torch.export.Expo
             return tuple(v for v in leaves(model(*args)) if isinstance(v, torch.Tensor))
 
         graph = make_fx(tensors_only, tracing_mode="real", _error_on_data_dependent_ops=False)(*inputs)
+        if keep_decisions:
+            _return_decisions(graph.graph)
         graph.graph.eliminate_dead_code()
         graph.recompile()
         return torch.export.export(graph, tuple(inputs), strict=False), template
 
 
-def with_constants(run, template: list):
-    """runner -> a callable returning the model's flat outputs, constants put back."""
-    if all(t is None for t in template):
+# How a traced graph reads a tensor as a Python value (`bool(t)`, `t.item()`, `int(t)`).
+_READ_AS_PYTHON = (torch.ops.aten._local_scalar_dense.default, torch.ops.aten.item.default)
+
+
+def _return_decisions(graph: torch.fx.Graph) -> None:
+    """Append to `graph`'s outputs each tensor it reads as a Python value, once."""
+    decisions = list(dict.fromkeys(n.args[0] for n in graph.nodes if n.target in _READ_AS_PYTHON))
+    output = graph.output_node()
+    (results,) = output.args
+    output.args = ((*results, *decisions),)
+
+
+def with_constants(run, template: list, extra_outputs: bool = False):
+    """runner -> a callable returning the model's flat outputs, constants put back (and
+    the graph's outputs past the model's, its decisions, dropped)."""
+    if all(t is None for t in template) and not extra_outputs:
         return run
 
     def call(*arrays):
@@ -85,9 +109,15 @@ def _onnx_bytes(program: torch.export.ExportedProgram, n_inputs: int, n_outputs:
 
 
 def compile_oracle(
-    model: torch.nn.Module, inputs: tuple, backend: str, runtime: RuntimeOptions, directory: Path
+    model: torch.nn.Module,
+    inputs: tuple,
+    backend: str,
+    runtime: RuntimeOptions,
+    directory: Path,
+    keep_decisions: bool = False,
 ) -> OracleGraph:
-    """Trace `inputs`' path and compile it whole with `backend` ("onnxruntime" or "tvm").
+    """Trace `inputs`' path (`keep_decisions`: see `trace_path`) and compile it whole with
+    `backend` ("onnxruntime" or "tvm").
 
     A compiled graph already in `directory` (a previous run's, same key) is loaded instead."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -97,7 +127,7 @@ def compile_oracle(
     template: list = []
     if not path.exists():
         start = time.perf_counter()
-        program, template = trace_path(model, inputs)
+        program, template = trace_path(model, inputs, keep_decisions)
         trace_seconds = time.perf_counter() - start
         n_outputs = len(program.graph_signature.user_outputs)
         ops = sum(1 for n in program.graph.nodes if n.op == "call_function")
@@ -134,7 +164,7 @@ def compile_oracle(
                 cost["template"] = [None if isinstance(v, torch.Tensor) else v for v in leaves(model(*inputs))]
             (directory / "cost.json").write_text(json.dumps(cost))
         template = cost["template"]
-    run = with_constants(_load(path, backend, len(inputs), runtime), template)
+    run = with_constants(_load(path, backend, len(inputs), runtime), template, keep_decisions)
     return OracleGraph(run, trace_seconds, compile_seconds, path.stat().st_size, ops)
 
 
@@ -179,11 +209,13 @@ def oracle_calls(
     backend: str,
     runtime: RuntimeOptions,
     cache_dir: Path | None = None,
+    keep_decisions: bool = False,
 ) -> tuple[list, dict]:
     """One zero-argument call per path input (numpy in, list of numpy out), and the cost.
 
     Inputs that take the same path share one compiled graph. With `cache_dir`, compiled
-    graphs are kept there and reused by later runs (cost then reports the first compile)."""
+    graphs are kept there and reused by later runs (cost then reports the first compile).
+    `keep_decisions`: see `trace_path`."""
     cache_dir = Path(cache_dir or tempfile.mkdtemp(prefix="dycl-oracle-"))
     graphs: dict[Any, OracleGraph] = {}
     calls = []
@@ -191,9 +223,10 @@ def oracle_calls(
     for inputs, path in zip(path_inputs, paths):
         key = repr(path)
         if key not in graphs:
-            directory = cache_dir / "oracle" / network / f"{backend}-{cache_key(network, inputs, backend)}"
+            kind = f"{backend}-decisions" if keep_decisions else backend
+            directory = cache_dir / "oracle" / network / f"{kind}-{cache_key(network, inputs, backend)}"
             cached += (directory / _graph_file(backend)).exists()
-            graphs[key] = compile_oracle(model, inputs, backend, runtime, directory)
+            graphs[key] = compile_oracle(model, inputs, backend, runtime, directory, keep_decisions)
         arrays = tuple(np.ascontiguousarray(t.detach().numpy()) for t in inputs)
         calls.append(_bind(graphs[key].run, arrays))
     cost = {

@@ -22,7 +22,7 @@ from dycl.runtime import RuntimeOptions
 class Settings:
     runtime: RuntimeOptions = RuntimeOptions(threads=2)  # DyCL's and the oracles'; threads for every system
     systems: tuple[str, ...] = ("eager", "torch.compile", "dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge",
-                                "dycl-ort-split", "dycl-tvm", "oracle-ort", "oracle-tvm")
+                                "dycl-ort-split", "dycl-tvm", "oracle-ort", "oracle-ort-decided", "oracle-tvm")
     budget_seconds: float = 45.0  # timed rounds per network (all systems together)
     min_rounds: int = 3
     max_rounds: int = 40
@@ -89,7 +89,7 @@ def bench_network(name: str, settings: Settings) -> dict:
             attempt("dycl-tvm-tuned", lambda: S.prepare_dycl(
                 "dycl-tvm-tuned", program, frontend_seconds, path_inputs, settings.runtime, cache_dir,
                 tune=S.shared_tuning(settings.tune_minutes)))
-    for system in ("oracle-ort", "oracle-tvm"):
+    for system in S.ORACLES:
         if system in wanted:
             attempt(system, lambda s=system: S.prepare_oracle(
                 s, name, model, path_inputs, paths, settings.runtime, settings.cache_dir))
@@ -140,7 +140,8 @@ def _median(record: dict, system: str) -> float:
 
 def derive(record: dict) -> None:
     """Ratios the tables report: speed-up over eager and torch.compile, dynamism overhead
-    (DyCL / oracle with the same backend), hoist-free, merge-calls and keep-branches ablations."""
+    (DyCL / oracle with the same backend), its part past deciding the path (DyCL / the
+    oracle with its decisions), hoist-free, merge-calls and keep-branches ablations."""
     eager, compiled = _median(record, "eager"), _median(record, "torch.compile")
     ratios = {}
     for system in record["systems"]:
@@ -149,6 +150,7 @@ def derive(record: dict) -> None:
         if system != "torch.compile":
             ratios[f"{system}/speedup_vs_torch_compile"] = compiled / ms
     ratios["dynamism_overhead_ort"] = _median(record, "dycl-ort") / _median(record, "oracle-ort")
+    ratios["overhead_past_decisions_ort"] = _median(record, "dycl-ort") / _median(record, "oracle-ort-decided")
     ratios["dynamism_overhead_tvm"] = _median(record, "dycl-tvm") / _median(record, "oracle-tvm")
     ratios["tvm_tuned_vs_ort"] = _median(record, "dycl-tvm-tuned") / _median(record, "dycl-ort")
     ratios["hoist_free_speedup"] = _median(record, "dycl-ort-nohoist") / _median(record, "dycl-ort")

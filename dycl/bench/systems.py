@@ -12,12 +12,13 @@ per path input, plus what preparing it cost.
     dycl-tvm-tuned     DyCL + TVM built with the records of the shared MetaSchedule database
                        (tuned first for --tune-minutes per network; cost: tuning minutes)
     oracle-ort/-tvm    the oracle static path per input (dycl.bench.oracle)
+    oracle-ort-decided the same with the path's decisions still computed (returned, not burnt
+                       in): the floor for any program that decides its path at run time
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ LABELS = {
     "dycl-tvm": "DyCL+TVM",
     "dycl-tvm-tuned": "DyCL+TVM tuned",
     "oracle-ort": "oracle ORT",
+    "oracle-ort-decided": "oracle ORT with its decisions",
     "oracle-tvm": "oracle TVM",
 }
 ALL_SYSTEMS = tuple(LABELS)
@@ -52,6 +54,11 @@ DYCL_VARIANTS = {  # system -> (backend, dycl-pipeline options; "without": passe
 }
 DYCL_SYSTEMS = ("dycl-ort", "dycl-ort-nohoist", "dycl-ort-merge", "dycl-ort-split", "dycl-tvm")
 """The DyCL systems prepared from the shared frontend output, in order (tuned TVM apart)."""
+ORACLES = {  # system -> (backend, whether the graph keeps its path's decisions)
+    "oracle-ort": ("onnxruntime", False),
+    "oracle-ort-decided": ("onnxruntime", True),
+    "oracle-tvm": ("tvm", False),
+}
 
 
 @dataclass
@@ -238,8 +245,8 @@ def prepare_oracle(
 ) -> Prepared:
     from dycl.bench.oracle import oracle_calls
 
-    backend = {"oracle-ort": "onnxruntime", "oracle-tvm": "tvm"}[name]
+    backend, keep_decisions = ORACLES[name]
     calls, cost = oracle_calls(network, model, list(path_inputs), list(paths), backend, runtime,
-                               Path(cache_dir) if cache_dir else None)
+                               Path(cache_dir) if cache_dir else None, keep_decisions)
     cost["total_seconds"] = cost["trace_seconds"] + cost["compile_seconds"]
     return Prepared(name, calls, cost)

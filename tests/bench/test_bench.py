@@ -156,3 +156,25 @@ def test_oracle_freezes_each_inputs_path_and_matches_eager(tmp_path):
         assert max_abs_error(want, call())[0] < 1e-5
     calls, cost = oracle_calls("early_exit", model, inputs, [e[1] for e in expected], "onnxruntime", RuntimeOptions(threads=1), tmp_path)
     assert cost["cached_graphs"] == 2 and max_abs_error(expected[1], calls[1]())[0] < 1e-5
+
+
+def test_oracle_with_decisions_computes_them_and_returns_what_eager_does(tmp_path):
+    """The plain oracle drops the condition's reduction (its value is burnt in); the decided
+    one keeps it as an extra graph output, which its calls leave out."""
+    import onnx
+
+    from dycl.bench.oracle import oracle_calls, trace_path
+
+    model = _EarlyExit().eval()
+    args = (torch.full((1, 4), 1.0),)
+    plain, _ = trace_path(model, args)
+    decided, template = trace_path(model, args, keep_decisions=True)
+    assert template == [None, 1]
+    assert len(decided.graph_signature.user_outputs) == len(plain.graph_signature.user_outputs) + 1
+    with torch.no_grad():
+        want = model(*args)
+    calls, cost = oracle_calls("early_exit", model, [args], [1], "onnxruntime", RuntimeOptions(threads=1), tmp_path,
+                               keep_decisions=True)
+    assert max_abs_error(want, calls[0]())[0] < 1e-5
+    (graph_file,) = (tmp_path / "oracle" / "early_exit").glob("onnxruntime-decisions-*/oracle.onnx")
+    assert len(onnx.load(str(graph_file)).graph.output) == 2  # the logits and h.sum()
