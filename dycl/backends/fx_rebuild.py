@@ -10,8 +10,9 @@ An `scf.if` kept inside the sub-DNN (`dycl.keep`) becomes `torch.ops.higher_orde
 the form torch.export itself produces, which both exporters take (docs/keep-branches.md):
 each arm is a `GraphModule` of placeholders and ops only, and the cond passes both arms the
 same operands, namely the tensors the arms read from outside and the weights they use
-(`get_attr`ed in the root graph: a `get_attr` inside an arm fails to export). An arm output
-that is an input, a view, or yielded twice is cloned (an aliasing output fails too). The
+(`get_attr`ed in the root graph: a `get_attr` inside an arm fails to export). An operand
+that is a view, and an arm output that is an input, a view, or yielded twice, is a
+contiguous copy (torch.cond rejects aliasing and arms whose strides differ). The
 condition, read with `Bool.Tensor`, becomes a 0-d bool tensor.
 """
 
@@ -170,6 +171,10 @@ class _Builder:
         # One operand per node: two references to one weight are one buffer (an operand
         # passed twice fails torch.export).
         nodes = list(dict.fromkeys(self.values[v] for v in operands))
+        # A view operand is passed as a contiguous copy: torch.cond fails on operands that
+        # share memory (`a, b = t.chunk(2)` with `a` and `t`), and on arms whose outputs'
+        # strides differ (one arm yields a transposed operand, the other a new tensor).
+        passed = [_contiguous_copy(self.graph, n) if _may_alias(n) and n.op != "placeholder" else n for n in nodes]
         k = next(self.arm_names)
         arms = []
         for side, region in zip(("true", "false"), (op.true_region, op.false_region)):
@@ -184,19 +189,22 @@ class _Builder:
             arms.append(self.graph.get_attr(name))
         node = self.graph.call_function(
             torch.ops.higher_order.cond,
-            (self.values[op.cond], *arms, tuple(nodes)),
+            (self.values[op.cond], *arms, tuple(passed)),
         )
         for i, result in enumerate(op.results):
             self.values[result] = self.graph.call_function(operator.getitem, (node, i))
 
     def arm_output(self, op: scf.YieldOp) -> None:
-        """An arm's outputs, each a fresh tensor: torch.cond rejects an output that is an
-        input, a view of something, or another output."""
+        """An arm's outputs, each a fresh contiguous tensor: torch.cond rejects an output
+        that is an input, a view of something or another output, and arms whose outputs'
+        strides differ (a permuted result in one arm, a new tensor in the other)."""
         outputs = []
         for value in op.operands:
             node = self.values[value]
             if node in outputs or _may_alias(node):
-                node = self.graph.call_function(torch.ops.aten.clone.default, (node,))
+                node = _contiguous_copy(self.graph, node)
+            else:
+                node = self.graph.call_function(torch.ops.aten.contiguous.default, (node,))
             outputs.append(node)
         self.graph.output(tuple(outputs))
 
@@ -257,6 +265,10 @@ def _free_values(op: Operation) -> list[SSAValue]:
 
 def _nested(op: Operation) -> Iterator[Operation]:
     return (nested for nested in op.walk() if nested is not op)
+
+
+def _contiguous_copy(graph: torch.fx.Graph, node: Any) -> torch.fx.Node:
+    return graph.call_function(torch.ops.aten.clone.default, (node,), {"memory_format": torch.contiguous_format})
 
 
 def _may_alias(node: Any) -> bool:

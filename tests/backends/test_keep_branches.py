@@ -132,3 +132,41 @@ def test_sink_arm_initializers_moves_only_single_arm_weights():
     for c, want in ((True, x * [1, 2] + [1, 2]), (False, x * [1, 2] + [1, 2])):
         (z,) = session.run(None, {"c": np.array(c), "x": x})
         np.testing.assert_allclose(z, want)
+
+
+class _ChunkOperands(torch.nn.Module):
+    """The else arm yields `a` and `t`, which share memory (`a` is a chunk of `t`)."""
+
+    def forward(self, x):
+        t = x + 1
+        a, b = t.chunk(2, 1)
+        if a.sum() > 0:
+            a = a * 3
+            t = t * 2
+        return t, a, b
+
+
+class _TransposedOperand(torch.nn.Module):
+    """One arm yields a transposed operand, the other a new tensor (their strides differ)."""
+
+    def forward(self, x):
+        t = x.reshape(2, 2) + 1
+        u = t.t()
+        if t.sum() > 0:
+            t = t * 2
+            u = u + 1
+        return t, u
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+@pytest.mark.parametrize("factory", [_ChunkOperands, _TransposedOperand], ids=lambda f: f.__name__)
+def test_kept_ifs_with_view_operands_and_outputs(factory, backend, tmp_path):
+    import dycl
+
+    model = factory().eval()
+    inputs = [torch.ones(1, 4), -3 * torch.ones(1, 4)]
+    compiled = dycl.compile(model, (inputs[0],), backend=backend, cache_dir=tmp_path, progress=False)
+    assert compiled.compile_report["subdnn_count"] == 1  # the if is kept inside the sub-DNN
+    for x in inputs:
+        for want, got in zip(model(x), compiled(x)):
+            assert torch.equal(got, want)
