@@ -7,7 +7,10 @@ tensor in place, every live variable whose example shares that storage changes t
 
 - a variable bound to the same memory (same storage, offset, sizes and strides) gets the
   mutated tensor's new value;
-- a variable that sees the storage through a different view, a list that holds the tensor,
+- a variable that sees the storage through a different view gets its new value computed
+  from the mutated tensor's, when one of the two is a contiguous tensor that covers the
+  other (`v = hist.view(-1)`, later `v[i] = c`: `hist`'s elements at `v`'s positions);
+- a variable that sees it through another view, a list that holds the tensor,
   a forward input or a weight, or a value whose aliasing depends on the path taken
   (`Dyn.alias_unknown`, set at joins), is refused: no exact value-semantics rewrite exists
   for it here.
@@ -34,6 +37,24 @@ def storage_of(tensor) -> int | None:
 def geometry(tensor: torch.Tensor) -> tuple:
     """The exact memory a tensor covers: equal geometry means the same values."""
     return (storage_of(tensor), tensor.storage_offset(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+
+
+def positions_in(inner: torch.Tensor, outer: torch.Tensor) -> torch.Tensor | None:
+    """Where each element of the view `inner` lies in the contiguous tensor `outer` that
+    covers it (same storage and dtype): flat positions of `outer.reshape(-1)`, in `inner`'s
+    order; an empty tensor when the two share no element. None when `outer` is not
+    contiguous, or covers only part of `inner`."""
+    if outer.dtype != inner.dtype or storage_of(outer) != storage_of(inner) or not outer.is_contiguous():
+        return None
+    positions = torch.full(inner.shape, inner.storage_offset() - outer.storage_offset(), dtype=torch.long)
+    for dim, (size, stride) in enumerate(zip(inner.shape, inner.stride())):
+        shape = [1] * inner.dim()
+        shape[dim] = size
+        positions = positions + (torch.arange(size) * stride).reshape(shape)
+    inside = (positions >= 0) & (positions < outer.numel())
+    if not inside.any():
+        return positions.new_empty(0)
+    return positions.reshape(-1) if inside.all() else None
 
 
 def tensor_examples(value: V.EnvValue) -> list[torch.Tensor]:

@@ -142,6 +142,9 @@ def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
     operands = [self.expression(e, env) for e in [expr.left, *expr.comparators]]
     if any(_is_tensor(o) for o in operands):
         return host_numpy.mark(_apply(self, expr, env, _known_values([expr.left, *expr.comparators], operands)), operands)
+    if all(isinstance(o, V.Const) for o in operands) and all(type(op) in X.PY_COMPARE for op in expr.ops):
+        # known here although it reads runtime values (`len(lst) > 1` of a list of known items)
+        return V.Const(all(X.PY_COMPARE[type(op)](a.value, b.value) for op, a, b in zip(expr.ops, operands, operands[1:])))
     result = None
     for (op, left, right) in zip(expr.ops, operands, operands[1:]):
         name = X.COMPARE_OPS.get(type(op))

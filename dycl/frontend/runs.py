@@ -298,9 +298,11 @@ class RunCompiler:
                 leaf = out_leaves[k]
                 is_scalar = not isinstance(leaf, torch.Tensor)
                 produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf)
-        if flat_inputs and any(k not in produced and _picked_object(leaf) for k, leaf in enumerate(out_leaves)):
+        known = {id(l.value) for _, value in input_specs for l in V.leaves(value) if isinstance(l, V.Const)}
+        if flat_inputs and any(k not in produced and _picked_object(leaf) and id(leaf) not in known for k, leaf in enumerate(out_leaves)):
             # `self.experts[k]` with a runtime k: the example run picked one module, which
-            # would become a constant (every input would get the example's expert)
+            # would become a constant (every input would get the example's expert); a module
+            # the run got as a constant is no choice (`self`, kept by `m.masked_fill_(self.a)`)
             raise self.error(
                 stmts[0], f"`{_statement_text(stmts)}` picks a module or function by a runtime value",
                 "choose with an `if`/`elif` on the value (`if k == 0: y = self.experts[0](x) ...`), "
@@ -319,6 +321,7 @@ class RunCompiler:
             return
         new_values = {old.value: new for old, new in mutations}
         changed: dict[int, tuple[V.Dyn, V.Dyn]] = {}
+        self._other_views = {}  # (a variable's value, the new value) -> its new value
         for old, new in mutations:
             what = _bound_name(env, old)
             memory = aliases.storage_of(old.example)
@@ -367,13 +370,43 @@ class RunCompiler:
         if memory not in changed:
             return value
         old, new = changed[memory]
-        if aliases.geometry(value.example) != aliases.geometry(old.example):
+        if aliases.geometry(value.example) == aliases.geometry(old.example):
+            return new
+        seen = self._other_views.get((value.value, new.value))
+        if seen is None:
+            seen = self._other_views[(value.value, new.value)] = self._other_view_after_mutation(value, old, new, stmt)
+        if seen is None:
             raise self.error(
                 stmt, f"in-place change of a view that `{name}` shares memory with (a different view of the same tensor)",
                 "make the view and the in-place change in the same straight-line block, "
                 f"or write the new `{name}` explicitly (e.g. `{name} = {name}.clone()` before taking the view)",
             )
-        return new
+        return seen
+
+    def _other_view_after_mutation(self, value: V.Dyn, old: V.Dyn, new: V.Dyn, stmt) -> V.Dyn | None:
+        """The new value of `value`, a different view of the memory of `old`, which a run
+        changed in place to `new`: computed from `new` when one of the two is a contiguous
+        tensor that covers the other (`hist` and `v = hist.view(-1)`), unchanged when they
+        share no element; None otherwise."""
+        written = aliases.positions_in(old.example, value.example)  # old's elements in value
+        if written is not None and written.numel() == 0:
+            return value
+        if written is not None and written.unique().numel() == written.numel():
+            source = "__value.reshape(-1).index_put((__positions,), __new.reshape(-1)).reshape(__value.shape)"
+            positions = written
+        else:
+            positions = aliases.positions_in(value.example, old.example)  # value's elements in old
+            if positions is None:
+                return None
+            source = f"__new.reshape(-1)[__positions].reshape({tuple(value.example.shape)})"
+        expr = ast.parse(source, mode="eval").body
+        for sub in ast.walk(expr):
+            ast.copy_location(sub, stmt)
+        bindings = {"__value": value, "__new": new, "__positions": V.Const(positions)}
+        result = self.tensor_expression(expr, bindings)
+        # its example is still the view the example run changed: later changes through one
+        # of the two views reach the other again
+        return V.Dyn(result.value, result.type, value.example, value.may_share)
 
     def _check_model_unchanged(self, stmts, examples: dict) -> None:
         """Running a run on example values must not have changed the model (restored if so);

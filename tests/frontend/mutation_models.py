@@ -174,6 +174,59 @@ class IndexedStores(nn.Module):
         return y
 
 
+class ViewStoreAcrossBlocks(nn.Module):
+    """An exit history written through a view taken before the loop (`v = hist.view(-1)`,
+    later `v[i] = c` after each exit test), both names returned."""
+
+    def forward(self, x):
+        hist = torch.zeros(1, 3)
+        v = hist.view(-1)
+        h = x
+        for i in range(3):
+            h = torch.tanh(h * 2 + i)
+            c = h.mean()
+            v[i] = c
+            if c > 0.5:
+                return h, hist, v
+        return h, hist, v
+
+
+class BaseChangedViewRead(nn.Module):
+    """The base changes in a branch after the view was taken: the view sees the change."""
+
+    def forward(self, x):
+        y = x * 2
+        row = y[0, 1:3]
+        if y.sum() > 0:
+            y[0, 2] = 7.0
+            y.mul_(0.5)
+        return row, y
+
+
+class DisjointChunks(nn.Module):
+    """`a, b = t.chunk(2, 1)`; an in-place change of `a` in a branch leaves `b` as it was
+    and changes `t`."""
+
+    def forward(self, x):
+        t = x + 1
+        a, b = t.chunk(2, 1)
+        if a.sum() > 0:
+            a.relu_()
+            a.mul_(3)
+        return t, a, b
+
+
+class TransposedViewStore(nn.Module):
+    def forward(self, x):
+        t = x.reshape(2, 3) * 1.0
+        tt = t.t()
+        if t.mean() > 0:
+            tt[0] = -1.0
+        else:
+            tt[:, 1] += 5.0
+        return t, tt
+
+
 def _vec(*values):
     return torch.tensor([values], dtype=torch.float32)
 
@@ -190,6 +243,10 @@ CASES = {
     "inplace_relu_block": (InplaceReluBlock, [(torch.randn(1, 4, 5, 5) + 1,), (torch.randn(1, 4, 5, 5) - 1,)]),
     "helper_mutates": (HelperMutates, [(_vec(1.0, 2.0, 3.0),), (_vec(0.01, 0.02, 0.0),)]),
     "indexed_stores": (IndexedStores, [(torch.arange(12.0).view(3, 4),), (-torch.arange(12.0).view(3, 4),)]),
+    "view_store_across_blocks": (ViewStoreAcrossBlocks, [(torch.full((1, 4), v),) for v in (2.0, 0.1, -0.4, -3.0)]),
+    "base_changed_view_read": (BaseChangedViewRead, [(_vec(1.0, 2.0, 3.0, 4.0),), (_vec(-1.0, -2.0, -3.0, -4.0),)]),
+    "disjoint_chunks": (DisjointChunks, [(_vec(1.0, 2.0, 3.0, 4.0),), (_vec(-3.0, -2.0, 3.0, 4.0),)]),
+    "transposed_view_store": (TransposedViewStore, [(_vec(1.0, 2.0, 3.0, 4.0, 5.0, 6.0),), (-_vec(1.0, 2.0, 3.0, 4.0, 5.0, 6.0),)]),
 }
 
 
@@ -235,11 +292,24 @@ class MutatesListedTensor(nn.Module):
         return torch.stack(outs)
 
 
+class OverlappingViews(nn.Module):
+    """Two overlapping column slices, neither of them contiguous, the base no longer named:
+    a change through one reaches the other in a way DyCL does not rewrite."""
+
+    def forward(self, x):
+        t = x.reshape(2, 3) + 1
+        left, right = t[:, :2], t[:, 1:]
+        if left.sum() > 0:
+            left.mul_(2)  # line marker: overlapping
+        return left, right
+
+
 REFUSED = {
     "mutates_input": (MutatesInput, (torch.ones(1, 3),), "mutates-input", "forward input `x`"),
     "mutates_weight": (MutatesWeight, (torch.ones(1, 3),), "mutates-weight", "`self.scale`"),
     "path_dependent_alias": (PathDependentAlias, (torch.ones(1, 3),), "path-dependent", "on some paths only"),
     "mutates_listed_tensor": (MutatesListedTensor, (torch.ones(1, 3),), "listed", "the list `outs`"),
+    "overlapping_views": (OverlappingViews, (torch.ones(1, 6),), "overlapping", "a different view of the same tensor"),
 }
 
 
