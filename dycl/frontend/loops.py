@@ -529,48 +529,47 @@ def _own_statements(stmts):
 
 def _length_after_for(value, entry, node: ast.For, trip: range, name: str, followers: dict):
     """A list a loop over a constant range carries, marked with the lengths it may have
-    after the loop when every iteration appends to it a fixed number of times before any
-    `break`, and changes it in no other way (`sampled.append(tok)` in a decoder of constant
-    length): code after the loop may then stack it (`np.array(sampled)`), once per length."""
+    after the loop when it changes only by `name.append(x)` statements at the body's top
+    level (`sampled.append(tok)` in a decoder of constant length): code after the loop may
+    then stack it (`np.array(sampled)`), once per length."""
     if not (isinstance(entry, _Carried) and lists.is_runtime_list(value)) or name in followers or name in followers.values():
         return value
     initial = lists.possible_lengths(entry.initial)
-    appends = _appends_per_iteration(node.body, name)
-    if initial is None or appends is None:
+    counts = _appends_per_iteration(node.body, name)
+    if initial is None or counts is None:
         return value
-    may_break = any(isinstance(n, ast.Break) for n in _own_statements(node.body))
-    # every iteration that starts appends (the appends come before any break)
-    iterations = range(min(1, len(trip)), len(trip) + 1) if may_break else [len(trip)]
-    lengths = frozenset(length + appends * k for length in initial for k in iterations)
+    at_break, full = counts
+    # k - 1 full iterations, then one that breaks, or every iteration in full
+    grown = {full * (k - 1) + partial for k in range(1, len(trip) + 1) for partial in at_break} | {full * len(trip)}
+    lengths = frozenset(length + n for length in initial for n in grown)
     if len(lengths) > lists.MAX_LENGTH_CASES:
         return value
     return lists.KnownLengths(value.value, value.type, value.example, value.may_share, lengths)
 
 
-def _appends_per_iteration(body: list[ast.stmt], name: str) -> int | None:
-    """How many items every run of `body` appends to the list `name` before any `break`,
-    when that is fixed: `name.append(x)` statements at the body's top level, ahead of every
-    statement that may `break`, and no other use of `name` than `len(name)` and `name[i]`
-    (which cannot change it). None otherwise."""
-    appends, exits_seen = 0, False
+def _appends_per_iteration(body: list[ast.stmt], name: str) -> tuple[frozenset, int] | None:
+    """How many items a run of `body` appends to the list `name`: (the counts it may have
+    appended when it breaks, the count when it runs to its end). Known when `name` changes
+    only by `name.append(x)` statements at the body's top level, and is otherwise only read
+    by `len(name)` and `name[i]`; None otherwise."""
+    appended, at_break = 0, set()
     allowed: set[int] = set()
     for stmt in body:
         if _is_append_to(stmt, name):
-            if exits_seen:
-                return None  # an iteration that breaks first skips it
-            appends += 1
+            appended += 1
             allowed.add(id(stmt.value.func.value))
-        exits_seen |= any(isinstance(n, ast.Break) for n in ast.walk(stmt))
+        elif any(isinstance(n, ast.Break) for n in ast.walk(stmt)):
+            at_break.add(appended)  # (a break of a nested loop counts too: more lengths)
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(node, (ast.Continue, ast.Return)):
-            return None  # an iteration that skips an append, or leaves the function
+            return None  # an iteration that skips appends, or leaves the function
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
             allowed.add(id(node.args[0]))
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             allowed.add(id(node.value))
         elif isinstance(node, ast.Name) and node.id == name and id(node) not in allowed:
             return None
-    return appends
+    return frozenset(at_break), appended
 
 
 def _is_append_to(stmt: ast.stmt, name: str) -> bool:
