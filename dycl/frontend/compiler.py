@@ -15,6 +15,7 @@ import ast
 import builtins
 import copy
 import types
+from dataclasses import dataclass
 
 import torch
 import torch.utils._pytree as pytree
@@ -73,6 +74,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         self.memory_of_inputs: dict[int, str] = {}
         self.current = None
         self.attributes = ModuleAttributes()  # module attributes forward assigns
+        self._length_chains: list[_LengthChain] = []
 
     # ----- entry point -----------------------------------------------------------------
 
@@ -206,10 +208,12 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         if hoisted is not None:
             block.replace_current(hoisted)
             return
-        block.restart(*self.compile_if(block.stmts, block.i, block.env, block.live_out))
+        self._per_length_on_failure(
+            lambda: block.restart(*self.compile_if(block.stmts, block.i, block.env, block.live_out)), block, 1)
 
     def visit_Loop(self, stmt: nodes.Loop, block: Block) -> None:
-        block.restart(*self.compile_loop(block.stmts, block.i, block.env, block.live_out))
+        self._per_length_on_failure(
+            lambda: block.restart(*self.compile_loop(block.stmts, block.i, block.env, block.live_out)), block, 1)
 
     def visit_straight_line(self, stmt: ast.stmt, block: Block) -> None:
         """A call of a helper DyCL compiles (inlined here), the longest run of statements
@@ -252,9 +256,11 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             elif ...: ...
             else: <lst of n items> <statements>
 
-        so that each branch has static shapes. Returns False when it rewrote the block."""
-        ops = ir.InsertionPoint.current.block.operations
-        before, saved = len(ops), dict(block.env)
+        so that each branch has static shapes. When they fail on a value such a chain made
+        (`ids = np.array(toks)`, then `ids.sum()`), the chain is undone and made again with
+        them in it. Returns False when it rewrote the block."""
+        ir_block = ir.InsertionPoint.current.block
+        before, saved = len(ir_block.operations), dict(block.env)
         try:
             compile_statements()
             return True
@@ -262,20 +268,47 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             stmts = block.stmts[block.i : block.i + count]
             read = set().union(*(names_read(s) for s in stmts))
             name = next((n for n in sorted(read) if isinstance(block.env.get(n), lists.KnownLengths)), None)
-            if name is None:
+            grown = self._grown_length_chain(stmts, read, ir_block) if name is None else None
+            if name is None and grown is None:
                 raise
-        for op in reversed(list(ops)[before:]):
-            op.erase()
+        _erase_after(ir_block, before)
         block.env.clear()
         block.env.update(saved)
-        length_of = ast.Call(func=ast.Name("len", ast.Load()), args=[ast.Name(name, ast.Load())], keywords=[])
-        arms = [
-            (length, [nodes.FixLength(name, length, stmts[0].lineno), *copy.deepcopy(stmts)])
-            for length in sorted(block.env[name].lengths)
-        ]
-        chain = nodes.equality_chain(length_of, arms, stmts[0])
-        block.stmts = block.stmts[: block.i] + chain + block.stmts[block.i + count :]
+        following = block.stmts[block.i + count :]
+        if grown is not None:  # back to where the chain started
+            chain, between = grown
+            _erase_after(ir_block, chain.ops_before)
+            block.env.clear()
+            block.env.update(chain.env)
+            self._length_chains.remove(chain)
+            chain = _LengthChain(chain.name, chain.lengths, chain.statements + between + stmts, following, ir_block, chain.ops_before, chain.env)
+        else:
+            chain = _LengthChain(name, block.env[name].lengths, stmts, following, ir_block, before, saved)
+        self._length_chains.append(chain)
+        block.restart(self._length_chain_statements(chain) + following, block.env)
         return False
+
+    def _grown_length_chain(self, stmts, read: set[str], ir_block) -> tuple[_LengthChain, list] | None:
+        """The per-length chain compiled earlier in this IR block that `stmts` follow and read
+        a value of, with the statements between the two."""
+        for chain in reversed(self._length_chains):
+            position = next((k for k, s in enumerate(chain.following) if s is stmts[0]), None)
+            if position is None or chain.ir_block != ir_block:
+                continue
+            between = chain.following[:position]
+            if read & written_in(chain.statements + between):
+                return chain, between
+        return None
+
+    @staticmethod
+    def _length_chain_statements(chain: _LengthChain) -> list[ast.stmt]:
+        first = chain.statements[0]
+        length_of = ast.Call(func=ast.Name("len", ast.Load()), args=[ast.Name(chain.name, ast.Load())], keywords=[])
+        arms = [
+            (length, [nodes.FixLength(chain.name, length, first.lineno), *copy.deepcopy(chain.statements)])
+            for length in sorted(chain.lengths)
+        ]
+        return nodes.equality_chain(length_of, arms, first)
 
     def visit_FixLength(self, stmt: nodes.FixLength, block: Block) -> None:
         value = block.env[stmt.name]
@@ -872,6 +905,25 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         return self.scope.source.error(node if node is not None else self._join_node, construct, hint)
 
 
+@dataclass
+class _LengthChain:
+    """Statements compiled once per length of the list `name` (`_per_length_on_failure`):
+    what the statements after them need to add themselves to the chain."""
+
+    name: str
+    lengths: frozenset
+    statements: list[ast.stmt]  # as written, before the chain
+    following: list[ast.stmt]  # the block's statements after them
+    ir_block: ir.Block
+    ops_before: int  # the IR block's ops before the chain
+    env: dict  # the variables before the chain
+
+
+def _erase_after(ir_block: ir.Block, count: int) -> None:
+    for op in reversed(list(ir_block.operations)[count:]):
+        op.erase()
+
+
 class Block:
     """A statement list being compiled: the position, the environment there, and what is
     live after the list. A `visit_` method moves the position, or restarts the list when
@@ -890,10 +942,11 @@ class Block:
         self.stmts, self.env, self.i = stmts, env, 0
 
 
-class SwitchScope(ast.stmt):
+class SwitchScope(nodes.FrontendStmt):
     """Marks where inlined code of another source file starts/ends (for error locations)."""
 
     _fields = ()
+    _shared = ("source",)
 
     def __init__(self, source: SourceFunction):
         super().__init__()

@@ -29,7 +29,21 @@ def fresh_id() -> int:
     return next(_fresh)
 
 
-class _Marker(ast.stmt):
+class FrontendStmt(ast.stmt):
+    """A statement only the frontend writes. Deep copies (the arms of a per-length chain
+    copy the statements they hold) copy its AST and share the import-time objects it
+    refers to (`_shared`: a module a `BindConst` binds, the source of a `SwitchScope`)."""
+
+    _shared: tuple[str, ...] = ()
+
+    def __deepcopy__(self, memo):
+        node = type(self).__new__(type(self))
+        for key, value in self.__dict__.items():
+            node.__dict__[key] = value if key in self._shared else copy.deepcopy(value, memo)
+        return node
+
+
+class _Marker(FrontendStmt):
     _fields = ("id",)
 
     def __init__(self, id: int, lineno: int = 0):
@@ -46,10 +60,11 @@ class Jump(_Marker):
     """A forward jump to the `Label` with the same id."""
 
 
-class BindConst(ast.stmt):
+class BindConst(FrontendStmt):
     """`name = value` where value is known at import time (e.g. a loop target over modules)."""
 
     _fields = ("name",)
+    _shared = ("value",)
 
     def __init__(self, name: str, value: Any, lineno: int = 0):
         super().__init__()
@@ -58,7 +73,7 @@ class BindConst(ast.stmt):
         self.lineno = lineno
 
 
-class FixLength(ast.stmt):
+class FixLength(FrontendStmt):
     """On this path the runtime list `name` has `length` items: bind it to them."""
 
     _fields = ("name",)
@@ -102,7 +117,7 @@ class ReturnFromLoop(ReturnTo):
         return {self.var, self.flag}
 
 
-class Loop(ast.stmt):
+class Loop(FrontendStmt):
     """A `for`/`while` kept whole until it is compiled; remembers what `return` means there.
 
     A loop with a `return` writes what that `return` writes (`returns.written()`): the

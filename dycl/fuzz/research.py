@@ -32,6 +32,10 @@ their form (`FORMS`):
   `while (x.abs() > c).any():` shrinking x; a list of bools stored into (`flags[b] = True`
   under a runtime condition), then `sum(flags)`;
 - `hits = np.where(mask)[0]`, then `len(hits)`, `hits[0]` or `for h in hits`;
+- a store through a view taken before a loop that may break (`v = hist.view(-1)`, then
+  `v[i] = s.mean()` each step), and a view read after its base changed in a branch;
+- 0-d tensors appended by a constant-trip loop that may break (`toks.append(s.argmax())`),
+  then `ids = np.array(toks)`, `np.where(ids == 0)[0]`, `torch.stack(toks)`;
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
 - module attributes assigned in forward or a helper, then read there (variables of the
@@ -84,6 +88,10 @@ FORMS = (
     "runtime_range", "iterate_list", "iterate_array", "while_tensor", "list_store",
     # the index array of np.where(mask) used as numpy and a list agree on
     "np_where_hits",
+    # a store through a view taken before a loop or branch; a view read after its base changed
+    "view_store", "view_of_changed",
+    # 0-d tensors appended by a constant-trip loop (that may break), then numpy on the list
+    "decode_array",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -116,10 +124,12 @@ WEIGHTS = {
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.6,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
+    "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
+    "view_store": 1, "view_of_changed": 1, "decode_array": 1,
 }
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
@@ -333,6 +343,34 @@ class Researcher:
             use = r.choice([f"x = x * (1.0 + 0.1 * len({hits}))", f"if len({hits}) > 0:\n    x = x + 0.01 * {hits}[0]",
                             f"for h in {hits}:\n    x = x * 0.9 + 0.01 * h"])
             return [Research(f"{hits} = np.where({mask})[0]\n{use}", form)]
+        if form == "view_store":
+            hist, v, i = self.fresh("hist"), self.fresh("v"), self.fresh("i")
+            trips = r.randint(1, min(3, w))
+            view = r.choice([f"{hist}.view(-1)", f"{hist}[0]", f"{hist}.reshape(-1)"])
+            body: list[Stmt] = [Research(self.layer(stage), form),
+                                Research(r.choice([f"{v}[{i}] = {s}.mean()", f"{v}[{i}] += torch.tanh({s}).max()"]), form)]
+            if r.random() < 0.6:
+                body.append(Break(self.a_cond(stage)))
+            return [Research(f"{hist} = torch.zeros(1, {w})\n{v} = {view}", form), For(trips, body, var=i),
+                    Research(f"x = x + 0.1 * {fold(hist)}", form)]
+        if form == "view_of_changed":
+            hist, row = self.fresh("hist"), self.fresh("row")
+            view = r.choice([f"{hist}[0]", f"{hist}.view(-1)", f"{hist}.t()[:, 0]"])
+            change = r.choice([f"{hist}.mul_(0.5)", f"{hist}[0, 0] = 1.0", f"{hist}.clamp_(-0.2, 0.2)"])
+            orelse = [Research(self.layer(stage), form)] if r.random() < 0.3 else None
+            return [Research(f"{hist} = torch.tanh({s}) * 1.0\n{row} = {view}", form),
+                    If([(self.a_cond(stage), [Research(change, form)])], orelse),
+                    Research(f"x = x + 0.1 * {fold(f'{row}.unsqueeze(0)')}", form)]
+        if form == "decode_array":
+            toks, ids = self.fresh("toks"), self.fresh("ids")
+            body = [Research(self.layer(stage), form), Research(f"{toks}.append({s}.argmax())", form)]
+            if r.random() < 0.6:
+                body.append(Break(self.a_cond(stage)))
+            use = r.choice([f"x = x * (1.0 + 0.01 * float({ids}.sum()))",
+                            f"{ids}_ends = np.where({ids} == 0)[0]\nx = x * (1.0 + 0.1 * len({ids}_ends))",
+                            f"x = x * (1.0 + 0.01 * float(torch.stack({toks}).float().mean()))"])
+            return [Research(f"{toks} = []", form), For(r.randint(1, 3), body),
+                    Research(f"{ids} = np.array({toks})\n{use}", form)]
         if form == "list_store":
             flags, b = self.fresh("flags"), self.fresh("b")
             m = r.randint(2, 3)

@@ -86,3 +86,28 @@ class ConditionalAppend(nn.Module):
             if h.sum() > 0:
                 outs.append(h)
         return outs[-1], len(outs)
+
+
+class ArrayThenStatistics(nn.Module):
+    """Statements after `np.array(tokens)` compute on the array (its length is the list's):
+    each is compiled with the list's possible lengths too, an `if` and a loop among them."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        tokens = []
+        for _ in range(3):
+            x = torch.tanh(self.fc(x))
+            tokens.append(x.argmax())
+            if x.mean() < 0.0:
+                break
+        ids = np.array(tokens)
+        x = x * (1.0 + 0.1 * float(ids.sum()))
+        hits = np.where(ids == 0)[0]
+        if len(hits) > 0:
+            x = x + 1.0
+        for h in hits:
+            x = x * 0.5 + 0.01 * h
+        return x, len(tokens)

@@ -11,7 +11,7 @@ from tests.frontend.helpers import assert_compiled_exactly, eager
 from tests.frontend.test_desugar_support import check_paths, scaled_inputs
 
 INPUTS = scaled_inputs(1, 4, scales=(-3.0, -1.0, -0.3, 0.3, 1.0, 3.0), seeds=tuple(range(8)))
-EXACT = [M.FixedLengthTokens, M.TwoListsUntilHalt, M.AppendAfterBreak, M.ConditionalAppend]
+EXACT = [M.FixedLengthTokens, M.TwoListsUntilHalt, M.AppendAfterBreak, M.ConditionalAppend, M.ArrayThenStatistics]
 
 
 def _outcomes(model) -> set:
@@ -34,7 +34,7 @@ def test_lists_grown_by_constant_loops_are_exact(model):
         assert [op for op in program.module.walk() if isinstance(op, scf.ForOp)]
 
 
-@pytest.mark.parametrize("model", [M.FixedLengthTokens, M.TwoListsUntilHalt], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("model", [M.FixedLengthTokens, M.TwoListsUntilHalt, M.ArrayThenStatistics], ids=lambda m: m.__name__)
 def test_lists_grown_by_constant_loops_compile_exactly(model):
     assert_compiled_exactly(model, INPUTS, "onnxruntime")
 
