@@ -98,14 +98,18 @@ def target_of(target: Any = "llvm"):
 
 
 def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
-    from tvm.relax.frontend.torch import from_exported_program
+    from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
 
     program = export(subdnn, weights, NAME)
     _cast_scalar_operands(program)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return from_exported_program(program, keep_params_as_input=False, custom_convert_map=_converters())
+            # `from_exported_program`'s own steps, with converters that know their importer:
+            # inside a kept if's arms Relax calls them without it (`convert(node)`)
+            importer = ExportedProgramImporter()
+            program = program.run_decompositions()
+            return importer.from_exported_program(program, False, False, False, _converters(importer))
     except Exception as err:
         text = str(err)
         op = blame_op(op_names_of(subdnn.ir_text), text)
@@ -148,13 +152,14 @@ def _cast_graph_scalar_operands(graph_module) -> None:
     graph_module.recompile()
 
 
-def _converters() -> dict:
+def _converters(importer) -> dict:
     """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
-    the mutation tests a masked store)."""
+    the mutation tests a masked store). Each takes `(node, importer)` at the top level and
+    `(node)` inside the arms of an `If`."""
     from tvm import relax
 
     def reduction(relax_op):
-        def convert(node, importer):
+        def convert(node, _importer=None):
             args = importer.retrieve_args(node)
             dims = args[1] if len(args) > 1 else node.kwargs.get("dim", [])
             keepdim = args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)
@@ -162,7 +167,7 @@ def _converters() -> dict:
 
         return convert
 
-    def index_put(node, importer):
+    def index_put(node, _importer=None):
         """A masked store (`p[p >= 0.5] = 1.0`, functionalized to `index_put` with a bool
         mask), which Relax's own converter rejects (it takes integer indices only), as a
         `where`; other index_puts go to Relax's converter."""
