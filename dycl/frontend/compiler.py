@@ -156,7 +156,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             if isinstance(item, V.Tup):
                 return {item.kind: [visit(i) for i in item.items]}
             if isinstance(item, V.Const) and item.value is None:
-                return None
+                return {"none": []}  # (no result: a bare None would mean "the one result")
             if isinstance(item, V.Const) and type(item.value) in (list, tuple):  # known here
                 kind = "list" if isinstance(item.value, list) else "tuple"
                 return visit(V.Tup(tuple(V.Const(v) for v in item.value), kind))

@@ -206,6 +206,8 @@ def _unflatten(tree: Any, results: Sequence[Any]) -> Any:
         return results[0] if len(results) == 1 else tuple(results)
     if isinstance(tree, int):
         return results[tree]
+    if "none" in tree:
+        return None
     if "tuple" in tree:
         return tuple(_unflatten(sub, results) for sub in tree["tuple"])
     if "list" in tree:
