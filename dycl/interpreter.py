@@ -9,10 +9,9 @@ to `torch.ops.<ns>.<name>.<overload>` driven by the op schema.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnregisteredOp
@@ -189,6 +188,9 @@ def unflatten(tree: Any, results: Sequence[Any]) -> Any:
         return results[tree]
     if "none" in tree:
         return None
+    if "optional" in tree:  # [the index of a bool, the value where it is true]
+        present, value = tree["optional"]
+        return unflatten(value, results) if bool(results[present]) else None
     if "tuple" in tree:
         return tuple(unflatten(sub, results) for sub in tree["tuple"])
     if "list" in tree:

@@ -109,6 +109,8 @@ def mark_path_dependent(value: V.EnvValue, memory: frozenset) -> V.EnvValue:
     """The same value, its tensor leaves marked as maybe sharing `memory` (path-dependent)."""
     if isinstance(value, V.Tup):
         return V.Tup(tuple(mark_path_dependent(i, memory) for i in value.items), value.kind)
+    if isinstance(value, V.Maybe):
+        return V.Maybe(value.present, mark_path_dependent(value.value, memory))
     if isinstance(value, V.Dyn) and memory and not memory <= value.may_share:
         return V.Dyn(value.value, value.type, value.example, value.may_share | memory)
     return value

@@ -155,6 +155,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         def visit(item):
             if isinstance(item, V.Tup):
                 return {item.kind: [visit(i) for i in item.items]}
+            if isinstance(item, V.Maybe):  # None where `present` is false
+                present = visit(item.present)
+                return {"optional": [present, visit(item.value)]}
             if isinstance(item, V.Const) and item.value is None:
                 return {"none": []}  # (no result: a bare None would mean "the one result")
             if isinstance(item, V.Const) and type(item.value) in (list, tuple):  # known here
@@ -196,7 +199,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     def visit_BindConst(self, stmt: nodes.BindConst, block: Block) -> None:
         value = stmt.value
-        block.env[stmt.name] = value if isinstance(value, (V.Dyn, V.Tup)) else V.Const(value)
+        block.env[stmt.name] = value if isinstance(value, (V.Dyn, V.Tup, V.Maybe)) else V.Const(value)
         block.i += 1
 
     def visit_SwitchScope(self, stmt: SwitchScope, block: Block) -> None:
@@ -382,9 +385,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
         self._join_node = stmt
         branch_envs = []
-        for region, body in zip(draft.regions, (stmt.body, stmt.orelse)):
+        for region, body, refined in zip(draft.regions, (stmt.body, stmt.orelse), _none_test_branches(stmt.test, env)):
             with ir.InsertionPoint(region.blocks.append()):
-                branch_envs.append(self.compile_block(body + tail, dict(env), live))
+                branch_envs.append(self.compile_block(body + tail, {**env, **refined}, live))
         env = self._join_if(draft, flag, branch_envs, live, env)
         return rest, env
 
@@ -466,11 +469,12 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     def _leaves_for_join(self, mine: V.EnvValue, other: V.EnvValue, name: str):
         """Leaves of `mine` as IR values, shaped like `other` where `mine` is undefined."""
+        mine, other = self._optionals_for_join(mine, other), self._optionals_for_join(other, mine, build=False)
         if mine is V.UNDEF:
             if other is V.UNDEF:
                 raise AssertionError("both sides undefined")
             template = other
-            if isinstance(template, V.Tup):
+            if isinstance(template, (V.Tup, V.Maybe)):
                 leaves = [self._placeholder_like(l) for l in V.leaves(template)]
                 return leaves, template
             return [self._placeholder_like(template)], None
@@ -489,7 +493,24 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                     "(only a list holding just tensors may change length at runtime)",
                 )
             return [self._materialize(l, name) for l in V.leaves(mine)], mine
+        if isinstance(mine, V.Maybe):
+            return [self._materialize(l, name) for l in V.leaves(mine)], mine
         return [self._materialize(mine, name)], None
+
+    def _optionals_for_join(self, mine: V.EnvValue, other: V.EnvValue, build: bool = True) -> V.EnvValue:
+        """`mine` as a `Maybe` where one side is None and the other a tensor or a Python
+        scalar (`ps = None` on one path, a tensor on the other), in tuples too. build=False
+        only shapes `other` alike (no IR)."""
+        if isinstance(mine, V.Tup) and isinstance(other, V.Tup) and V.kind_of(mine, True) == V.kind_of(other, True):
+            return V.Tup(tuple(self._optionals_for_join(a, b, build) for a, b in zip(mine.items, other.items)), mine.kind)
+        if not (_optional_side(mine) and _optional_side(other)) or not any(map(_none_or_maybe, (mine, other))):
+            return mine
+        if isinstance(mine, V.Maybe):
+            return mine
+        if _none_or_maybe(mine):  # None here: a placeholder of the other side's type
+            template = other.value if isinstance(other, V.Maybe) else other
+            return V.Maybe(V.Const(False), self._placeholder_like(template) if build else template)
+        return V.Maybe(V.Const(True), mine)
 
     def _nested_lists_for_join(self, mine: V.Tup, other: V.Tup, build: bool = True) -> V.Tup:
         """`mine` with each list it holds that has another length in `other` (at the same
@@ -513,6 +534,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         return self.builder.placeholder(value.type, value.example)
 
     def _materialize(self, value: V.EnvValue, name: str) -> V.Dyn:
+        if isinstance(value, V.Maybe):
+            raise self.error(None, f"{_describe(name)} is None on some paths and {V.kind_of(value.value)} on others",
+                             "test `is None` first (`if v is not None:`), or give it the same kind on every path")
         if isinstance(value, V.Const) and not isinstance(value.value, (bool, int, float, type(None))):
             code = isinstance(value.value, torch.nn.Module) or callable(value.value)
             raise self.error(
@@ -672,7 +696,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         # (`len(lengths)`, `lengths[1:]`, `lengths[0]`; a bare name keeps its very value)
         if shaped is not V.MISSING:
             value = structure.env_value(shaped)
-            return value if isinstance(value, (V.Dyn, V.Tup)) else V.Const(value)
+            return value if isinstance(value, (V.Dyn, V.Tup, V.Maybe)) else V.Const(value)
         if isinstance(expr, ast.Name):
             value = env.get(expr.id, V.UNDEF)
             if value is V.UNDEF:
@@ -699,7 +723,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                     isinstance(l, V.Dyn) and not V.is_tensor_type(l.type) for l in V.leaves(value)
                 ):
                     return True
-                if host_numpy.is_numpy(value):  # numpy semantics are checked on the host
+                if host_numpy.is_numpy(value) or V.holds_maybe(value):  # (numpy semantics, `is None`)
                     return True
             elif isinstance(sub, ast.Call):
                 if isinstance(sub.func, ast.Attribute) and sub.func.attr in X.SCALAR_METHODS:
@@ -983,6 +1007,37 @@ def _return_node(fdef: ast.FunctionDef) -> ast.AST:
     """The forward's `return` when it has one (where a bad result is written), else its `def`."""
     returns = [n for n in ast.walk(fdef) if isinstance(n, ast.Return)]
     return returns[0] if len(returns) == 1 else fdef
+
+
+def _none_test_branches(test: ast.expr, env: dict) -> tuple[dict, dict]:
+    """What `if v is None:` / `if v is not None:` tells each branch about a `v` that is None
+    on some paths: None in one, its value in the other."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Name) and isinstance(env.get(test.left.id), V.Maybe)
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    ):
+        return {}, {}
+    name = test.left.id
+    present, absent = {name: env[name].value}, {name: V.Const(None)}
+    is_not = isinstance(test.ops[0], ast.IsNot) != negated
+    return (present, absent) if is_not else (absent, present)
+
+
+def _none_or_maybe(value) -> bool:
+    return isinstance(value, V.Maybe) or isinstance(value, V.Const) and value.value is None
+
+
+def _optional_side(value) -> bool:
+    """None, or what may be None on other paths: a tensor or a Python scalar."""
+    if _none_or_maybe(value):
+        return True
+    if isinstance(value, V.Dyn):
+        return not V.is_list_type(value.type)
+    return isinstance(value, V.Const) and type(value.value) in (bool, int, float)
 
 
 def _describe(name: str) -> str:

@@ -140,6 +140,8 @@ def _stack_or_cat(self, expr, func, args, env):
 
 def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
     operands = [self.expression(e, env) for e in [expr.left, *expr.comparators]]
+    if len(operands) == 2 and type(expr.ops[0]) in (ast.Is, ast.IsNot) and any(isinstance(o, V.Maybe) for o in operands):
+        return is_none_test(self, expr, operands)
     if any(_is_tensor(o) for o in operands):
         return host_numpy.mark(_apply(self, expr, env, _known_values([expr.left, *expr.comparators], operands)), operands)
     if all(isinstance(o, V.Const) for o in operands) and all(type(op) in X.PY_COMPARE for op in expr.ops):
@@ -158,6 +160,17 @@ def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
             "torch.aten.__and__.bool", [result, value], V.BOOL, result.example and value.example
         )
     return result
+
+
+def is_none_test(self, expr: ast.Compare, operands) -> V.EnvValue:
+    """`v is None` / `v is not None` of a value that is None on some paths: its `present`."""
+    value, other = operands if isinstance(operands[0], V.Maybe) else operands[::-1]
+    if not (isinstance(other, V.Const) and other.value is None):
+        raise self.error(expr, f"`{source_text(expr)}`: `is` between a value that is None on some paths and another value", "compare with None: `v is None`")
+    present = self.builder.materialize(value.present)
+    if isinstance(expr.ops[0], ast.IsNot):
+        return present
+    return self.builder.host_op("torch.aten.__not__", [present], V.BOOL, not present.example)
 
 
 def _scalar_pair(self, left, right, node):

@@ -332,6 +332,8 @@ class LoopCompiler:
 
     def _carried(self, initial, typed_like, node, name) -> "_Carried":
         """`initial` before the loop, typed (and shaped) like `typed_like`."""
+        if V.holds_maybe(initial) or V.holds_maybe(typed_like):
+            raise self._structure_error(node, name)  # None on some paths (a constant range unrolls)
         structure = typed_like if isinstance(typed_like, V.Tup) else None
         return _Carried(
             initial,

@@ -158,6 +158,13 @@ class RunCompiler:
         lines = sorted({s.lineno for s in stmts})
         names = list(inputs)
         for name in names:
+            if V.holds_maybe(inputs[name]):
+                shown = next((n for n, v in env.items() if v is inputs[name] and not n.startswith("__")), name)
+                raise self.error(
+                    stmts[0], f"`{shown}` is None on some paths and a tensor or number on others, and `{_statement_text(stmts)}` computes with it",
+                    f"test `{shown} is None` first (`if {shown} is not None:`), or give it the same kind on every path",
+                )
+        for name in names:
             inputs[name] = self._scalars_as_tensors(inputs[name], ints_as_tensors)
         # One flat input per IR value: two names bound to one tensor (`z = y`) stay one
         # tensor inside the run, so that a mutation through one reaches the other.
@@ -349,6 +356,8 @@ class RunCompiler:
     def _after_mutation(self, value, name, new_values, changed, stmt, strict: bool):
         if isinstance(value, V.Tup):
             return V.Tup(tuple(self._after_mutation(i, name, new_values, changed, stmt, strict) for i in value.items), value.kind)
+        if isinstance(value, V.Maybe):
+            return V.Maybe(value.present, self._after_mutation(value.value, name, new_values, changed, stmt, strict))
         if not isinstance(value, V.Dyn):
             return value
         if value.value in new_values:

@@ -76,7 +76,7 @@ def env_value(obj: Any) -> Any:
 
 def _as_env_value(obj: Any) -> V.EnvValue:
     value = env_value(obj)
-    return value if isinstance(value, (V.Const, V.Dyn, V.Tup)) else V.Const(value)
+    return value if isinstance(value, (V.Const, V.Dyn, V.Tup, V.Maybe)) else V.Const(value)
 
 
 def is_builtin_namespace_clean(namespace: dict) -> bool:

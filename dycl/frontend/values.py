@@ -51,6 +51,17 @@ class Tup:
     kind: str = "tuple"
 
 
+@dataclass(frozen=True)
+class Maybe:
+    """A value that is None on some paths (`ps = None` on one, a tensor on the other):
+    `present`, a runtime bool, and `value`, what it holds where it is not None (a
+    placeholder of its type on the paths where it is). Only `is None` tests, bindings and
+    returns read it."""
+
+    present: Any  # Dyn (bool) or Const
+    value: Any  # Dyn or Const
+
+
 class _Undef:
     def __repr__(self) -> str:
         return "UNDEF"
@@ -61,7 +72,7 @@ UNDEF = _Undef()
 # "No value": what `FunctionCompiler._try_constant` answers for a runtime expression.
 MISSING = object()
 
-EnvValue = Union[Const, Dyn, Tup, _Undef]
+EnvValue = Union[Const, Dyn, Tup, Maybe, _Undef]
 
 INT, FLOAT, BOOL, NONE = IntType(), FloatType(), BoolType(), NoneType()
 TENSOR_LIST = ListType(ValueTensorType(None, None))
@@ -177,6 +188,8 @@ def kind_of(value: EnvValue, detailed: bool = False) -> str:
         return scalar_name(value.type) or "other"
     if isinstance(value, Tup):
         return f"{value.kind} {len(value.items)}" if detailed else value.kind
+    if isinstance(value, Maybe):
+        return "optional"
     return "other"
 
 
@@ -184,7 +197,16 @@ def leaves(value: EnvValue) -> list:
     """The non-tuple values inside `value`, in order."""
     if isinstance(value, Tup):
         return [leaf for item in value.items for leaf in leaves(item)]
+    if isinstance(value, Maybe):
+        return [value.present, value.value]
     return [value]
+
+
+def holds_maybe(value: EnvValue) -> bool:
+    """Whether `value` is, or holds in a tuple, a value that is None on some paths."""
+    if isinstance(value, Tup):
+        return any(holds_maybe(item) for item in value.items)
+    return isinstance(value, Maybe)
 
 
 def has_dyn(value: EnvValue) -> bool:
@@ -198,6 +220,8 @@ def same_structure(a: EnvValue, b: EnvValue) -> bool:
         return a.kind == b.kind and len(a.items) == len(b.items) and all(
             same_structure(x, y) for x, y in zip(a.items, b.items)
         )
+    if isinstance(a, Maybe) or isinstance(b, Maybe):
+        return isinstance(a, Maybe) and isinstance(b, Maybe)
     return not isinstance(a, Tup) and not isinstance(b, Tup)
 
 
@@ -209,6 +233,8 @@ def example_of(value: EnvValue) -> Any:
     if isinstance(value, Tup):
         items = [example_of(item) for item in value.items]
         return items if value.kind == "list" else tuple(items)
+    if isinstance(value, Maybe):
+        return example_of(value.value) if example_of(value.present) else None
     raise ValueError("an undefined variable has no example value")
 
 
@@ -237,6 +263,8 @@ def rebuild(structure, leaves):
     def visit(value):
         if isinstance(value, Tup):
             return Tup(tuple(visit(i) for i in value.items), value.kind)
+        if isinstance(value, Maybe):
+            return Maybe(next(it), next(it))
         return next(it)
 
     return visit(structure)

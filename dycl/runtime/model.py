@@ -208,6 +208,9 @@ def _unflatten(tree: Any, results: Sequence[Any]) -> Any:
         return results[tree]
     if "none" in tree:
         return None
+    if "optional" in tree:  # [the index of a bool, the value where it is true]
+        present, value = tree["optional"]
+        return _unflatten(value, results) if bool(results[present]) else None
     if "tuple" in tree:
         return tuple(_unflatten(sub, results) for sub in tree["tuple"])
     if "list" in tree:

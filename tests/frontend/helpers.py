@@ -57,6 +57,8 @@ def max_abs_error(expected, actual) -> float:
             return 0.0
         return (expected.double() - actual.double()).abs().max().item()
     assert type(expected) is type(actual), (expected, actual)
+    if expected is None:
+        return 0.0
     return abs(float(expected) - float(actual))
 
 

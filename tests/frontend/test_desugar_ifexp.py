@@ -118,9 +118,17 @@ class MixedTruthAsValue(nn.Module):
 
 
 class NoneOnOnePath(nn.Module):
+    """None on one path: returned as None there (values.Maybe)."""
+
     def forward(self, x):
-        y = x * 2 if x.sum() > 0 else None  # REFUSED
+        y = x * 2 if x.sum() > 0 else None
         return x, y
+
+
+class NoneOnOnePathComputedWith(nn.Module):
+    def forward(self, x):
+        y = x * 2 if x.sum() > 0 else None
+        return x + y  # REFUSED
 
 
 class ChangesInBranch(nn.Module):
@@ -133,10 +141,14 @@ class ChangesInBranch(nn.Module):
 @pytest.mark.parametrize(
     "cls, construct",
     [
-        (NoneOnOnePath, "on one path and"),
+        (NoneOnOnePathComputedWith, "is None on some paths"),
         (ChangesInBranch, "inside a conditional expression"),
         (MixedTruthAsValue, "one of its operands, a bool or a tensor depending on the path"),
     ],
 )
 def test_conditional_expressions_that_cannot_be_joined_are_refused(cls, construct):
     refused(cls(), (torch.randn(1, 8),), construct, marked_line(cls))
+
+
+def test_none_on_one_path_is_returned_as_none_there():
+    check_paths(NoneOnOnePath(), [(torch.ones(1, 8),), (-torch.ones(1, 8),)])

@@ -38,7 +38,6 @@ EXPECTED_FAILURES: dict[str, tuple[type[BaseException], str]] = {
     'ShowTellPacked': (dycl.FrontendError, 'pack_padded_sequence with a Python list of lengths: decoders.py:84: `pack_padded_sequence(embeddings, <runtime value>, batch_f...` cannot be captured as a tensor program (torch.export raised RuntimeError): rew...'),
     'ShowAttendTell': (dycl.FrontendError, '`max(decode_lengths)` of `.tolist()` lengths (sym_max not importable): decoders.py:142: `batch_size = encoder_out.size(0) (and 9 more line(s))` makes a tensor whose size depends on the data (indexing with a boolean mask, `nonzer...'),
     'TeacherForcingLengths': (dycl.FrontendError, "`range(max(lengths))` over a Python-list argument: decoders.py:203: `emb[<runtime value>]` slices with a runtime Python int (`x[:k]`): the slice's size would depend on the data: DyCL's sub-networks have stati..."),
-    'PonderNetInference': (dycl.FrontendError, '`torch.cat(ps[:-1])` of a list whose example has one item (two tensor lists grown in one loop with `break`): halting_routing.py:124: the return value: a variable is None on one path and a float32 tensor of shape [?] on another: give it the same kind (tensor, int, fl...'),
     'RouterNumpyArgsort': (dycl.FrontendError, "`np.argsort` on a runtime value, loop over the order: halting_routing.py:245: `np.argsort(-scores)` with numpy's default sort (equal items come out in an order DyCL cannot reproduce): pass kind='stable': the ord..."),
 }
 
