@@ -677,6 +677,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     def condition(self, expr: ast.expr, env) -> V.EnvValue:
         value = self.expression(expr, env)
+        if isinstance(value, V.Maybe):
+            raise self.error(expr, f"`if {desugar.source_text(expr)}:` of a value that is None on some paths",
+                             f"test it with `is None` (`if {desugar.source_text(expr)} is not None:`)")
         if isinstance(value, V.Const):
             return V.Const(bool(value.value))
         if isinstance(value, V.Tup):

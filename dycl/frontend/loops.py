@@ -311,7 +311,8 @@ class LoopCompiler:
         env.update({name: PARTIAL for name in unassigned_before if name in partial_after or not always_runs})
         if trip is not None and not loop.has_return:
             for name in carried:
-                env[name] = _length_after_for(env[name], state[name], node, trip, name, followers)
+                if name in env:  # (syntax may count a name no variable holds: `torch` of `torch.relu_(x)`)
+                    env[name] = _length_after_for(env[name], state[name], node, trip, name, followers)
         for follower, leader in followers.items():
             env[follower] = env[leader]
         return after, env
