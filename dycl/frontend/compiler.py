@@ -917,7 +917,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         """An exception that is not a FrontendError: a DyCL bug, reported at the user's
         statement being compiled, never as a raw traceback."""
         source, stmt = self.current or (self.scope.source, self.scope.source.node)
-        text = desugar.source_text(stmt).splitlines()[0][:60]
+        # (a statement the frontend wrote, a `FixLength`, has no text: its kind instead)
+        text = (desugar.source_text(stmt).splitlines() or [type(stmt).__name__])[0][:60]
         detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
         failure = source.error(
             stmt, f"DyCL failed to compile `{text}` (internal {type(error).__name__}{': ' + detail if detail else ''})",

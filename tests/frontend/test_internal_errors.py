@@ -52,3 +52,19 @@ def test_a_model_without_source_is_refused_where_its_forward_begins():
         import_module(namespace["Exec"](), (torch.randn(2),))
     assert (caught.value.file, caught.value.line) == ("<generated>", 4)
     assert "cannot read the source of Exec.forward" in str(caught.value)
+
+
+def test_an_internal_error_at_a_statement_the_frontend_wrote_is_a_frontend_error(monkeypatch):
+    """A bug striking at a statement with no source text (a per-length `FixLength`, a
+    `Label`) is still a FrontendError (fuzz seed 102437: an IndexError escaped)."""
+    from dycl.frontend import compiler, nodes
+
+    def broken(self, stmt, block):
+        self.current = (self.scope.source, nodes.Label(1, lineno=stmt.lineno))
+        raise KeyError("some internal table")
+
+    monkeypatch.setattr(compiler.FunctionCompiler, "visit_If", broken)
+    with pytest.raises(FrontendError) as info:
+        import_module(TwoStatements().eval(), (torch.ones(1, 3),))
+    assert "internal KeyError" in str(info.value) and "Label" in str(info.value)
+    assert info.value.file == __file__ and info.value.line > 0
