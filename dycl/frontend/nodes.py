@@ -36,6 +36,10 @@ class FrontendStmt(ast.stmt):
 
     _shared: tuple[str, ...] = ()
 
+    def __init__(self, lineno: int = 0):
+        super().__init__()
+        self.lineno = lineno
+
     def __deepcopy__(self, memo):
         node = type(self).__new__(type(self))
         for key, value in self.__dict__.items():
@@ -43,13 +47,16 @@ class FrontendStmt(ast.stmt):
         return node
 
 
-class _Marker(FrontendStmt):
-    _fields = ("id",)
+class _OneField(FrontendStmt):
+    """A statement of one field, its `_fields[0]`: the id of a jump, or a variable's name."""
 
-    def __init__(self, id: int, lineno: int = 0):
-        super().__init__()
-        self.id = id
-        self.lineno = lineno
+    def __init__(self, value, lineno: int = 0):
+        super().__init__(lineno)
+        setattr(self, self._fields[0], value)
+
+
+class _Marker(_OneField):
+    _fields = ("id",)
 
 
 class Label(_Marker):
@@ -60,29 +67,28 @@ class Jump(_Marker):
     """A forward jump to the `Label` with the same id."""
 
 
-class BindConst(FrontendStmt):
-    """`name = value` where value is known at import time (e.g. a loop target over modules)."""
+class _Named(_OneField):
+    """A statement about the variable `name`."""
 
     _fields = ("name",)
+
+
+class BindConst(_Named):
+    """`name = value` where value is known at import time (e.g. a loop target over modules)."""
+
     _shared = ("value",)
 
     def __init__(self, name: str, value: Any, lineno: int = 0):
-        super().__init__()
-        self.name = name
+        super().__init__(name, lineno)
         self.value = value
-        self.lineno = lineno
 
 
-class FixLength(FrontendStmt):
+class FixLength(_Named):
     """On this path the runtime list `name` has `length` items: bind it to them."""
 
-    _fields = ("name",)
-
     def __init__(self, name: str, length: int, lineno: int = 0):
-        super().__init__()
-        self.name = name
+        super().__init__(name, lineno)
         self.length = length
-        self.lineno = lineno
 
 
 class ReturnTo:
@@ -128,10 +134,9 @@ class Loop(FrontendStmt):
     _fields = ("node",)
 
     def __init__(self, node: ast.stmt, returns: ReturnTo):
-        super().__init__()
+        super().__init__(node.lineno)
         self.node = node
         self.returns = returns
-        self.lineno = node.lineno
         self.has_return = any(isinstance(n, ast.Return) for n in ast.walk(node))
 
 
