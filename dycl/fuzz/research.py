@@ -36,6 +36,8 @@ their form (`FORMS`):
   `v[i] = s.mean()` each step), and a view read after its base changed in a branch;
 - 0-d tensors appended by a constant-trip loop that may break (`toks.append(s.argmax())`),
   then `ids = np.array(toks)`, `np.where(ids == 0)[0]`, `torch.stack(toks)`;
+- a variable None on some paths (`aux = None`, assigned under a condition), then
+  `if aux is not None:`, `if aux is None: ... else: ...`, `1.5 if aux is None else 0.5`;
 - a second forward argument `lengths`, a list (or tuple) of Python ints: `enumerate` over it,
   its items compared in conditions, `len(lengths)` (forward only);
 - module attributes assigned in forward or a helper, then read there (variables of the
@@ -92,6 +94,8 @@ FORMS = (
     "view_store", "view_of_changed",
     # 0-d tensors appended by a constant-trip loop (that may break), then numpy on the list
     "decode_array",
+    # a variable None on some paths and a tensor on others, tested with `is None`
+    "optional_aux",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -122,14 +126,14 @@ WEIGHTS = {
     "cond_expr": 0.8, "and_or": 0.8,
     "lengths_enumerate": 1.2, "lengths_compare": 0.8, "lengths_len": 0.6,
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
-    "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.6,
+    "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
-    "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6,
+    "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
-    "view_store": 1, "view_of_changed": 1, "decode_array": 1,
+    "view_store": 1, "view_of_changed": 1, "decode_array": 1, "optional_aux": 1,
 }
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
@@ -361,6 +365,14 @@ class Researcher:
             return [Research(f"{hist} = torch.tanh({s}) * 1.0\n{row} = {view}", form),
                     If([(self.a_cond(stage), [Research(change, form)])], orelse),
                     Research(f"x = x + 0.1 * {fold(f'{row}.unsqueeze(0)')}", form)]
+        if form == "optional_aux":
+            aux = self.fresh("aux")
+            value = r.choice([f"torch.tanh({s})", f"{s} * 0.5", f"F.softmax({s}, -1)"])
+            use = r.choice([f"if {aux} is not None:\n    x = x + 0.5 * {fold(aux)}",
+                            f"if {aux} is None:\n    x = x * 0.9\nelse:\n    x = x - 0.1 * {fold(aux)}",
+                            f"x = x * (1.5 if {aux} is None else 0.5)"])
+            return [Research(f"{aux} = None", form), If([(self.a_cond(stage), [Research(f"{aux} = {value}", form)])]),
+                    Research(use, form)]
         if form == "decode_array":
             toks, ids = self.fresh("toks"), self.fresh("ids")
             body = [Research(self.layer(stage), form), Research(f"{toks}.append({s}.argmax())", form)]

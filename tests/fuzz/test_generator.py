@@ -353,6 +353,7 @@ RESEARCH_SPELLINGS = {
     "hits = np.where(mask)[0]": r"hits\d+ = np\.where\(.*\)\[0\]",
     "v = hist.view(-1) before the loop, v[i] = ... in it": r"(v\d+) = hist\d+\.view\(-1\)\n(.*\n)*?\s+\1\[i\d+\] \+?= ",
     "a view read after its base changed in place": r"(row\d+) = hist\d+.*\n\s*if .*:\n\s*hist\d+(\.\w+_\(|\[0, 0\] = )",
+    "aux = None, assigned under a condition, tested with is None": r"(aux\d+) = None\n\s*if .*:\n\s*\1 = .*\n(.*\n)*?\s*(if|x = x \* \(1\.5 if) \1 is (not )?None",
     "np.array of 0-d tensors a loop appended": r"(toks\d+)\.append\(.*\.argmax\(\)\)\n(.*\n)*?\s*ids\d+ = np\.array\(\1\)",
 }
 
