@@ -195,16 +195,16 @@ class _Builder:
             self.values[result] = self.graph.call_function(operator.getitem, (node, i))
 
     def arm_output(self, op: scf.YieldOp) -> None:
-        """An arm's outputs, each a fresh contiguous tensor: torch.cond rejects an output
-        that is an input, a view of something or another output, and arms whose outputs'
-        strides differ (a permuted result in one arm, a new tensor in the other)."""
+        """An arm's outputs, each a fresh tensor: torch.cond rejects an output that is an
+        input, a view of something or another output. Those are contiguous copies, so that
+        both arms' strides agree (an operand passed through in one arm, a new tensor in the
+        other); a computed output is left as it is (forcing it through `aten.contiguous`
+        made torch.cond see an alias: fuzz seed 105009)."""
         outputs = []
         for value in op.operands:
             node = self.values[value]
             if node in outputs or _may_alias(node):
                 node = _contiguous_copy(self.graph, node)
-            else:
-                node = self.graph.call_function(torch.ops.aten.contiguous.default, (node,))
             outputs.append(node)
         self.graph.output(tuple(outputs))
 

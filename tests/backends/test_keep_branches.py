@@ -158,8 +158,20 @@ class _TransposedOperand(torch.nn.Module):
         return t, u
 
 
+class _MaskedFillInAnArm(torch.nn.Module):
+    """Fuzz seed 105009: a masked fill in one arm (an arm output forced through
+    `aten.contiguous` made torch.cond see it aliasing: "cond_true might be aliasing")."""
+
+    def forward(self, x):
+        x = x * 0.5 + 1.0
+        keep = x
+        if x.max() > 0.0:
+            x.masked_fill_(x > 1.0, -1.0)
+        return x + keep
+
+
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
-@pytest.mark.parametrize("factory", [_ChunkOperands, _TransposedOperand], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("factory", [_ChunkOperands, _TransposedOperand, _MaskedFillInAnArm], ids=lambda f: f.__name__)
 def test_kept_ifs_with_view_operands_and_outputs(factory, backend, tmp_path):
     import dycl
 
