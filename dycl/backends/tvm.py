@@ -154,7 +154,8 @@ def _cast_graph_scalar_operands(graph_module) -> None:
 
 def _converters(importer) -> dict:
     """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
-    the mutation tests a masked store). Each takes `(node, importer)` at the top level and
+    the mutation tests a masked store; the research corpus `t.any()` and a dtype cast
+    decompositions leave). Each takes `(node, importer)` at the top level and
     `(node)` inside the arms of an `If`."""
     from tvm import relax
 
@@ -191,8 +192,23 @@ def _converters(importer) -> dict:
         new = emit(relax.op.add(args[0], value)) if accumulate else value
         return emit(relax.op.where(where, new, args[0]))
 
+    def any_element(node, _importer=None):
+        """`t.any()`: whether some element is nonzero (the ACT halting test)."""
+        (tensor,) = importer.retrieve_args(node)[:1]
+        emit = importer.block_builder.emit
+        dtype = str(node.args[0].meta["val"].dtype).removeprefix("torch.")
+        nonzero = emit(relax.op.not_equal(tensor, relax.const(0, dtype)))
+        return emit(relax.op.astype(emit(relax.op.max(emit(relax.op.astype(nonzero, "int8")))), "bool"))
+
+    def convert_element_type(node, _importer=None):
+        """`prims.convert_element_type` (a dtype cast decompositions leave)."""
+        args = importer.retrieve_args(node)
+        return importer.block_builder.emit(relax.op.astype(args[0], str(node.args[1]).removeprefix("torch.")))
+
     return {
         "amax.default": reduction(relax.op.max),
         "amin.default": reduction(relax.op.min),
+        "any.default": any_element,
+        "convert_element_type.default": convert_element_type,
         "index_put.default": index_put,
     }

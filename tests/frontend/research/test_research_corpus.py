@@ -1,6 +1,6 @@
 """The research-code corpus (issue 13, item 3): dynamic networks written the way published
-research code is written, compiled with `dycl.compile` (ONNX Runtime) and compared with eager
-PyTorch on inputs that together take every path.
+research code is written, compiled with `dycl.compile` (ONNX Runtime; TVM in the slow tier)
+and compared with eager PyTorch on inputs that together take every path.
 
 Models the frontend cannot compile yet are strict xfails that name the construct and the
 first line of today's error, and `raises=` today's exception type: a model that starts to
@@ -72,11 +72,21 @@ def test_path_inputs_take_every_path(name):
 
 @pytest.mark.parametrize("name", [_case(name) for name in sorted(MODELS)])
 def test_compiled_matches_eager_on_every_path(name, record_property):
+    _compare_on_every_path(name, "onnxruntime", record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [_case(name) for name in sorted(MODELS)])
+def test_compiled_matches_eager_on_every_path_on_tvm(name, record_property):
+    _compare_on_every_path(name, "tvm", record_property)
+
+
+def _compare_on_every_path(name: str, backend: str, record_property) -> None:
     cls = MODELS[name]
     model = build(cls)
     eager = copy.deepcopy(model)
     try:
-        compiled = dycl.compile(model, cls.example_inputs(), backend="onnxruntime", progress=False)
+        compiled = dycl.compile(model, cls.example_inputs(), backend=backend, progress=False)
     except dycl.FrontendError as error:
         # a refusal must point at the model's own source (file and a nonzero line)
         model_file = os.path.abspath(inspect.getsourcefile(cls))
