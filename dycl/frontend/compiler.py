@@ -31,7 +31,7 @@ from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.errors import FrontendError, RuntimeSize
-from dycl.frontend.host_expressions import HOST_EXPRESSIONS, host_tuple, refuse_truth_value
+from dycl.frontend.host_expressions import HOST_EXPRESSIONS, host_tuple, none_test_branches, refuse_truth_value
 from dycl.frontend.liveness import live_before, names_read, written_in
 from dycl.frontend.loops import LoopCompiler
 from dycl.frontend.rewrite import (
@@ -385,7 +385,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
         self._join_node = stmt
         branch_envs = []
-        for region, body, refined in zip(draft.regions, (stmt.body, stmt.orelse), _none_test_branches(stmt.test, env)):
+        for region, body, refined in zip(draft.regions, (stmt.body, stmt.orelse), none_test_branches(stmt.test, env)):
             with ir.InsertionPoint(region.blocks.append()):
                 branch_envs.append(self.compile_block(body + tail, {**env, **refined}, live))
         env = self._join_if(draft, flag, branch_envs, live, env)
@@ -1011,24 +1011,6 @@ def _return_node(fdef: ast.FunctionDef) -> ast.AST:
     """The forward's `return` when it has one (where a bad result is written), else its `def`."""
     returns = [n for n in ast.walk(fdef) if isinstance(n, ast.Return)]
     return returns[0] if len(returns) == 1 else fdef
-
-
-def _none_test_branches(test: ast.expr, env: dict) -> tuple[dict, dict]:
-    """What `if v is None:` / `if v is not None:` tells each branch about a `v` that is None
-    on some paths: None in one, its value in the other."""
-    negated = False
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, negated = test.operand, not negated
-    if not (
-        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
-        and isinstance(test.left, ast.Name) and isinstance(env.get(test.left.id), V.Maybe)
-        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
-    ):
-        return {}, {}
-    name = test.left.id
-    present, absent = {name: env[name].value}, {name: V.Const(None)}
-    is_not = isinstance(test.ops[0], ast.IsNot) != negated
-    return (present, absent) if is_not else (absent, present)
 
 
 def _none_or_maybe(value) -> bool:

@@ -162,6 +162,24 @@ def _host_compare(self, expr: ast.Compare, env) -> V.EnvValue:
     return result
 
 
+def none_test_branches(test: ast.expr, env: dict) -> tuple[dict, dict]:
+    """What `if v is None:` / `if v is not None:` tells each branch about a `v` that is None
+    on some paths: None in one, its value in the other."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Name) and isinstance(env.get(test.left.id), V.Maybe)
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    ):
+        return {}, {}
+    name = test.left.id
+    present, absent = {name: env[name].value}, {name: V.Const(None)}
+    is_not = isinstance(test.ops[0], ast.IsNot) != negated
+    return (present, absent) if is_not else (absent, present)
+
+
 def is_none_test(self, expr: ast.Compare, operands) -> V.EnvValue:
     """`v is None` / `v is not None` of a value that is None on some paths: its `present`."""
     value, other = operands if isinstance(operands[0], V.Maybe) else operands[::-1]
@@ -368,23 +386,27 @@ def _host_ifexp(self, expr: ast.IfExp, env) -> V.EnvValue:
         self, expr, env, test,
         lambda scope: self.expression(expr.body, scope),
         lambda scope: self.expression(expr.orelse, scope),
+        refinements=none_test_branches(expr.test, env),
     )
 
 
-def _conditional(self, expr, env, test: V.Dyn, then_fn, else_fn, truth_if_mixed: bool = False) -> V.EnvValue:
+def _conditional(self, expr, env, test: V.Dyn, then_fn, else_fn, truth_if_mixed: bool = False,
+                 refinements: tuple[dict, dict] = ({}, {})) -> V.EnvValue:
     """The value `then_fn(scope)` or `else_fn(scope)` computes, chosen by the runtime bool
     `test`: an scf.if whose regions compute only their own branch, joined like an if.
     With truth_if_mixed (`a and b` of a bool and a tensor), values of different kinds are
-    joined as their truth values: a `TruthValue`, which only a condition may use."""
+    joined as their truth values: a `TruthValue`, which only a condition may use.
+    `refinements` are what each branch knows of a value None on some paths (`is None`)."""
     flag = self.builder.to_i1(test)
     draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
     blocks, values = [], []
-    for region, branch in zip(draft.regions, (then_fn, else_fn)):
+    for region, branch, refined in zip(draft.regions, (then_fn, else_fn), refinements):
         block = region.blocks.append()
-        scope = dict(env)
+        before = {**env, **refined}
+        scope = dict(before)
         with ir.InsertionPoint(block):
             values.append(branch(scope))
-        changed = sorted(n for n in env if scope.get(n) is not env[n])
+        changed = sorted(n for n in before if scope.get(n) is not before[n])
         if changed:
             draft.erase()
             raise self.error(

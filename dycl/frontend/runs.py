@@ -159,7 +159,8 @@ class RunCompiler:
         names = list(inputs)
         for name in names:
             if V.holds_maybe(inputs[name]):
-                shown = next((n for n, v in env.items() if v is inputs[name] and not n.startswith("__")), name)
+                held = _maybes(inputs[name])  # (a tuple or list display may hold it)
+                shown = next((n for n, v in env.items() if any(v is m for m in held) and not n.startswith("__")), name)
                 raise self.error(
                     stmts[0], f"`{shown}` is None on some paths and a tensor or number on others, and `{_statement_text(stmts)}` computes with it",
                     f"test `{shown} is None` first (`if {shown} is not None:`), or give it the same kind on every path",
@@ -747,6 +748,13 @@ def _is_packing(value: ast.expr) -> bool:
     return isinstance(value, (ast.Tuple, ast.List)) and all(
         isinstance(e, (ast.Name, ast.Constant)) for e in value.elts
     )
+
+
+def _maybes(value) -> list:
+    """The values None on some paths that `value` is or holds."""
+    if isinstance(value, V.Tup):
+        return [m for item in value.items for m in _maybes(item)]
+    return [value] if isinstance(value, V.Maybe) else []
 
 
 def _substitute(value, example_of_leaf):

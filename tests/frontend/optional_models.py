@@ -69,6 +69,24 @@ class CountOrNone(nn.Module):
         return x * 2, (k,)
 
 
+class TestedInAConditionalExpression(nn.Module):
+    """`aux.sum() if aux is not None else x.sum()`: each branch knows which it is."""
+
+    def forward(self, x):
+        aux = None
+        if x.sum() > 0:
+            aux = x * 2
+        return aux.sum() if aux is not None else x.sum()
+
+
+class StackedWithoutTest(nn.Module):
+    def forward(self, x):
+        aux = None
+        if x.sum() > 0:
+            aux = x * 2
+        return torch.stack([aux, x])  # line marker: stacked
+
+
 class UsedWithoutTest(nn.Module):
     def forward(self, x):
         p = None
