@@ -24,4 +24,17 @@ def test_zoo_network_matches_eager(name, backend):
     compiled = dycl.compile(model, entry.example_inputs(), backend=backend, progress=False)
     with torch.no_grad():
         for args in entry.path_inputs():
-            assert max_error(model(*args), compiled(*args)) <= 1e-4
+            expected = model(*args)
+            # 1e-4 plus 1e-4 of the output's scale: ONNX Runtime's own convolutions differ
+            # from PyTorch's by 1.9e-4 on sdn_mobilenet's logits of magnitude 5, in the
+            # oracle static path (the whole path as one ORT graph) as much as in DyCL
+            scale = max(float(t.abs().max()) for t in _tensors(expected))
+            assert max_error(expected, compiled(*args)) <= 1e-4 * (1 + scale)
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)] or [torch.zeros(())]
+    return [torch.zeros(())]
