@@ -117,6 +117,12 @@ class HostBuilder:
         return self.cast(V.Dyn(op.result, literal_type, zeros), type_)
 
 
+def erase_after(ir_block: ir.Block, count: int) -> None:
+    """Erase the ops built in `ir_block` after its first `count` (a compile attempt undone)."""
+    for op in reversed(list(ir_block.operations)[count:]):
+        op.erase()
+
+
 def _element_type(dtype: np.dtype) -> ir.Type:
     if dtype == np.bool_:
         return ir.IntegerType.get_signless(1)

@@ -28,7 +28,7 @@ from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists
 from dycl.frontend import desugar, dispatch, nodes, structure
 from dycl.frontend import values as V
-from dycl.frontend.build import HostBuilder
+from dycl.frontend.build import HostBuilder, erase_after
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.frontend.host_expressions import HOST_EXPRESSIONS, host_tuple, none_test_branches, refuse_truth_value
@@ -274,13 +274,13 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             grown = self._grown_length_chain(stmts, read, ir_block) if name is None else None
             if name is None and grown is None:
                 raise
-        _erase_after(ir_block, before)
+        erase_after(ir_block, before)
         block.env.clear()
         block.env.update(saved)
         following = block.stmts[block.i + count :]
         if grown is not None:  # back to where the chain started
             chain, between = grown
-            _erase_after(ir_block, chain.ops_before)
+            erase_after(ir_block, chain.ops_before)
             block.env.clear()
             block.env.update(chain.env)
             self._length_chains.remove(chain)
@@ -945,11 +945,6 @@ class _LengthChain:
     ir_block: ir.Block
     ops_before: int  # the IR block's ops before the chain
     env: dict  # the variables before the chain
-
-
-def _erase_after(ir_block: ir.Block, count: int) -> None:
-    for op in reversed(list(ir_block.operations)[count:]):
-        op.erase()
 
 
 class Block:

@@ -311,7 +311,7 @@ def _sum(c, expr, env):
         except TypeError as error:
             raise c.error(expr, f"{_describe(expr)}: TypeError: {error}") from None
     if not any(isinstance(l, V.Dyn) and not V.is_tensor_type(l.type) for i in items + [start] for l in V.leaves(i)):
-        return _in_run(c, expr, "__dycl_builtins.sum(__items, __start)", {"__items": V.Tup(tuple(items), "list"), "__start": start})
+        return c.written_expression("__dycl_builtins.sum(__items, __start)", expr, {"__items": V.Tup(tuple(items), "list"), "__start": start})
     total = start
     for item in items:  # Python's left fold, each `+` as host scalars or tensor math
         total = _binary(c, expr, ast.Add(), total, item)
@@ -324,13 +324,6 @@ def _binary(c, node, op, left, right):
     for sub in ast.walk(binop):
         ast.copy_location(sub, node)
     return c.expression(binop, {a: left, b: right})
-
-
-def _in_run(c, node, source: str, bindings: dict) -> V.EnvValue:
-    expr = ast.parse(source, mode="eval").body
-    for sub in ast.walk(expr):
-        ast.copy_location(sub, node)
-    return c.tensor_expression(expr, dict(bindings))
 
 
 def _key_function(c, expr: ast.Call, env):
@@ -443,7 +436,7 @@ def _select(c, expr, items, keys, largest: bool):
         "__keys": V.Tup(tuple(_as_tensor_operand(c, k, expr, "key") for k in keys), "list"),
         "__items": V.Tup(tuple(_as_tensor_operand(c, i, expr, "item") for i in items), "list"),
     }
-    chosen = _in_run(c, expr, f"__dycl_select(__keys, __items, {largest})", bindings)
+    chosen = c.written_expression(f"__dycl_select(__keys, __items, {largest})", expr, bindings)
     if kind == "tensor":
         return chosen
     convert = {"int": ("Int", V.INT, int), "float": ("Float", V.FLOAT, float), "bool": ("Bool", V.BOOL, bool)}[kind]

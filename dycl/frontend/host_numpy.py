@@ -147,10 +147,7 @@ def _scalar_tensor(c, value, kind: str) -> V.Dyn:
 
 
 def _run(c, node, source: str, bindings: dict) -> V.Dyn:
-    expr = ast.parse(source, mode="eval").body
-    for sub in ast.walk(expr):
-        ast.copy_location(sub, node)
-    return as_torch(c.tensor_expression(expr, dict(bindings)))
+    return as_torch(c.written_expression(source, node, bindings))
 
 
 # ----- numpy functions ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ from torch_mlir import ir
 from xdsl.ir import Attribute
 from dycl.frontend import aliases, host_builtins, host_numpy, lists, nodes, structure
 from dycl.frontend.attributes import PARTIAL
+from dycl.frontend.build import erase_after
 from dycl.frontend.errors import FrontendError
 from dycl.frontend import values as V
 from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
@@ -82,8 +83,7 @@ class LoopCompiler:
         try:
             yield
         except error_type:
-            for op in reversed(list(block.operations)[before:]):
-                op.erase()
+            erase_after(block, before)
             self.scope = scope
             raise
 

@@ -14,7 +14,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from xdsl.ir import Attribute
-from dycl.frontend import aliases, lists
+from dycl.frontend import aliases, lists, nodes
 from dycl.frontend.nodes import OPERAND_PREFIX, replace_nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
@@ -114,6 +114,11 @@ class RunCompiler:
             if scoped[name] is not env[name]:
                 env[name] = scoped[name]
 
+    def written_expression(self, source: str, where: ast.AST, bindings: dict) -> V.EnvValue:
+        """A tensor expression the frontend writes (`source`, on the values in `bindings`),
+        captured as a run at `where`'s line."""
+        return self.tensor_expression(nodes.parsed(source, where, mode="eval"), dict(bindings))
+
     def tensor_expression(self, expr: ast.expr, env: dict) -> V.EnvValue:
         inputs = sorted(n for n in names_read(expr) if n in env)
         function = self._run_function([], inputs, expr, line=expr.lineno)
@@ -158,8 +163,8 @@ class RunCompiler:
         lines = sorted({s.lineno for s in stmts})
         names = list(inputs)
         for name in names:
-            if V.holds_maybe(inputs[name]):
-                held = _maybes(inputs[name])  # (a tuple or list display may hold it)
+            held = V.maybes(inputs[name])
+            if held:
                 shown = next((n for n, v in env.items() if any(v is m for m in held) and not n.startswith("__")), name)
                 raise self.error(
                     stmts[0], f"`{shown}` is None on some paths and a tensor or number on others, and `{_statement_text(stmts)}` computes with it",
@@ -329,7 +334,7 @@ class RunCompiler:
             return
         new_values = {old.value: new for old, new in mutations}
         changed: dict[int, tuple[V.Dyn, V.Dyn]] = {}
-        self._other_views = {}  # (a variable's value, the new value) -> its new value
+        views: dict = {}  # (a variable's value, the new value) -> its new value
         for old, new in mutations:
             what = _bound_name(env, old)
             memory = aliases.storage_of(old.example)
@@ -352,13 +357,13 @@ class RunCompiler:
         for name in list(env):
             # a dead variable is rebound where that is exact, and never a reason to refuse
             strict = live is None or name in live
-            env[name] = self._after_mutation(env[name], name, new_values, changed, stmt, strict)
+            env[name] = self._after_mutation(env[name], name, new_values, changed, stmt, strict, views)
 
-    def _after_mutation(self, value, name, new_values, changed, stmt, strict: bool):
+    def _after_mutation(self, value, name, new_values, changed, stmt, strict: bool, views: dict):
         if isinstance(value, V.Tup):
-            return V.Tup(tuple(self._after_mutation(i, name, new_values, changed, stmt, strict) for i in value.items), value.kind)
+            return V.Tup(tuple(self._after_mutation(i, name, new_values, changed, stmt, strict, views) for i in value.items), value.kind)
         if isinstance(value, V.Maybe):
-            return V.Maybe(value.present, self._after_mutation(value.value, name, new_values, changed, stmt, strict))
+            return V.Maybe(value.present, self._after_mutation(value.value, name, new_values, changed, stmt, strict, views))
         if not isinstance(value, V.Dyn):
             return value
         if value.value in new_values:
@@ -382,9 +387,9 @@ class RunCompiler:
         old, new = changed[memory]
         if aliases.geometry(value.example) == aliases.geometry(old.example):
             return new
-        seen = self._other_views.get((value.value, new.value))
+        seen = views.get((value.value, new.value))
         if seen is None:
-            seen = self._other_views[(value.value, new.value)] = self._other_view_after_mutation(value, old, new, stmt)
+            seen = views[(value.value, new.value)] = self._other_view_after_mutation(value, old, new, stmt)
         if seen is None:
             raise self.error(
                 stmt, f"in-place change of a view that `{name}` shares memory with (a different view of the same tensor)",
@@ -409,11 +414,7 @@ class RunCompiler:
             if positions is None:
                 return None
             source = f"__new.reshape(-1)[__positions].reshape({tuple(value.example.shape)})"
-        expr = ast.parse(source, mode="eval").body
-        for sub in ast.walk(expr):
-            ast.copy_location(sub, stmt)
-        bindings = {"__value": value, "__new": new, "__positions": V.Const(positions)}
-        result = self.tensor_expression(expr, bindings)
+        result = self.written_expression(source, stmt, {"__value": value, "__new": new, "__positions": V.Const(positions)})
         # its example is still the view the example run changed: later changes through one
         # of the two views reach the other again
         return V.Dyn(result.value, result.type, value.example, value.may_share)
@@ -748,13 +749,6 @@ def _is_packing(value: ast.expr) -> bool:
     return isinstance(value, (ast.Tuple, ast.List)) and all(
         isinstance(e, (ast.Name, ast.Constant)) for e in value.elts
     )
-
-
-def _maybes(value) -> list:
-    """The values None on some paths that `value` is or holds."""
-    if isinstance(value, V.Tup):
-        return [m for item in value.items for m in _maybes(item)]
-    return [value] if isinstance(value, V.Maybe) else []
 
 
 def _substitute(value, example_of_leaf):

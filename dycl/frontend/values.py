@@ -202,11 +202,15 @@ def leaves(value: EnvValue) -> list:
     return [value]
 
 
-def holds_maybe(value: EnvValue) -> bool:
-    """Whether `value` is, or holds in a tuple, a value that is None on some paths."""
+def maybes(value: EnvValue) -> list[Maybe]:
+    """The values None on some paths that `value` is, or holds in a tuple or list display."""
     if isinstance(value, Tup):
-        return any(holds_maybe(item) for item in value.items)
-    return isinstance(value, Maybe)
+        return [m for item in value.items for m in maybes(item)]
+    return [value] if isinstance(value, Maybe) else []
+
+
+def holds_maybe(value: EnvValue) -> bool:
+    return bool(maybes(value))
 
 
 def has_dyn(value: EnvValue) -> bool:
