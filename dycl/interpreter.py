@@ -32,6 +32,7 @@ from xdsl.utils.exceptions import InterpretationError
 from dycl.dialects import dycl as dycl_dialect
 from dycl.dialects import torch as t
 from dycl.dialects.torch_ops import TorchOpCall, literal_tensor, op_info
+from dycl.runtime.outputs import unflatten
 
 __all__ = ["run_function", "unflatten", "InterpretationError"]
 
@@ -178,24 +179,6 @@ def output_tree(function: func.FuncOp) -> Any:
     if not isinstance(attr, StringAttr):
         return None
     return json.loads(attr.data)
-
-
-def unflatten(tree: Any, results: Sequence[Any]) -> Any:
-    """Rebuild a return structure (`dycl.output_tree`) from flat results."""
-    if tree is None:
-        return results[0] if len(results) == 1 else tuple(results)
-    if isinstance(tree, int):
-        return results[tree]
-    if "none" in tree:
-        return None
-    if "optional" in tree:  # [the index of a bool, the value where it is true]
-        present, value = tree["optional"]
-        return unflatten(value, results) if bool(results[present]) else None
-    if "tuple" in tree:
-        return tuple(unflatten(sub, results) for sub in tree["tuple"])
-    if "list" in tree:
-        return [unflatten(sub, results) for sub in tree["list"]]
-    raise ValueError(f"bad dycl.output_tree node: {tree!r}")
 
 
 def flatten_inputs(function: func.FuncOp, inputs: Sequence[Any]) -> tuple:

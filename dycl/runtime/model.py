@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import numpy as np
 from dycl.backends import runner_factory
 from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest
 from dycl.runtime.options import RuntimeOptions, default_threads
+from dycl.runtime.outputs import unflatten
 
 
 class InputError(TypeError):
@@ -147,7 +148,10 @@ class CompiledModel:
                 raise InputError(f"{self.entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
             args.append(value)
         results = self._forward(*args)
-        outputs = _unflatten(self._output_tree, results)
+        try:
+            outputs = unflatten(self._output_tree, results)
+        except ValueError as error:
+            raise ArtifactError(str(error)) from None
         return _to_torch(outputs) if torch_in else outputs
 
     # -------------------------------------------------------------- saving
@@ -198,24 +202,6 @@ def _flatten_input(entry: str, tree: Any, value: Any, where: str) -> list:
         got = f"a {type(value).__name__} of {len(value)}" if isinstance(value, (list, tuple)) else type(value).__name__
         raise InputError(f"{entry}() {where}: expected a {kind} of {len(items)} items (the structure it was compiled for), got {got}")
     return [leaf for k, (sub, item) in enumerate(zip(items, value)) for leaf in _flatten_input(entry, sub, item, f"{where}[{k}]")]
-
-
-def _unflatten(tree: Any, results: Sequence[Any]) -> Any:
-    """The model's return structure from the flat host results (`dycl.output_tree`)."""
-    if tree is None:
-        return results[0] if len(results) == 1 else tuple(results)
-    if isinstance(tree, int):
-        return results[tree]
-    if "none" in tree:
-        return None
-    if "optional" in tree:  # [the index of a bool, the value where it is true]
-        present, value = tree["optional"]
-        return _unflatten(value, results) if bool(results[present]) else None
-    if "tuple" in tree:
-        return tuple(_unflatten(sub, results) for sub in tree["tuple"])
-    if "list" in tree:
-        return [_unflatten(sub, results) for sub in tree["list"]]
-    raise ArtifactError(f"bad output tree node {tree!r}")
 
 
 def _to_torch(value: Any) -> Any:
