@@ -274,19 +274,16 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             grown = self._grown_length_chain(stmts, read, ir_block) if name is None else None
             if name is None and grown is None:
                 raise
-        erase_after(ir_block, before)
-        block.env.clear()
-        block.env.update(saved)
         following = block.stmts[block.i + count :]
-        if grown is not None:  # back to where the chain started
+        if grown is not None:  # undone back to where the earlier chain started
             chain, between = grown
-            erase_after(ir_block, chain.ops_before)
-            block.env.clear()
-            block.env.update(chain.env)
             self._length_chains.remove(chain)
             chain = _LengthChain(chain.name, chain.lengths, chain.statements + between + stmts, following, ir_block, chain.ops_before, chain.env)
         else:
-            chain = _LengthChain(name, block.env[name].lengths, stmts, following, ir_block, before, saved)
+            chain = _LengthChain(name, saved[name].lengths, stmts, following, ir_block, before, saved)
+        erase_after(ir_block, chain.ops_before)
+        block.env.clear()
+        block.env.update(chain.env)
         self._length_chains.append(chain)
         block.restart(self._length_chain_statements(chain) + following, block.env)
         return False

@@ -80,7 +80,7 @@ def fixed_length(c, value, length: int) -> StaticList:
     return static_list(c, items, value.type)
 
 
-def static_list(c, items, list_type: str = V.TENSOR_LIST) -> StaticList:
+def static_list(c, items, list_type: Attribute = V.TENSOR_LIST) -> StaticList:
     items = tuple(c.builder.materialize(i) for i in items)
     op = c.builder.op(LIST_CONSTRUCT, [i.value for i in items], [list_type])
     return StaticList(op.result, list_type, [i.example for i in items], items=items)
@@ -105,13 +105,13 @@ class ListKindMismatch(FrontendError):
     """An item of another kind than the runtime list `holder` holds. A loop whose carried
     list started empty catches it and carries a list of the item's kind instead."""
 
-    def __init__(self, error: FrontendError, holder: V.Dyn, list_type: str):
+    def __init__(self, error: FrontendError, holder: V.Dyn, list_type: Attribute):
         super().__init__(error.construct, error.hint, file=error.file, line=error.line)
         self.holder = holder
         self.list_type = list_type
 
 
-def list_type_of_item(item) -> str | None:
+def list_type_of_item(item) -> Attribute | None:
     """The runtime list type that can hold `item`: tensors, or Python scalars of one type."""
     if isinstance(item, V.Dyn) and V.is_tensor_type(item.type):
         return V.TENSOR_LIST
@@ -122,7 +122,7 @@ def list_type_of_item(item) -> str | None:
     return None
 
 
-def common_list_type(*values) -> str | None:
+def common_list_type(*values) -> Attribute | None:
     """The one runtime list type all these list values fit (a runtime list keeps its own
     type; a list whose items are known here fits the type of its items, any type when it is
     empty); None when they do not fit one."""
@@ -145,7 +145,7 @@ def common_list_type(*values) -> str | None:
     return types.pop() if types else V.TENSOR_LIST
 
 
-def fits(value, list_type: str) -> bool:
+def fits(value, list_type: Attribute) -> bool:
     """Whether the list `value` can be an IR list of `list_type`: a runtime list of that
     type, or items known here that all fit it (no items fit any type)."""
     if not is_list(value):
@@ -155,7 +155,7 @@ def fits(value, list_type: str) -> bool:
     return all(list_type_of_item(i) == list_type for i in items_of(value))
 
 
-def joined_list_type(a, b) -> str | None:
+def joined_list_type(a, b) -> Attribute | None:
     """The runtime list type that two list values are joined as when their lengths (or
     kinds of item) differ; None when they are not two such lists."""
     if is_list(a) and is_list(b) and differ(a, b):
@@ -171,7 +171,7 @@ def differ(a, b) -> bool:
     return not (isinstance(a, V.Tup) and isinstance(b, V.Tup) and V.same_structure(a, b))
 
 
-def as_runtime_list(c, value, list_type: str) -> V.Dyn:
+def as_runtime_list(c, value, list_type: Attribute) -> V.Dyn:
     """`value` (a list) as an IR list of `list_type`: its items, known here, in a new list."""
     if isinstance(value, V.Dyn) and not isinstance(value, StaticList):
         return value
