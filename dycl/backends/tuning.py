@@ -8,9 +8,10 @@ How it goes: every sub-DNN is lowered to fused TIR functions (`fuse_for_schedule
 same lowering the build uses, so database keys match); their functions become tasks,
 de-duplicated by structural hash, so a conv shape repeated across blocks, sub-DNNs or
 networks is tuned once. Tasks the database already covers are skipped; the others share
-the budget in proportion to FLOPs x occurrences. Records go to one `JSONDatabase` under
-the compile cache (`<cache>/tvm-metaschedule`, kept between runs); the build applies
-every matching record and leaves the rest to the default schedules.
+the budget: one search round each for as many as a part of it allows, most costly first,
+and the rest in proportion to FLOPs x occurrences. Records go to one `JSONDatabase` per
+target under the compile cache (`<cache>/tvm-metaschedule/<target>`, kept between runs);
+the build applies every matching record and leaves the rest to the default schedules.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -53,7 +55,8 @@ class TuneOptions:
     rpc_key: str | None = None
     """The key the tracker's devices registered under."""
     database: str | None = None
-    """The database directory; default: `<compile cache>/tvm-metaschedule`."""
+    """The database directory, for records of one target; default: the target's own,
+    `<compile cache>/tvm-metaschedule/<target>`."""
 
     def __post_init__(self) -> None:
         if self.minutes < 0:
@@ -74,10 +77,15 @@ def tracker_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def database_directory(options: TuneOptions, cache_dir: str | os.PathLike | None = None) -> Path:
+def database_directory(options: TuneOptions, target: tvm.target.Target, cache_dir: str | os.PathLike | None = None) -> Path:
+    """`options.database`, or the shared one of `target` under the compile cache. One per
+    target: MetaSchedule applies a record to whatever target asks for its workload, and a
+    schedule tuned for one CPU's vector width is slow on another."""
     from dycl.backends.cache import cache_root
 
-    return Path(options.database) if options.database else cache_root(cache_dir) / DATABASE_DIRECTORY
+    if options.database:
+        return Path(options.database)
+    return cache_root(cache_dir) / DATABASE_DIRECTORY / re.sub(r"[^A-Za-z0-9.]+", "_", str(target)).strip("_")
 
 
 def open_database(directory: str | os.PathLike):
@@ -140,8 +148,8 @@ def tune_subdnns(
     options that build with its records (`database` set) and what tuning did."""
     from dycl.backends.tvm import target_of, to_relax
 
-    directory = database_directory(tune, cache_dir)
-    target = target_of(options.get("target", "llvm"))
+    target = target_of(options.get("target", "llvm"), tuned=True)
+    directory = database_directory(tune, target, cache_dir)
     fused = [fuse_for_schedules(to_relax(s, {n: weights[n] for n in s.weight_names}), target) for s in subdnns]
     report = tune_modules(fused, target, tune, directory, progress)
     return {**options, "database": str(directory)}, report
@@ -197,20 +205,30 @@ def measured_trials(database, task: Task, cap: int) -> int:
     return len(database.get_top_k(database.commit_workload(task.workload), cap))
 
 
-def split_budget(costs: Sequence[float], seconds: float, min_share: float) -> list[float]:
-    """Seconds per task in proportion to cost; a task whose share would be under
-    `min_share` (too short for one search round) gets none, its time going to the others."""
+# The first search round of a task costs 10-40 s here (design space, initial population,
+# builds, measurements); a task given less would overrun its share anyway.
+MIN_TASK_SECONDS = 20.0
+FLOOR_PART = 0.5
+"""The part of a budget that buys every task one round before the rest follows cost."""
+
+
+def split_budget(costs: Sequence[float], seconds: float, min_share: float, floors: float = FLOOR_PART) -> list[float]:
+    """Seconds per task. Up to `floors` of the budget first gives `min_share` (one search
+    round) to each task, most costly first: an unscheduled conv runs 10-100x slower than
+    one after a single round, which its FLOPs alone do not say. The rest goes in proportion
+    to cost to the tasks that got a round. With no round to give, a task gets nothing."""
     shares = [0.0] * len(costs)
-    kept = [i for i, cost in enumerate(costs) if cost > 0]
-    while kept:
-        total = sum(costs[i] for i in kept)
-        proposal = {i: seconds * costs[i] / total for i in kept}
-        too_small = [i for i in kept if proposal[i] < min_share]
-        if not too_small:
-            for i, share in proposal.items():
-                shares[i] = share
-            return shares
-        kept.remove(min(too_small, key=lambda i: costs[i]))  # drop the cheapest, re-split
+    order = sorted((i for i, cost in enumerate(costs) if cost > 0), key=lambda i: -costs[i])
+    rounds = max(int(seconds * floors // min_share), 1) if min_share > 0 else len(order)
+    funded = order[:rounds]
+    while funded and min_share * len(funded) > seconds:
+        funded.pop()
+    if not funded:
+        return shares
+    rest = seconds - min_share * len(funded)
+    total = sum(costs[i] for i in funded)
+    for i in funded:
+        shares[i] = min_share + rest * costs[i] / total
     return shares
 
 
@@ -242,9 +260,6 @@ class TuningReport:
         }
 
 
-# The first search round of a task costs 10-40 s here (design space, initial population,
-# builds, measurements); a task given less would overrun its share anyway.
-MIN_TASK_SECONDS = 20.0
 TUNING_LOG = "dycl_tuning_log.jsonl"
 """Beside the database: one line per task search (task key, seconds, trials), so that what a
 network's records cost to find can be reported by any later run."""

@@ -227,8 +227,9 @@ def shared_tuning(minutes: float):
     """TuneOptions for dycl-tvm-tuned: the user's shared database (not the bench's
     per-network compile cache), tuned for `minutes` per network first."""
     from dycl.backends.tuning import TuneOptions, database_directory
+    from dycl.backends.tvm import target_of
 
-    return TuneOptions(minutes=minutes, database=str(database_directory(TuneOptions())))
+    return TuneOptions(minutes=minutes, database=str(database_directory(TuneOptions(), target_of("llvm", tuned=True))))
 
 
 # ---------------------------------------------------------------------------------- oracle

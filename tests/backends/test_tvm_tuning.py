@@ -47,13 +47,35 @@ def test_tune_options_are_checked():
     assert TuneOptions(rpc_tracker="localhost:9190", rpc_key="board").rpc_key == "board"
 
 
-def test_budget_is_split_by_cost_and_drops_tasks_too_small_for_one_round():
-    assert split_budget([3.0, 1.0], 100.0, 10.0) == [75.0, 25.0]
-    # 1/101 of 100 s is under 10 s: that task gets nothing, the others share all of it.
+def test_budget_gives_rounds_most_costly_first_then_follows_cost():
+    # Both get a 10 s round; the other 80 s go 3:1.
+    assert split_budget([3.0, 1.0], 100.0, 10.0) == [70.0, 30.0]
+    # A task of 1/101 of the cost still gets its round, where its share by cost would be 1 s.
     shares = split_budget([50.0, 50.0, 1.0], 100.0, 10.0)
-    assert shares == [50.0, 50.0, 0.0]
+    assert shares[2] > 10.0 - 1e-9 and shares[0] == shares[1] > 40.0 and abs(sum(shares) - 100.0) < 1e-9
+    # Half of 100 s buys five rounds: the five most costly tasks, in any order of the list.
+    shares = split_budget([1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0], 100.0, 10.0)
+    assert [i for i, share in enumerate(shares) if share > 0] == [1, 3, 4, 5, 6]
+    assert shares[1] > shares[3] > shares[5] > shares[6] > shares[4] and abs(sum(shares) - 100.0) < 1e-9
+    # Under one round: nothing; no tasks: nothing.
     assert split_budget([1.0, 1.0], 5.0, 10.0) == [0.0, 0.0]
+    assert split_budget([1.0, 1.0], 15.0, 10.0) == [15.0, 0.0]
     assert split_budget([], 60.0, 10.0) == []
+
+
+def test_the_default_database_is_one_per_target(tmp_path):
+    import tvm
+
+    from dycl.backends.tuning import database_directory
+    from dycl.backends.tvm import target_of
+
+    tuned, untuned = target_of("llvm", tuned=True), target_of("llvm")
+    assert "mcpu" in str(tuned) and "mcpu" not in str(untuned)
+    ours = database_directory(TuneOptions(), tuned, tmp_path)
+    other = database_directory(TuneOptions(), tvm.target.Target({"kind": "llvm", "mcpu": "cascadelake", "num-cores": 2}), tmp_path)
+    assert ours.parent == other.parent == tmp_path / "tvm-metaschedule" and ours != other
+    assert "/" not in ours.name and " " not in ours.name
+    assert database_directory(TuneOptions(database=str(tmp_path / "mine")), tuned, tmp_path) == tmp_path / "mine"
 
 
 def test_tune_is_for_tvm_only_and_checked_before_anything_runs():
