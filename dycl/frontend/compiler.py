@@ -30,6 +30,7 @@ from dycl.frontend import desugar, dispatch, nodes, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, erase_after
 from dycl.frontend.capture import RunCapturer
+from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.frontend.host_expressions import HOST_EXPRESSIONS, host_tuple, none_test_branches, refuse_truth_value
 from dycl.frontend.liveness import live_before, names_read, written_in
@@ -37,6 +38,7 @@ from dycl.frontend.loops import LoopCompiler
 from dycl.frontend.rewrite import (
     NO_RECEIVER,
     SourceFunction,
+    changes_an_argument_list,
     fresh_id,
     has_control_flow,
     inline_call,
@@ -222,6 +224,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         """A call of a helper DyCL compiles (inlined here), the longest run of statements
         that become one captured tensor program, or a host statement."""
         env = block.env
+        self._refuse_container_change(stmt, env)
         picked = self._one_arm_per_candidate(stmt, env)
         if picked is not None:
             block.replace_current(picked)
@@ -462,6 +465,17 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 joined[follower] = joined[leader]
             else:  # one path bound one of them to another list: which one it is depends on the path
                 joined[follower], joined[leader] = lists.path_dependent(joined[follower]), lists.path_dependent(joined[leader])
+        # ... and so do the items of tuples and lists that hold it (`pair = (acc, x)`)
+        for places in lists.shared_places(env_before, sorted(n for n in live if n in env_before)):
+            places = [place for place in places if place[0] in joined]
+            one = all(
+                all(lists.same_list(lists.value_at(branch, places[0]), lists.value_at(branch, place)) for place in places[1:])
+                for branch in (then_env, else_env)
+            )
+            leader = lists.value_at(joined, places[0])
+            for name, path in places[1:] if one else places:
+                new = leader if one else lists.path_dependent(lists.value_at(joined, (name, path)))
+                joined[name] = lists.with_value_at(joined[name], path, new)
         return joined
 
     def _leaves_for_join(self, mine: V.EnvValue, other: V.EnvValue, name: str):
@@ -593,7 +607,13 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     def host_AugAssign(self, stmt: ast.AugAssign, env: dict) -> None:
         binop = ast.copy_location(ast.BinOp(left=_load(stmt.target), op=stmt.op, right=stmt.value), stmt)
-        self._assign(stmt.target, self.expression(binop, env), env)
+        value = self.expression(binop, env)
+        old = env.get(stmt.target.id) if isinstance(stmt.target, ast.Name) else None
+        if lists.is_list(old) and isinstance(stmt.op, (ast.Add, ast.Mult)):
+            # `lst += [x]` extends the list in place: every name bound to it sees the change
+            lists.rebind(self, env, stmt.target.id, old, lists.bound_list(self, value, {}), stmt, f"`{source_text(stmt)}`")
+            return
+        self._assign(stmt.target, value, env)
 
     def host_AnnAssign(self, stmt: ast.AnnAssign, env: dict) -> None:
         if stmt.value is not None:
@@ -625,6 +645,13 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and lists.is_list(env.get(target.value.id)):
             lists.store(self, target, value, env)
             return
+        held = env.get(target.value.id) if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) else None
+        if isinstance(held, V.Const) and isinstance(held.value, dict):
+            raise self.error(
+                target, f"`{source_text(target)} = ...` changes a dict in forward",
+                "DyCL keeps only dicts built whole: collect the values in variables and build the dict "
+                f"once they are final (`{target.value.id} = {{...}}`), or keep tensors in a tuple",
+            )
         raise self.error(target, "assignment to an attribute or item", "assign to a local variable (module state cannot change in forward)")
 
     def _list_value(self, value: V.Tup) -> V.EnvValue:
@@ -639,20 +666,69 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         return value
 
     def _list_method(self, expr: ast.expr, env) -> str | None:
-        """The method of a bare `name.method(...)` statement that changes a host list (or a
-        container the host holds: those are refused when compiled)."""
-        if (
-            isinstance(expr, ast.Call)
-            and isinstance(expr.func, ast.Attribute)
-            and isinstance(expr.func.value, ast.Name)
-        ):
-            holder = env.get(expr.func.value.id)
+        """The method of a bare `name.method(...)` (or `rows[0].method(...)`) statement that
+        changes a host list (or a container the host holds: those are refused when compiled)."""
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            holder = self.receiver_value(expr.func.value, env)
             method = expr.func.attr
             if lists.is_list(holder) and method in lists.LIST_METHODS:
                 return method
             if isinstance(holder, V.Const) and method in lists.CONTAINER_MUTATORS.get(type(holder.value), ()):
                 return method
         return None
+
+    def receiver_value(self, receiver: ast.expr, env) -> V.EnvValue | None:
+        """The value a list method is called on, found without running anything: a name, or
+        an item of a list known here (`rows[0]`); None when it takes computing."""
+        if isinstance(receiver, ast.Name):
+            return env.get(receiver.id)
+        if not isinstance(receiver, ast.Subscript):
+            return None
+        constant = self._try_constant(receiver, env, quiet=True)
+        if constant is not V.MISSING:
+            return V.Const(constant)
+        shaped = self.try_structure(receiver, env)
+        if shaped is V.MISSING:
+            return None
+        value = structure.env_value(shaped)
+        return value if isinstance(value, (V.Dyn, V.Tup, V.Maybe)) else V.Const(value)
+
+    def container_changes(self, stmt: ast.stmt, env):
+        """(call, receiver, held value, whether a runtime index picks it) of each list, dict
+        or set method in `stmt` that changes its receiver, but a statement of its own on a list
+        the frontend follows (`lst.append(x)`, `rows[0].append(x)`)."""
+        top = stmt.value if isinstance(stmt, ast.Expr) and self._list_method(stmt.value, env) else None
+        for node in ast.walk(stmt):
+            if node is top or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr not in lists.CONTAINER_METHOD_NAMES:
+                continue
+            receiver = node.func.value
+            holder, picked = self.receiver_value(receiver, env), False
+            if holder is None and isinstance(receiver, ast.Subscript):
+                root = receiver
+                while isinstance(root, ast.Subscript):
+                    root = root.value
+                holder, picked = (env.get(root.id) if isinstance(root, ast.Name) else None), True
+            if lists.is_list(holder) or (isinstance(holder, V.Const) and isinstance(holder.value, (dict, set))):
+                yield node, receiver, holder, picked
+
+    def _refuse_container_change(self, stmt: ast.stmt, env) -> None:
+        """Evaluating such a change here would change the import's own copy of the list, not
+        the program's (`container_changes`)."""
+        for node, receiver, holder, picked in self.container_changes(stmt, env):
+            text, method = source_text(node), node.func.attr
+            if picked:
+                raise self.error(
+                    node, f"`{text}` changes a list picked by a runtime index",
+                    f"pick it with an `if` instead, each branch changing one list at a constant index "
+                    f"(`if k == 0: {source_text(_root_of(receiver))}[0].{method}(...)`)",
+                )
+            raise self.error(
+                node, f"`{text}` changes a {V.kind_of(holder)} inside an expression",
+                f"bind it to a name and change it in a statement of its own: `item = {source_text(receiver)}`, "
+                f"then `item.{method}(...)`",
+            )
 
     def _runtime_append(self, holder: V.Dyn, item: V.EnvValue, expr: ast.Call) -> V.EnvValue:
         if isinstance(holder, lists.StaticList) and lists.list_type_of_item(item) != holder.type:
@@ -763,6 +839,8 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         reads = names_read(expr)
         if not all(self._is_constant_name(n, env) for n in reads):
             return V.MISSING
+        if self._calls_container_method(expr, env):
+            return V.MISSING  # (it would change the import's own list: `_refuse_container_change`)
         try:
             value = self._eval_constant(expr, env)
         except Exception:
@@ -771,12 +849,22 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return V.MISSING
         return value
 
+    def _calls_container_method(self, expr: ast.expr, env) -> bool:
+        """Whether `expr` calls a method that changes a Python list, dict or set."""
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in lists.CONTAINER_METHOD_NAMES:
+                receiver = self._try_constant(node.func.value, env, quiet=True)
+                if receiver is V.MISSING or isinstance(receiver, (list, dict, set)):
+                    return True
+        return False
+
     def try_structure(self, expr: ast.expr, env):
         """`expr` evaluated on the structure of its runtime values (structure.py): the
         items of `for l in lengths`, `len(lengths)`; V.MISSING if it looks inside them."""
         if not structure.is_structural(expr) or not structure.is_builtin_namespace_clean(self.scope.namespace):
             return V.MISSING
-        local = {n: structure.tokens(v) for n, v in env.items() if v is not V.UNDEF}
+        memo: dict = {}
+        local = {n: structure.tokens(v, memo) for n, v in env.items() if v is not V.UNDEF}
         code = compile(ast.Expression(_located(expr)), self.scope.source.file, "eval")
         try:
             value = eval(code, self.scope.namespace, local)
@@ -849,7 +937,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             source = parse_function(function)
         except FrontendError:
             return None
-        must = has_control_flow(source.node) or self.attributes.concerns(source.node)
+        must = has_control_flow(source.node) or self.attributes.concerns(source.node) or changes_an_argument_list(source.node)
         if not must and (nested or not _desugared(source.node)):
             return None  # runs inside a captured block
         return source, receiver
@@ -1039,6 +1127,12 @@ def _replace_value(stmt: ast.stmt, value: ast.expr) -> ast.stmt:
     else:
         new = ast.Expr(value=ast.Constant(None))
     return ast.copy_location(new, stmt)
+
+
+def _root_of(expr: ast.expr) -> ast.expr:
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    return expr
 
 
 def _located(expr: ast.expr) -> ast.expr:

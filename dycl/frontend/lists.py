@@ -609,15 +609,23 @@ def safe_item(examples: list, k):
 # ----- aliasing: every variable bound to the changed list sees the change ---------------
 
 
-def rebind(c, env: dict, name: str, old, new, node, what: str) -> None:
-    """`name` (and every variable or tuple holding the same list) now holds `new`."""
+def rebind(c, env: dict, name: str | None, old, new, node, what: str) -> None:
+    """`name` (and every variable or tuple holding the same list) now holds `new`; `name`
+    None: a list held only as an item of others (`rows[0].append(x)`)."""
     if isinstance(old, V.Const):
         owner = module_state_owner(c, old.value)
         if owner is not None:
             raise c.error(
                 node,
                 f"{what} changes `{owner}`, a list that is module state",
-                f"module state must not change in forward: copy it first (`{name} = list({owner})`)",
+                f"module state must not change in forward: copy it first (`{name or 'items'} = list({owner})`)",
+            )
+        holder = _dict_holding(env, old.value)
+        if holder is not None:
+            raise c.error(
+                node,
+                f"{what} changes a list that the dict `{holder}` holds",
+                "keep the list in a variable of its own and build the dict from it where it is complete",
             )
     if isinstance(old, V.Dyn) and _SHARED_ON_SOME_PATHS in old.may_share:
         raise c.error(
@@ -628,7 +636,27 @@ def rebind(c, env: dict, name: str, old, new, node, what: str) -> None:
             "name holds its own list on every path",
         )
     replace_everywhere(env, old, new)
-    env[name] = new
+    if name is not None:
+        env[name] = new
+
+
+def _dict_holding(env: dict, obj: list) -> str | None:
+    """The variable holding a dict (directly or in a list or tuple) with `obj` among its values:
+    dicts are constants here, so a change to that list could not reach them."""
+    def holds(container, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        items = container.values() if isinstance(container, dict) else container
+        return any(
+            (isinstance(container, dict) and item is obj)
+            or (isinstance(item, (dict, list, tuple)) and holds(item, depth + 1))
+            for item in items
+        )
+
+    for key, value in env.items():
+        if isinstance(value, V.Const) and isinstance(value.value, (dict, list, tuple)) and holds(value.value):
+            return key
+    return None
 
 
 def bound_list(c, value, env: dict):
@@ -662,6 +690,61 @@ def sharing(env: dict, leaders: list[str]) -> dict[str, str]:
             if name != leader and name not in followers and other is not V.UNDEF and _same_list(other, value):
                 followers[name] = leader
     return followers
+
+
+Place = tuple[str, tuple[int, ...]]
+"""A variable and the item path inside its value (`pair[0]`: ("pair", (0,)))."""
+
+
+def shared_places(env: dict, names: list[str]) -> list[list[Place]]:
+    """The places of these variables' values that hold one list, for each list held in more
+    than one place of which one is an item (`pair = (acc, x)`: `acc` and `pair[0]`); lists
+    bound only to names are `sharing`'s."""
+    held: dict[int, list[Place]] = {}
+
+    def walk(value, name: str, path: tuple[int, ...]) -> None:
+        if len(path) > 8:
+            return
+        if is_list(value):
+            held.setdefault(_list_identity(value), []).append((name, path))
+        items = value.items if isinstance(value, V.Tup) else value.value if (
+            isinstance(value, V.Const) and isinstance(value.value, (list, tuple))) else ()
+        for k, item in enumerate(items):
+            walk(item if isinstance(value, V.Tup) else V.Const(item), name, path + (k,))
+
+    for name in names:
+        if env.get(name, V.UNDEF) is not V.UNDEF:
+            walk(env[name], name, ())
+    return [places for places in held.values() if len(places) > 1 and any(path for _, path in places)]
+
+
+def value_at(env: dict, place: Place):
+    name, path = place
+    value = env.get(name, V.UNDEF)
+    for k in path:
+        if isinstance(value, V.Tup) and k < len(value.items):
+            value = value.items[k]
+        elif isinstance(value, V.Const) and isinstance(value.value, (list, tuple)) and k < len(value.value):
+            value = V.Const(value.value[k])
+        else:
+            return V.UNDEF
+    return value
+
+
+def with_value_at(value, path: tuple[int, ...], new):
+    """`value` with the item at `path` replaced by `new` (a new value where it changes)."""
+    if not path:
+        return new
+    if isinstance(value, V.Const) and isinstance(value.value, (list, tuple)):
+        value = V.Tup(tuple(V.Const(v) for v in value.value), "list" if isinstance(value.value, list) else "tuple")
+    k, rest = path[0], path[1:]
+    items = list(value.items)
+    items[k] = with_value_at(items[k], rest, new)
+    return V.Tup(tuple(items), value.kind)
+
+
+def _list_identity(value) -> int:
+    return id(value.value) if isinstance(value, V.Const) else id(value)
 
 
 def same_list(a, b) -> bool:
@@ -740,6 +823,8 @@ CONTAINER_MUTATORS = {
     dict: ("pop", "popitem", "clear", "update", "setdefault"),
     set: ("add", "discard", "remove", "pop", "clear", "update"),
 }
+CONTAINER_METHOD_NAMES = frozenset(LIST_METHODS).union(*CONTAINER_MUTATORS.values())
+"""Every method name that changes a list, dict or set in place."""
 
 
 def subscript_key(c, node: ast.expr, env):
@@ -751,18 +836,21 @@ def subscript_key(c, node: ast.expr, env):
 
 
 def mutate(c, call: ast.Call, env: dict) -> None:
-    """A bare `name.method(...)` statement on a Python list (or a refused container change)."""
-    name, method = call.func.value.id, call.func.attr
-    holder = env[name]
+    """A bare `name.method(...)` statement on a Python list, or on an item of a list known
+    here (`rows[0].append(x)`) (or a refused container change)."""
+    receiver, method = call.func.value, call.func.attr
+    name = receiver.id if isinstance(receiver, ast.Name) else None
+    holder = c.receiver_value(receiver, env)
     what = f"`{source_text(call)}`"
     ops = ListOps(c, call, what)
     if isinstance(holder, V.Const) and not isinstance(holder.value, list):
         kind = type(holder.value).__name__
         raise c.error(
             call, f"{what} changes a {kind} in forward",
-            f"build a new {kind} instead (e.g. with a comprehension) and bind it to `{name}`",
+            f"build a new {kind} instead (e.g. with a comprehension) and bind it to `{source_text(receiver)}`",
         )
     if method in ("sort", "reverse"):
+        name = source_text(receiver)
         rewrite = f"{name} = sorted({name})" if method == "sort" else f"{name} = {name}[::-1]"
         raise c.error(call, f"{what} (reorders a list in place)", f"build the list in the order you need, or write `{rewrite}` on a list of Python values")
     if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):

@@ -73,14 +73,14 @@ def _written_by(sub: ast.AST) -> set[str]:
             # Its early return is lowered (when the loop is compiled) into assignments
             # of the enclosing return target: a loop around it must carry those.
             found |= sub.returns.written()
-    elif (
-        isinstance(sub, ast.Call)
-        and isinstance(sub.func, ast.Attribute)
-        and (isinstance(sub.func.value, ast.Name) or _attribute_variable(sub.func.value))
-        and sub.func.attr in LIST_MUTATORS
-    ):
-        # `outputs.append(t)` rebinds the host list value
-        found.add(_attribute_variable(sub.func.value) or sub.func.value.id)
+    elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in LIST_MUTATORS:
+        # `outputs.append(t)` rebinds the host list value; `rows[0].append(t)` the value of
+        # `rows`, which holds the changed list
+        root = sub.func.value
+        while isinstance(root, ast.Subscript):
+            root = root.value
+        if isinstance(root, ast.Name) or _attribute_variable(root):
+            found.add(_attribute_variable(root) or root.id)
     return found
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 from typing import Any
 
 from torch_mlir import ir
@@ -20,7 +21,8 @@ from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.build import erase_after
 from dycl.frontend.errors import FrontendError
 from dycl.frontend import values as V
-from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
+from dycl.frontend.desugar import source_text
+from dycl.frontend.liveness import LIST_MUTATORS, live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import fresh_id, lower, unroll
 
 MAX_UNROLL = 512
@@ -40,9 +42,11 @@ class LoopCompiler:
     def _compile_for(self, loop: nodes.Loop, rest, env, live_out):
         node: ast.For = loop.node
         iterable = self._try_constant(node.iter, env)
+        structural = False
         if iterable is V.MISSING:
             iterable = self.try_structure(node.iter, env)  # `for l in lengths` (a list input)
-            if not isinstance(iterable, (list, tuple)):
+            structural = isinstance(iterable, (list, tuple))
+            if not structural:
                 iterable = V.MISSING  # a tensor or runtime list: not a structure to unroll
         if iterable is V.MISSING:
             iterable = self._static_range(node.iter, env)  # `range(t.shape[0])`
@@ -71,8 +75,34 @@ class LoopCompiler:
         items = list(iterable)
         if len(items) > MAX_UNROLL:
             raise self.error(node, f"loop of {len(items)} iterations whose index is used", f"keep loops that use their index under {MAX_UNROLL} iterations")
+        self._refuse_resizing_the_iterated_list(node, env)
+        if structural and structure.has_list_token(items):
+            # `for g in groups` over lists: each iteration binds the item `groups` holds when
+            # it starts (as Python's iterator reads it), not the one there was before the loop:
+            # an earlier iteration may have changed it (`g.append(h)` under an `if`)
+            bind = lambda k: [_item_assignment(node, k)]  # noqa: E731
+            return unroll(self.scope.source, loop, list(range(len(items))), bind) + rest, env
         unrolled = unroll(self.scope.source, loop, items, lambda item: self._bind_target(node.target, item))
         return unrolled + rest, env
+
+    def _refuse_resizing_the_iterated_list(self, node: ast.For, env) -> None:
+        """A loop over a list that its body grows or shrinks runs over the items Python's
+        iterator would see at each step, which unrolling over the items at the start does not."""
+        iterated = {name for name in names_read(node.iter) if lists.is_list(env.get(name))}
+        for sub in (n for stmt in node.body for n in ast.walk(stmt)):
+            receiver = sub.func.value if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in LIST_MUTATORS else None
+            if isinstance(sub, ast.Delete):
+                receiver = next((t.value for t in sub.targets if isinstance(t, ast.Subscript)), None)
+            if isinstance(receiver, ast.Name) and receiver.id in iterated:
+                raise self.error(
+                    sub, f"`{source_text(sub)}` changes the length of `{receiver.id}`, which the `for` loop goes over",
+                    f"loop over a copy (`for ... in list({receiver.id}):`) if the new items should not be visited",
+                )
+        rebound = {n.id for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if rebound & iterated and structure.has_list_token(self.try_structure(node.iter, env)):
+            name = sorted(rebound & iterated)[0]
+            raise self.error(node, f"a `for` over lists held in `{name}`, which its body binds again",
+                             f"loop over a name the body leaves alone (`items = {name}` before the loop)")
 
     @contextlib.contextmanager
     def _undone_on(self, error_type):
@@ -383,6 +413,7 @@ class LoopCompiler:
         return LoopStructureError(error.construct, error.hint, file=error.file, line=error.line)
 
     def _initial_values(self, state, node) -> list[V.Dyn]:
+        self._join_node = node  # (what cannot be carried is refused at the loop)
         values = []
         for name, entry in _carried_items(state):
             if entry.initial is V.UNDEF:
@@ -408,7 +439,8 @@ class LoopCompiler:
             body_env[follower] = body_env[leader]
         return body_env
 
-    def _yield(self, end_env, state, terminator="scf.yield"):
+    def _yield(self, end_env, state, node, terminator="scf.yield"):
+        self._join_node = node
         operands = []
         for name, entry in _carried_items(state):
             leaves = [self._materialize(l, name) for l in V.leaves(end_env[name])]
@@ -438,7 +470,7 @@ class LoopCompiler:
         with ir.InsertionPoint(block):
             body_env = self._body_env(env, state, list(block.arguments)[1:], followers)
             end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
-            self._yield(end_env, state)
+            self._yield(end_env, state, node)
         return op, end_env
 
     def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop, followers):
@@ -467,7 +499,7 @@ class LoopCompiler:
         with ir.InsertionPoint(after):
             body_env = self._body_env(env, state, list(after.arguments), followers)
             end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
-            self._yield(end_env, state)
+            self._yield(end_env, state, node)
         return op, end_env
 
 
@@ -515,6 +547,24 @@ def _retypable_list(body_env: dict, state: dict, mismatch) -> str | None:
 
 def _carried_items(state):
     return [(name, entry) for name, entry in state.items() if isinstance(entry, _Carried)]
+
+
+def _item_assignment(node: ast.For, k: int) -> ast.stmt:
+    """`<target> = list(<iter>)[k]`, at the loop's line."""
+    items = ast.Call(func=ast.Name("list", ast.Load()), args=[copy.deepcopy(node.iter)], keywords=[])
+    value = ast.Subscript(value=items, slice=ast.Constant(k), ctx=ast.Load())
+    assign = ast.Assign(targets=[_as_store(copy.deepcopy(node.target))], value=value)
+    for sub in ast.walk(assign):
+        if "lineno" in sub._attributes:
+            ast.copy_location(sub, node)
+    return assign
+
+
+def _as_store(target: ast.expr) -> ast.expr:
+    for sub in ast.walk(target):
+        if isinstance(sub, (ast.Name, ast.Tuple, ast.List)):
+            sub.ctx = ast.Store()
+    return target
 
 
 def _own_statements(stmts):

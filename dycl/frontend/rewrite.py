@@ -78,6 +78,28 @@ def has_control_flow(fdef: ast.FunctionDef) -> bool:
     return False
 
 
+def changes_an_argument_list(fdef: ast.FunctionDef) -> bool:
+    """Whether the function changes a list it was passed (`outs.append(h)`, `outs[0] = h`,
+    `del outs[-1]` on a parameter): the caller sees that change, so the function is inlined
+    rather than run inside a captured block, where it would change a copy."""
+    from dycl.frontend.liveness import LIST_MUTATORS
+
+    params = {a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs)}
+    for node in ast.walk(fdef):
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LIST_MUTATORS:
+            target = node.func.value
+        elif isinstance(node, (ast.Assign, ast.Delete)):
+            target = next((t for t in node.targets if isinstance(t, ast.Subscript)), None)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.value, (ast.List, ast.ListComp, ast.Tuple)):
+            target = node.target  # `outs += [h]`
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if isinstance(target, ast.Name) and target.id in params and target.id != "self":
+            return True
+    return False
+
+
 # Statements that cannot be compiled, with what to write instead.
 _REJECTED = {
     ast.Try: ("`try` statement", "remove the try/except from forward; DyCL cannot compile exceptions"),

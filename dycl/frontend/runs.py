@@ -9,6 +9,7 @@ import contextlib
 import copy
 import operator
 import warnings
+from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
@@ -35,6 +36,12 @@ class RunCompiler:
         if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
             return False
         if isinstance(stmt, ast.Expr) and self._list_method(stmt.value, env) is not None:
+            return False
+        if next(self.container_changes(stmt, env), None) is not None:
+            return False  # the host changes the list or refuses: never the example run
+        if _changes_a_list_named(stmt, written_in_run):
+            # `g = groups[0]` then `g.append(h)`: the list may be one that other names hold,
+            # which the run would not return as changed: the host changes it for all of them
             return False
         if self._needs_host(stmt, env, written_in_run):
             return False
@@ -170,6 +177,7 @@ class RunCompiler:
                     stmts[0], f"`{shown}` is None on some paths and a tensor or number on others, and `{_statement_text(stmts)}` computes with it",
                     f"test `{shown} is None` first (`if {shown} is not None:`), or give it the same kind on every path",
                 )
+        originals = dict(inputs)
         for name in names:
             inputs[name] = self._scalars_as_tensors(inputs[name], ints_as_tensors)
         # One flat input per IR value: two names bound to one tensor (`z = y`) stay one
@@ -200,7 +208,11 @@ class RunCompiler:
         def rebuild(flat):
             return {name: _substitute(value, lambda leaf: flat[slots[leaf.value]]) for name, value in input_specs}
 
-        examples = {name: V.example_of(value) if value is not V.UNDEF else None for name, value in input_specs}
+        input_lists: dict[int, V.Tup] = {}  # (the example run's input lists -> their values in env)
+        made: dict[int, Any] = {}
+        examples = {name: _example(value, made, input_lists) if value is not V.UNDEF else None for name, value in input_specs}
+        in_env = {id(converted): original for name in names for converted, original in _tups_of(inputs[name], originals[name])}
+        input_lists = {key: in_env.get(id(value), value) for key, value in input_lists.items()}
         versions = [leaf.example._version if isinstance(leaf.example, torch.Tensor) else None for leaf in flat_inputs]
         called: list[torch.nn.Module] | None = []
         assigned = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -324,7 +336,11 @@ class RunCompiler:
             )
         structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
         try:
-            return _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder)
+            renewed: list[tuple[V.Tup, V.Tup]] = []
+            result = _to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder, eager, dict(input_lists), input_lists, renewed)
+            for old, new in renewed:  # an input list the run returns: its holders see the run's version
+                lists.replace_everywhere(env, old, new)
+            return result
         except FrontendError as error:  # located here: the statement that built the value
             raise self.error(stmts[0], error.construct, error.hint) from None
 
@@ -528,6 +544,16 @@ def _refuse_attribute_read(self, stmts, poisons) -> None:
             f"read `{touched[0].text}` in forward or in a helper called as its own statement "
             "(`y = self.helper(x)`), which DyCL compiles, and pass the value on as an argument",
         )
+
+
+def _changes_a_list_named(stmt: ast.stmt, names: set[str]) -> bool:
+    from dycl.frontend.liveness import LIST_MUTATORS
+
+    value = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in LIST_MUTATORS
+        and isinstance(value.func.value, ast.Name) and value.func.value.id in names
+    )
 
 
 def _stores_into_python_container(stmt: ast.stmt, env) -> bool:
@@ -763,13 +789,51 @@ def _substitute(value, example_of_leaf):
     return None
 
 
-def _to_env_value(structured, builder) -> V.EnvValue:
+def _example(value, made: dict[int, Any], lists: dict[int, V.Tup]):
+    """What the example run gets for `value`: one Python list per list value (`made`, by id),
+    each noted in `lists` (id of the Python list -> the value) so that a result that is one of
+    them is that very value again."""
+    if isinstance(value, V.Tup):
+        if id(value) in made:
+            return made[id(value)]
+        items = [_example(item, made, lists) for item in value.items]
+        if value.kind != "list":
+            return tuple(items)
+        made[id(value)] = items
+        lists[id(items)] = value
+        return items
+    return V.example_of(value)
+
+
+def _tups_of(converted, original):
+    """(converted, original) pairs of the tuples and lists of one value and its conversion."""
+    if isinstance(converted, V.Tup) and isinstance(original, V.Tup) and len(converted.items) == len(original.items):
+        yield converted, original
+        for a, b in zip(converted.items, original.items):
+            yield from _tups_of(a, b)
+
+
+def _to_env_value(structured, builder, example, lists: dict[int, V.Tup], inputs: dict[int, V.Tup] | None = None,
+                  renewed: list | None = None) -> V.EnvValue:
+    """The run's results as environment values; `example` is what the example run returned,
+    whose Python lists say which results are one list (`g = groups[0]`: `g` and the item of
+    `groups` are one list value). `lists` starts with the run's input lists (`inputs`): a
+    result that is one of them is a new version of that list (its items may have been
+    computed again), listed in `renewed` (old value, new value) for its holders."""
+    inputs = {} if inputs is None else inputs
+    renewed = [] if renewed is None else renewed
     if isinstance(structured, (V.Dyn, V.Const)):
         return structured
     if isinstance(structured, tuple):
-        return V.Tup(tuple(_to_env_value(s, builder) for s in structured))
-    if isinstance(structured, list):
-        return V.Tup(tuple(_to_env_value(s, builder) for s in structured), "list")
+        return V.Tup(tuple(_to_env_value(s, builder, e, lists, inputs, renewed) for s, e in zip(structured, example)))
+    if isinstance(structured, list) and isinstance(example, list):
+        known = lists.get(id(example))
+        if known is None or (id(example) in inputs and known is inputs[id(example)]):
+            new = V.Tup(tuple(_to_env_value(s, builder, e, lists, inputs, renewed) for s, e in zip(structured, example)), "list")
+            if known is not None:
+                renewed.append((known, new))
+            lists[id(example)] = new
+        return lists[id(example)]
     if isinstance(structured, dict):
         if all(isinstance(v, V.Const) for v in structured.values()):
             return V.Const({k: v.value for k, v in structured.items()})

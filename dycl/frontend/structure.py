@@ -46,22 +46,47 @@ def is_structural(expr: ast.expr) -> bool:
     return True
 
 
-def tokens(value: V.EnvValue) -> Any:
-    """The Python value an expression sees: constants as they are, runtime leaves as tokens."""
+class ListToken(list):
+    """Stands for a list value (`V.Tup` of kind list) inside a structurally evaluated
+    expression; it maps back to that very value, so that `g = groups[0]` binds `g` to the
+    list `groups` holds (a slice or `list(...)` is a new plain list, as in Python)."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, items, origin: V.Tup):
+        super().__init__(items)
+        self.origin = origin
+
+
+def tokens(value: V.EnvValue, memo: dict[int, Any] | None = None) -> Any:
+    """The Python value an expression sees: constants as they are, runtime leaves as tokens.
+    `memo` (id of a value -> its token) makes one list value one Python list wherever it occurs."""
+    memo = {} if memo is None else memo
     if isinstance(value, V.Const):
         return value.value
     if isinstance(value, V.Tup):
-        items = [tokens(item) for item in value.items]
-        return items if value.kind == "list" else tuple(items)
+        if id(value) in memo:
+            return memo[id(value)]
+        items = [tokens(item, memo) for item in value.items]
+        token = ListToken(items, value) if value.kind == "list" else tuple(items)
+        memo[id(value)] = token
+        return token
     return Leaf(value)
 
 
 def has_leaf(obj: Any) -> bool:
-    if isinstance(obj, Leaf):
+    if isinstance(obj, (Leaf, ListToken)):
         return True
     if isinstance(obj, (list, tuple)):
         return any(has_leaf(o) for o in obj)
     return False
+
+
+def has_list_token(obj: Any) -> bool:
+    """Whether a structurally evaluated value holds a list value (not only runtime leaves)."""
+    if isinstance(obj, ListToken):
+        return True
+    return isinstance(obj, (list, tuple)) and any(has_list_token(o) for o in obj)
 
 
 def env_value(obj: Any) -> Any:
@@ -69,6 +94,8 @@ def env_value(obj: Any) -> Any:
     value without tokens stays a plain Python value (bound as a constant)."""
     if isinstance(obj, Leaf):
         return obj.value
+    if isinstance(obj, ListToken):
+        return obj.origin
     if isinstance(obj, (list, tuple)) and has_leaf(obj):
         return V.Tup(tuple(_as_env_value(o) for o in obj), "list" if isinstance(obj, list) else "tuple")
     return obj
