@@ -687,6 +687,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         constant = self._try_constant(receiver, env, quiet=True)
         if constant is not V.MISSING:
             return V.Const(constant)
+        key = self._try_constant(receiver.slice, env, quiet=True)  # `rows[i % 3]` in an unrolled loop
+        if isinstance(key, int) and not isinstance(receiver.slice, ast.Constant):
+            receiver = ast.copy_location(ast.Subscript(value=receiver.value, slice=ast.Constant(key), ctx=ast.Load()), receiver)
         shaped = self.try_structure(receiver, env)
         if shaped is V.MISSING:
             return None

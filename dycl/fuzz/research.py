@@ -96,6 +96,9 @@ FORMS = (
     "decode_array",
     # a variable None on some paths and a tensor on others, tested with `is None`
     "optional_aux",
+    # one list held in several places (items of a list, a tuple, an alias, `+=`), changed
+    # through one of them under a runtime condition
+    "list_alias",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -119,7 +122,7 @@ IMPORTS = ["import numpy as np", "from torch.autograd import Variable"]
 WEIGHTS = {
     "data": 0.4, "detach": 0.4, "cpu": 0.3, "to_device": 0.3, "variable": 0.4, "no_grad": 0.5,
     "np_argmax_exits": 1.0, "np_max_cond": 0.8, "np_mean_confs": 0.8,
-    "del_last": 0.4, "pop_last": 0.4, "pop_first": 0.4, "slice_drop_last": 0.4, "insert_front": 0.4,
+    "del_last": 0.5, "pop_last": 0.4, "pop_first": 0.4, "slice_drop_last": 0.4, "insert_front": 0.4,
     "extend": 0.4, "prepend_concat": 0.4,
     "none_start": 0.8, "lstm_cell": 0.7, "gru_cell": 0.5,
     "head_comprehension": 0.5, "sum_comprehension": 0.6, "any_genexp": 0.5, "all_genexp": 0.5, "max_key": 0.6,
@@ -128,12 +131,12 @@ WEIGHTS = {
     "attr_state": 0.7, "attr_list": 0.5, "attr_counter": 0.5,
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
-    "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6,
+    "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
-    "view_store": 1, "view_of_changed": 1, "decode_array": 1, "optional_aux": 1,
+    "view_store": 1, "view_of_changed": 1, "decode_array": 1, "optional_aux": 1, "list_alias": 1,
 }
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
@@ -230,6 +233,39 @@ class Researcher:
                 kinds[form] = 0.0
         form = r.choices(list(kinds), [kinds.get(k, 0.0) for k in kinds])[0]
         return self.form(form, stage, in_helper)
+
+    def list_alias(self, stage: str, fold) -> list[Stmt]:
+        """One list, several holders; a change through one under a runtime condition must show\n        through all (`[[]] * 2`, `g = groups[k]`, `pair = (acc, c)`, `b = a; b += [...]`,\n        `for g in groups`)."""
+        r, s, form = self.rng, self.summary[stage], "list_alias"
+        new_item = r.choice([f"torch.tanh({s})", f"{s} * 0.5", f"F.softmax({s}, -1)"])
+        kind = r.randrange(5)
+        if kind == 0:  # items of a list of lists, one of them possibly shared (`[[]] * m`)
+            rows, i, m = self.fresh("rows"), self.fresh("i"), r.randint(2, 3)
+            make = r.choice([f"[[] for _ in range({m})]", f"[[]] * {m}"])
+            body = [Research(self.layer(stage), form), Research(f"{rows}[{i} % {m}].append({s} * 0.25)", form),
+                    If([(self.a_cond(stage), [Research(f"{rows}[{r.randrange(m)}].append({new_item})", form)])])]
+            use = f"x = x * (1.0 + 0.05 * sum(len(row) for row in {rows}))\nif len({rows}[0]) > 0:\n    x = x + 0.1 * {fold(f'{rows}[0][-1]')}"
+            return [Research(f"{rows} = {make}", form), For(r.randint(1, 3), body, var=i), Research(use, form)]
+        if kind == 1:  # an alias of an item, changed in a branch
+            groups, g, k = self.fresh("groups"), self.fresh("g"), r.randrange(2)
+            return [Research(f"{groups} = [[{s} * 1.0], [torch.tanh({s})]]\n{g} = {groups}[{k}]", form),
+                    If([(self.a_cond(stage), [Research(f"{g}.append({new_item})", form)])]),
+                    Research(f"x = x * (1.0 + 0.1 * len({groups}[{k}])) + 0.1 * {fold(f'{groups}[{k}][-1]')}", form)]
+        if kind == 2:  # a list a tuple also holds
+            acc, pair = self.fresh("acc"), self.fresh("pair")
+            return [Research(f"{acc} = []\n{pair} = ({acc}, 0.5)", form),
+                    If([(self.a_cond(stage), [Research(f"{pair}[0].append({new_item})", form)])]),
+                    Research(f"{acc}.append({s} * 0.25)\nx = x * (1.0 + 0.1 * len({pair}[0])) + {pair}[1] * {fold(f'{acc}[0]')}", form)]
+        if kind == 3:  # `b += [...]` extends the list `a` also names
+            a, b = self.fresh("a"), self.fresh("b")
+            body = [Research(self.layer(stage), form), Research(f"{b} += [{s} * 0.5]", form),
+                    If([(self.a_cond(stage), [Research(f"{b} += [{new_item}]", form)])])]
+            return [Research(f"{a} = []\n{b} = {a}", form), For(r.randint(1, 3), body),
+                    Research(f"x = x * (1.0 + 0.05 * len({a})) + 0.1 * {fold(f'{a}[-1]')}", form)]
+        groups, g = self.fresh("groups"), self.fresh("g")  # a `for` over lists, each changed in a branch
+        return [Research(f"{groups} = [[{s} * 1.0], [{s} * 0.5]]", form),
+                For(2, [If([(self.a_cond(stage), [Research(f"{g}.append({new_item})", form)])])], header=f"for {g} in {groups}:"),
+                Research(f"x = x * (1.0 + 0.1 * len({groups}[0]) + 0.2 * len({groups}[1])) + 0.1 * {fold(f'{groups}[1][-1]')}", form)]
 
     def form(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:
         r, w = self.rng, self.width
@@ -373,6 +409,8 @@ class Researcher:
                             f"x = x * (1.5 if {aux} is None else 0.5)"])
             return [Research(f"{aux} = None", form), If([(self.a_cond(stage), [Research(f"{aux} = {value}", form)])]),
                     Research(use, form)]
+        if form == "list_alias":
+            return self.list_alias(stage, fold)
         if form == "decode_array":
             toks, ids = self.fresh("toks"), self.fresh("ids")
             body = [Research(self.layer(stage), form), Research(f"{toks}.append({s}.argmax())", form)]

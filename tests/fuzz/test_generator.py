@@ -355,6 +355,11 @@ RESEARCH_SPELLINGS = {
     "a view read after its base changed in place": r"(row\d+) = hist\d+.*\n\s*if .*:\n\s*hist\d+(\.\w+_\(|\[0, 0\] = )",
     "aux = None, assigned under a condition, tested with is None": r"(aux\d+) = None\n\s*if .*:\n\s*\1 = .*\n(.*\n)*?\s*(if|x = x \* \(1\.5 if) \1 is (not )?None",
     "np.array of 0-d tensors a loop appended": r"(toks\d+)\.append\(.*\.argmax\(\)\)\n(.*\n)*?\s*ids\d+ = np\.array\(\1\)",
+    "rows = [[]] * m, then rows[i % m].append": r"(rows\d+) = \[\[\]\] \* \d\n(.*\n)*?\s+\1\[i\d+ % \d\]\.append\(",
+    "g = groups[k], then g.append in an if": r"(g\d+) = groups\d+\[\d\]\n\s*if .*:\n\s+\1\.append\(",
+    "pair = (acc, c), then pair[0].append in an if": r"(pair\d+) = \(acc\d+, 0\.5\)\n\s*if .*:\n\s+\1\[0\]\.append\(",
+    "b = a, then b += [...]": r"(b\d+) = a\d+\n(.*\n)*?\s+\1 \+= \[",
+    "for g in groups: g.append in an if": r"for (g\d+) in groups\d+:\n\s+if .*:\n\s+\1\.append\(",
 }
 
 
