@@ -223,6 +223,27 @@ class RunCapturer:
             self.cache.put(key, (program, mutated), paths)
         return self._import(program, mutated, {})
 
+    def computes_with(self, func_name: str, position: int) -> bool:
+        """Whether a captured run does tensor math (not only views, copies and queries) with
+        its input at `position`, or with what views and queries made of it."""
+        from dycl.dialects.torch_ops import Category, op_info
+
+        free = (Category.TENSOR_QUERY, Category.HOST, Category.CONSTANT)  # (its size is a host int)
+        func = self.importer.symbol_table[func_name]
+        pending, seen = [func.regions[0].blocks[0].arguments[position]], set()
+        while pending:
+            for use in pending.pop().uses:
+                op = use.owner
+                name = op.operation.name
+                if name == "func.return" or id(op) in seen:
+                    continue
+                seen.add(id(op))
+                category = op_info(name).category
+                if not (category.computation_free or category in free):
+                    return True
+                pending.extend(op.results)
+        return False
+
     def splice(self, func_name: str, operands: Sequence[ir.Value]) -> list[ir.Value]:
         """Move a run's body to the current insertion point (its arguments become
         `operands`), erase its func and return what it returned. Calls it makes (branches of

@@ -69,6 +69,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         self.builder = HostBuilder(capturer.context)
         self.scope: _Scope | None = None
         self._join_node: ast.AST | None = None
+        self.runtime_loop_depth = 0  # (a loop the pipeline unrolls may make shapes static again)
         self._scopes: dict[str, _Scope] = {}
         # Memory that runs must not mutate (aliases.py): the weights, the caller's inputs.
         self.state_guard = aliases.StateGuard(model)
@@ -225,6 +226,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         that become one captured tensor program, or a host statement."""
         env = block.env
         self._refuse_container_change(stmt, env)
+        self._refuse_identity_test(stmt, env)
         picked = self._one_arm_per_candidate(stmt, env)
         if picked is not None:
             block.replace_current(picked)
@@ -716,6 +718,22 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             if lists.is_list(holder) or (isinstance(holder, V.Const) and isinstance(holder.value, (dict, set))):
                 yield node, receiver, holder, picked
 
+    def _refuse_identity_test(self, node: ast.AST, env) -> None:
+        """`y is x` of runtime values: whether two names hold one object, which depends on the
+        path taken and is not a value DyCL computes (`v is None` is: values.Maybe)."""
+        for sub in ast.walk(node):
+            if not (isinstance(sub, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in sub.ops)):
+                continue
+            operands = [sub.left, *sub.comparators]
+            if any(isinstance(o, ast.Constant) and o.value is None for o in operands):
+                continue
+            if all(self._try_constant(o, env, quiet=True) is not V.MISSING for o in operands):
+                continue
+            raise self.error(
+                sub, f"`{source_text(sub)}` tests whether two names hold one tensor or value object",
+                "keep a bool that records which value was assigned (`changed = True` where the new one is)",
+            )
+
     def _refuse_container_change(self, stmt: ast.stmt, env) -> None:
         """Evaluating such a change here would change the import's own copy of the list, not
         the program's (`container_changes`)."""
@@ -766,6 +784,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
 
     def expression(self, expr: ast.expr, env) -> V.EnvValue:
         """Const when known at import time; host ops where needed; otherwise a captured run."""
+        self._refuse_identity_test(expr, env)
         if isinstance(expr, ast.List) and not expr.elts:
             return V.Tup((), "list")  # becomes a runtime list once assigned
         constant = self._try_constant(expr, env)

@@ -281,6 +281,7 @@ _INLINED_LOCAL = re.compile(  # rewrite.inline_call: `__<helper><n>_<local>`
 )
 _INLINED_RESULT = re.compile(rf"^{RESULT_PREFIX}\d+ = ")
 _HOST_OPERAND = re.compile(rf"\b{OPERAND_PREFIX}\d+\b")
+_RETURNED = re.compile(r"^__dycl_return = ")  # (the variable a `return` is lowered to)
 
 
 def display_name(text: str) -> str:
@@ -288,7 +289,7 @@ def display_name(text: str) -> str:
     variables, an inlined helper's locals and result) as the user wrote them."""
     text = _ATTRIBUTE_VARIABLE.sub(r"self.\1", _PREFIXED.sub("", text))
     text = _HOST_OPERAND.sub("<runtime value>", _INLINED_LOCAL.sub("", text))
-    return _INLINED_RESULT.sub("", text)
+    return _RETURNED.sub("return ", _INLINED_RESULT.sub("", text))
 
 
 def rename_comprehension_variables(node: ast.AST, mapping: dict[str, str]) -> ast.AST:

@@ -448,6 +448,7 @@ class LoopCompiler:
         ir.Operation.create(terminator, operands=operands)
 
     def _compile_body(self, op, flat_body, body_env, state, live_after_loop) -> dict:
+        self.runtime_loop_depth += 1
         try:
             return self.compile_block(flat_body, body_env, set(state) | live_after_loop)
         except lists.ListKindMismatch as mismatch:
@@ -456,6 +457,8 @@ class LoopCompiler:
                 raise
             op.erase()
             raise _CarriedListKind(name, mismatch) from None
+        finally:
+            self.runtime_loop_depth -= 1
 
     def _build_for(self, node, trip: range, state, env, flat_body, live_after_loop, followers):
         inits = self._initial_values(state, node)

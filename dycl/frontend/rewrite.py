@@ -118,6 +118,7 @@ _REJECTED = {
     ast.AsyncFor: ("`async for`", "forward must be a plain function"),
     ast.AsyncWith: ("`async with`", "forward must be a plain function"),
     ast.Match: ("`match` statement", "write it as `if`/`elif`/`else`"),
+    ast.NamedExpr: ("assignment expression (`:=`)", "assign the value in a statement of its own before it is used (`s = x.sum()`, then `if s > 0:`)"),
 }
 
 
@@ -184,6 +185,7 @@ def lower(
                 raise source.error(stmt, "`continue` outside a loop")
             lowered.extend(on_continue(stmt.lineno))
         elif isinstance(stmt, ast.If):
+            check_supported(source, ast.Expr(stmt.test))  # (its bodies are lowered below)
             new = ast.If(
                 test=stmt.test,
                 body=lower(source, stmt.body, returns, on_break, on_continue),

@@ -295,6 +295,14 @@ class RunCompiler:
                 ) from None
             except Exception as error:
                 raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors) from None
+            computed = [k for k, leaf in enumerate(flat_inputs) if _shape_depends_on_path(leaf.type)
+                        and self.capturer.computes_with(captured.func_name, k)]
+            if computed and not self.runtime_loop_depth:
+                # sub-networks have static shapes: such a tensor can only be returned or viewed
+                # (in a loop body, it may be a carry that grows, static once dycl-unroll-loops ran)
+                leaf = flat_inputs[computed[0]]
+                name = next(n for n, value in input_specs if any(l is leaf for l in V.leaves(value)))
+                raise RuntimeSize.of(self._shape_by_path_error(stmts, name, leaf))
             values = self.capturer.splice(captured.func_name, [l.value for l in flat_inputs])
             mutated = len(captured.mutated_inputs)
             memory = [aliases.storage_of(leaf.example) for leaf in flat_inputs]
@@ -462,6 +470,24 @@ class RunCompiler:
             "list) instead, and compute new tensors rather than changing weights in place",
         )
 
+    def _shape_by_path_error(self, stmts, name: str, value: V.Dyn) -> FrontendError:
+        """Tensor math on a value whose shape differs between paths (a variable assigned
+        tensors of two shapes, or the stack of a list whose length depends on the path)."""
+        if name.startswith(OPERAND_PREFIX):  # computed for this statement (`torch.stack(outs)`)
+            return self.error(
+                stmts[0], f"`{_statement_text(stmts)}` does tensor math on a tensor whose size depends on the "
+                "path taken (e.g. the stack of a list that has another length on another path)",
+                "DyCL's sub-networks have static shapes: reduce as you go (a running sum and a count), "
+                "or pad to a fixed length and mask",
+            )
+        described = V.describe_type(value.type)
+        return self.error(
+            stmts[0], f"`{name}` holds {described} (its shape depends on the path taken), and "
+            f"`{_statement_text(stmts)}` computes with it",
+            "give it one shape on every path (reshape or pad it to the same shape in each branch), "
+            "or do the computation inside each branch",
+        )
+
     def _scalars_as_tensors(self, value: V.EnvValue, ints_as_tensors: bool) -> V.EnvValue:
         """A runtime float enters tensor math as a 0-d f64 tensor, a runtime bool as a 0-d
         bool tensor, a runtime int as a 0-d i64 tensor (same promotion as a Python scalar:
@@ -554,6 +580,10 @@ def _changes_a_list_named(stmt: ast.stmt, names: set[str]) -> bool:
         isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in LIST_MUTATORS
         and isinstance(value.func.value, ast.Name) and value.func.value.id in names
     )
+
+
+def _shape_depends_on_path(type_) -> bool:
+    return V.is_tensor_type(type_) and (type_.shape is None or None in type_.shape)
 
 
 def _stores_into_python_container(stmt: ast.stmt, env) -> bool:

@@ -296,12 +296,15 @@ class SubmoduleControlFlow(nn.Module):
 
 
 class ShapesDiffer(nn.Module):
+    """A tensor whose shape depends on the path, returned (tensor math on it is refused:
+    rejected_models.ShapeByPath)."""
+
     def forward(self, x):
         if x.sum() > 0:
             y = x[:, :3]
         else:
             y = x
-        return y.sum(-1), y
+        return x.sum(-1), y, y.shape[-1]
 
 
 class ReturnStructures(nn.Module):

@@ -105,7 +105,35 @@ class NegativeRuntimeIndex(nn.Module):
         return x * x[0, k]  # REJECT
 
 
+class IdentityOfTensors(nn.Module):
+    def forward(self, x):
+        y = x
+        if x.sum() > 0:
+            y = x * 2
+        changed = y is not x  # REJECT
+        return y, changed
+
+
+class AssignmentExpression(nn.Module):
+    def forward(self, x):
+        if (s := x.sum()) > 0:  # REJECT
+            return x * s
+        return x
+
+
+class ShapeByPath(nn.Module):
+    def forward(self, x):
+        y = x[:, :2]
+        if x.sum() > 0:
+            y = x[:, :3]
+        total = y.sum() * 2  # REJECT
+        return total
+
+
 REJECTED = {
+    "identity_of_tensors": (IdentityOfTensors, "tests whether two names hold one tensor or value object"),
+    "assignment_expression": (AssignmentExpression, "assignment expression (`:=`)"),
+    "shape_by_path": (ShapeByPath, "(its shape depends on the path taken)"),
     "negative_runtime_index": (NegativeRuntimeIndex, "negative on the example path"),
     "generator": (Generator, "generator"),
     "try": (TryExcept, "`try` statement"),

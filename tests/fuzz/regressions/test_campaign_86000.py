@@ -2,8 +2,11 @@
 of 048a2b8; reduced by hand), seed 86131: a variable whose rank already differed between
 paths (an unranked tensor type after one join) was refused at a second join with a ranked
 tensor of the same dtype, with IR types in the message ("`!torch.vtensor<[1,8],f32>` on one
-path and `!torch.vtensor<*,f32>` on another"). It compiles now; a join that really mixes
-kinds says so in Python terms. (Seed 86032, a masked read-modify-write in a helper, is
+path and `!torch.vtensor<*,f32>` on another"). The joins compile now: such a value can be
+returned. Tensor math on it (`y.sum()`) was let through the frontend then, and failed later
+in the pipeline with an IR message and no line ("tensor of shape * inside a would-be
+sub-DNN"): sub-networks have static shapes. It is refused at its line now, in Python terms.
+A join that really mixes kinds says so in Python terms too. (Seed 86032, a masked read-modify-write in a helper, is
 `helper_masked_update` in tests/frontend/mutation_models.py.)"""
 
 import pytest
@@ -22,7 +25,18 @@ class RankTwiceJoined(nn.Module):
             y = x
         if x.mean() > 0.1:
             y = x.amax((2, 3)) * 2
-        return y.sum()
+        return y
+
+
+class RankTwiceJoinedThenSummed(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            y = x.mean((2, 3))
+        else:
+            y = x
+        if x.mean() > 0.1:
+            y = x.amax((2, 3)) * 2
+        return y.sum()  # computed with
 
 
 class KindsMixed(nn.Module):
@@ -41,6 +55,18 @@ def test_a_rank_that_differs_between_paths_joins_again():
     program = import_module(model, (inputs[0],))
     for x in inputs:
         assert max_abs_error(model(x), run(program, (x,))) <= 1e-5
+
+
+def test_tensor_math_on_a_value_whose_rank_depends_on_the_path_is_refused_at_its_line():
+    import inspect
+
+    with pytest.raises(FrontendError) as info:
+        import_module(RankTwiceJoinedThenSummed().eval(), (torch.randn(1, 8, 4, 4),))
+    lines, first = inspect.getsourcelines(RankTwiceJoinedThenSummed)
+    assert info.value.line == first + next(k for k, text in enumerate(lines) if "# computed with" in text)
+    assert "`y` holds a float32 tensor whose rank depends on the path" in str(info.value)
+    assert "`return y.sum()` computes with it" in str(info.value)
+    assert "!torch" not in str(info.value)
 
 
 def test_a_join_of_a_tensor_and_an_int_is_refused_in_python_terms():
