@@ -282,7 +282,10 @@ def tune_modules(
     open_tasks = [(task, n) for task, n in zip(tasks, done) if n < options.trials_per_task]
     budget = options.minutes * 60
     shares = split_budget([task.cost for task, _ in open_tasks], budget, MIN_TASK_SECONDS)
+    # Tasks without a share come last: they get a round each from what the others leave
+    # (a task whose design space is exhausted after a few candidates ends early).
     plan = [(task, n, share) for (task, n), share in zip(open_tasks, shares) if share > 0]
+    plan += [(task, n, 0.0) for (task, n), share in zip(open_tasks, shares) if share == 0]
     report = TuningReport(str(directory), tasks=len(tasks), reused=len(tasks) - len(open_tasks))
     if plan:
         _search(plan, options, target, database, directory, start + budget, report, progress)
@@ -301,10 +304,10 @@ def _search(plan, options, target, database, directory, deadline, report, progre
     try:
         for task, records, share in plan:
             now = time.monotonic()
-            if now >= deadline:
+            if now >= deadline or (not share and deadline - now < MIN_TASK_SECONDS):
                 break
             # Time a task left unspent (it reached its trial cap) goes to the ones after it.
-            seconds = (deadline - now) * share / remaining_share
+            seconds = (deadline - now) * share / remaining_share if share else MIN_TASK_SECONDS
             remaining_share -= share
             bar.set_postfix_str(task.name[:40])
             measured = _tune_one(
