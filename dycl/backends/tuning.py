@@ -212,13 +212,16 @@ FLOOR_PART = 0.5
 """The part of a budget that buys every task one round before the rest follows cost."""
 
 
-def split_budget(costs: Sequence[float], seconds: float, min_share: float, floors: float = FLOOR_PART) -> list[float]:
+def split_budget(costs: Sequence[float], seconds: float, min_share: float, floors: float = FLOOR_PART,
+                 started: Sequence[bool] | None = None) -> list[float]:
     """Seconds per task. Up to `floors` of the budget first gives `min_share` (one search
-    round) to each task, most costly first: an unscheduled conv runs 10-100x slower than
-    one after a single round, which its FLOPs alone do not say. The rest goes in proportion
-    to cost to the tasks that got a round. With no round to give, a task gets nothing."""
+    round) to each task, those with no record yet (`started` False) first, most costly first
+    among them: an unscheduled conv or matmul runs 10-100x slower than one after a single
+    round, which its FLOPs alone do not say. The rest goes in proportion to cost to the
+    tasks that got a round. With no round to give, a task gets nothing."""
     shares = [0.0] * len(costs)
-    order = sorted((i for i, cost in enumerate(costs) if cost > 0), key=lambda i: -costs[i])
+    started = started or [False] * len(costs)
+    order = sorted((i for i, cost in enumerate(costs) if cost > 0), key=lambda i: (started[i], -costs[i]))
     rounds = max(int(seconds * floors // min_share), 1) if min_share > 0 else len(order)
     funded = order[:rounds]
     while funded and min_share * len(funded) > seconds:
@@ -281,10 +284,10 @@ def tune_modules(
     done = [measured_trials(database, task, options.trials_per_task) for task in tasks]
     open_tasks = [(task, n) for task, n in zip(tasks, done) if n < options.trials_per_task]
     budget = options.minutes * 60
-    shares = split_budget([task.cost for task, _ in open_tasks], budget, MIN_TASK_SECONDS)
+    shares = split_budget([task.cost for task, _ in open_tasks], budget, MIN_TASK_SECONDS, started=[n > 0 for _, n in open_tasks])
     # Tasks without a share come last: they get a round each from what the others leave
     # (a task whose design space is exhausted after a few candidates ends early).
-    plan = [(task, n, share) for (task, n), share in zip(open_tasks, shares) if share > 0]
+    plan = sorted(((task, n, share) for (task, n), share in zip(open_tasks, shares) if share > 0), key=lambda p: (p[1] > 0, -p[0].cost))
     plan += [(task, n, 0.0) for (task, n), share in zip(open_tasks, shares) if share == 0]
     report = TuningReport(str(directory), tasks=len(tasks), reused=len(tasks) - len(open_tasks))
     if plan:

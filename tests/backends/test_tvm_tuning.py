@@ -57,6 +57,9 @@ def test_budget_gives_rounds_most_costly_first_then_follows_cost():
     shares = split_budget([1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0], 100.0, 10.0)
     assert [i for i, share in enumerate(shares) if share > 0] == [1, 3, 4, 5, 6]
     assert shares[1] > shares[3] > shares[5] > shares[6] > shares[4] and abs(sum(shares) - 100.0) < 1e-9
+    # Tasks with records already come after those without any: a first round pays most.
+    shares = split_budget([9.0, 1.0, 8.0, 2.0], 40.0, 10.0, started=[True, False, True, False])
+    assert [i for i, share in enumerate(shares) if share > 0] == [1, 3]
     # Under one round: nothing; no tasks: nothing.
     assert split_budget([1.0, 1.0], 5.0, 10.0) == [0.0, 0.0]
     assert split_budget([1.0, 1.0], 15.0, 10.0) == [15.0, 0.0]
