@@ -79,8 +79,8 @@ def tracker_address(text: str) -> tuple[str, int]:
 
 def database_directory(options: TuneOptions, target: tvm.target.Target, cache_dir: str | os.PathLike | None = None) -> Path:
     """`options.database`, or the shared one of `target` under the compile cache. One per
-    target: MetaSchedule applies a record to whatever target asks for its workload, and a
-    schedule tuned for one CPU's vector width is slow on another."""
+    target: a task's records are found by its workload (`measured_trials` counts them as
+    done), and a schedule searched for one CPU's vector width is slow on another."""
     from dycl.backends.cache import cache_root
 
     if options.database:
