@@ -469,7 +469,9 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 joined[follower], joined[leader] = lists.path_dependent(joined[follower]), lists.path_dependent(joined[leader])
         # ... and so do the items of tuples and lists that hold it (`pair = (acc, x)`)
         for places in lists.shared_places(env_before, sorted(n for n in live if n in env_before)):
-            places = [place for place in places if place[0] in joined]
+            places = [place for place in places if place[0] in joined and lists.value_at(joined, place) is not V.UNDEF]
+            if len(places) < 2:
+                continue
             one = all(
                 all(lists.same_list(lists.value_at(branch, places[0]), lists.value_at(branch, place)) for place in places[1:])
                 for branch in (then_env, else_env)
