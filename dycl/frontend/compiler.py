@@ -695,10 +695,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         if isinstance(key, int) and not isinstance(receiver.slice, ast.Constant):
             receiver = ast.copy_location(ast.Subscript(value=receiver.value, slice=ast.Constant(key), ctx=ast.Load()), receiver)
         shaped = self.try_structure(receiver, env)
-        if shaped is V.MISSING:
-            return None
-        value = structure.env_value(shaped)
-        return value if isinstance(value, (V.Dyn, V.Tup, V.Maybe)) else V.Const(value)
+        return None if shaped is V.MISSING else structure.as_env_value(shaped)
 
     def container_changes(self, stmt: ast.stmt, env):
         """(call, receiver, held value, whether a runtime index picks it) of each list, dict
@@ -713,9 +710,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             receiver = node.func.value
             holder, picked = self.receiver_value(receiver, env), False
             if holder is None and isinstance(receiver, ast.Subscript):
-                root = receiver
-                while isinstance(root, ast.Subscript):
-                    root = root.value
+                root = _root_of(receiver)
                 holder, picked = (env.get(root.id) if isinstance(root, ast.Name) else None), True
             if lists.is_list(holder) or (isinstance(holder, V.Const) and isinstance(holder.value, (dict, set))):
                 yield node, receiver, holder, picked

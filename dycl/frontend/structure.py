@@ -97,11 +97,11 @@ def env_value(obj: Any) -> Any:
     if isinstance(obj, ListToken):
         return obj.origin
     if isinstance(obj, (list, tuple)) and has_leaf(obj):
-        return V.Tup(tuple(_as_env_value(o) for o in obj), "list" if isinstance(obj, list) else "tuple")
+        return V.Tup(tuple(as_env_value(o) for o in obj), "list" if isinstance(obj, list) else "tuple")
     return obj
 
 
-def _as_env_value(obj: Any) -> V.EnvValue:
+def as_env_value(obj: Any) -> V.EnvValue:
     value = env_value(obj)
     return value if isinstance(value, (V.Const, V.Dyn, V.Tup, V.Maybe)) else V.Const(value)
 
