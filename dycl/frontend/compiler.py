@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import copy
 import types
+import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
@@ -26,15 +29,13 @@ from dycl.frontend import aliases
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists
-from dycl.frontend import desugar, dispatch, nodes, structure
+from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, erase_after
-from dycl.frontend.capture import RunCapturer
+from dycl.frontend.capture import DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError, RuntimeSize
-from dycl.frontend.host_expressions import HOST_EXPRESSIONS, host_tuple, none_test_branches, refuse_truth_value
-from dycl.frontend.liveness import live_before, names_read, written_in
-from dycl.frontend.loops import LoopCompiler
+from dycl.frontend.liveness import LIST_MUTATORS, live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import (
     NO_RECEIVER,
     SourceFunction,
@@ -44,10 +45,10 @@ from dycl.frontend.rewrite import (
     inline_call,
     lower,
     parse_function,
+    unroll,
 )
-from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
-from dycl.frontend.runs import RunCompiler, fix_locations
-from dycl.dialects.torch_ops import LIST_APPEND
+from dycl.frontend.nodes import OPERAND_PREFIX, RESULT_PREFIX, replace_nodes
+from dycl.dialects.torch_ops import LIST_APPEND, LIST_ITEM, LIST_LENGTH
 
 # Functions from these packages are never inlined (their control flow is on Python values).
 _LIBRARY_MODULES = {"torch", "numpy", "functools", "typing", "math"}
@@ -62,7 +63,15 @@ class _Scope:
         self.namespace = {**source.globals, **source.closure}
 
 
-class FunctionCompiler(LoopCompiler, RunCompiler):
+class FunctionCompiler:
+    """The one visitor of a forward's statements and expressions, over one environment.
+
+    Statements dispatch by node type to `visit_<node>` (control flow: `If`, `Loop`, ...) or,
+    for statements on host values, `host_<node>` (`host_Assign`, ...); expressions that need
+    the host dispatch to `host_<node>` (`host_Call`, `host_Compare`, ...). Tensor code is
+    captured as runs. Builtins and numpy functions are tables of handlers keyed by the
+    function (`host_builtins`, `host_numpy`) that take this compiler as their context."""
+
     def __init__(self, model: torch.nn.Module, capturer: RunCapturer):
         self.model = model
         self.capturer = capturer
@@ -387,7 +396,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
         self._join_node = stmt
         branch_envs = []
-        for region, body, refined in zip(draft.regions, (stmt.body, stmt.orelse), none_test_branches(stmt.test, env)):
+        for region, body, refined in zip(draft.regions, (stmt.body, stmt.orelse), host_expressions.none_test_branches(stmt.test, env)):
             with ir.InsertionPoint(region.blocks.append()):
                 branch_envs.append(self.compile_block(body + tail, {**env, **refined}, live))
         env = self._join_if(draft, flag, branch_envs, live, env)
@@ -582,7 +591,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                              "keep one kind of item in the list on every path")
         return leaf
 
-    # ----- host statements ---------------------------------------------------------------
+    # ----- host statements -------------------------------------------------------------
 
     def host_statement(self, stmt: ast.stmt, env: dict) -> None:
         """A statement the host program runs: `host_<statement class>`."""
@@ -629,7 +638,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
     def _assign(self, target: ast.expr, value: V.EnvValue, env: dict) -> None:
         if isinstance(target, ast.Name) and target.id == RETURN_VAR:
             host_numpy.refuse_numpy_result(self, target, value)
-        refuse_truth_value(self, target, value)
+        self.refuse_truth_value(target, value)
         if isinstance(target, ast.Name):
             env[target.id] = lists.bound_list(self, value, env)
             return
@@ -764,7 +773,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
             return lists.KnownLengths(appended.value, appended.type, appended.example, lengths=frozenset(n + 1 for n in holder.lengths))
         return appended
 
-    # ----- expressions -------------------------------------------------------------------
+    # ----- expressions -----------------------------------------------------------------
 
     def condition(self, expr: ast.expr, env) -> V.EnvValue:
         value = self.expression(expr, env)
@@ -798,13 +807,13 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                 raise self.error(expr, f"`{expr.id}` may be used before it is assigned")
             return value
         if isinstance(expr, (ast.Tuple, ast.List)):
-            return host_tuple(self, expr, env)
+            return self.host_Tuple(expr, env)
         if not self._needs_host(expr, env, set()):
             return self.tensor_expression(expr, env)
-        handler = HOST_EXPRESSIONS.get(type(expr))
+        handler = getattr(self, f"host_{type(expr).__name__}", None)
         if handler is None:
             raise self.error(expr, f"`{ast.unparse(expr)}` mixes runtime Python values into an expression DyCL cannot split")
-        return handler(self, expr, env)
+        return handler(expr, env)
 
     def _needs_host(self, node: ast.AST, env, written_in_run: set[str]) -> bool:
         for sub in ast.walk(node):
@@ -901,7 +910,7 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
         with torch.no_grad():
             return eval(code, self.scope.namespace, local)
 
-    # ----- inlining ----------------------------------------------------------------------
+    # ----- inlining --------------------------------------------------------------------
 
     def _calls_compiled_helper(self, stmt: ast.stmt, env) -> bool:
         """Whether the statement calls a helper that DyCL compiles itself (`_expand_call`
@@ -1015,7 +1024,1449 @@ class FunctionCompiler(LoopCompiler, RunCompiler):
                     "assign its result to a variable first: `y = self.helper(x)`",
                 )
 
-    # ----- errors ------------------------------------------------------------------------
+    # ----- loops -----------------------------------------------------------------------
+    # Unrolled when they iterate over import-time values (or use their index), `scf.for`
+    # for `range(N)` with an unused index, `scf.for`/`scf.while` otherwise. Carried variables
+    # reach a fixed point: the body is compiled with the types they have on entry, and again
+    # with joined types when the end of the body disagrees (a tensor that grows becomes
+    # `[1,?]`); constants that change in the body become carried IR values.
+
+    def compile_loop(self, stmts, i, env, live_out):
+        loop: nodes.Loop = stmts[i]
+        node = loop.node
+        rest = stmts[i + 1 :]
+        if isinstance(node, ast.For):
+            return self._compile_for(loop, rest, env, live_out)
+        return self._compile_while(loop, rest, env, live_out)
+
+    def _compile_for(self, loop: nodes.Loop, rest, env, live_out):
+        node: ast.For = loop.node
+        iterable = self._try_constant(node.iter, env)
+        structural = False
+        if iterable is V.MISSING:
+            iterable = self.try_structure(node.iter, env)  # `for l in lengths` (a list input)
+            structural = isinstance(iterable, (list, tuple))
+            if not structural:
+                iterable = V.MISSING  # a tensor or runtime list: not a structure to unroll
+        if iterable is V.MISSING:
+            iterable = self._static_range(node.iter, env)  # `range(t.shape[0])`
+        if iterable is V.MISSING:
+            as_while = self._runtime_iteration(loop, env)
+            if as_while is not None:
+                return as_while + rest, env
+            raise self.error(
+                node,
+                "`for` over a value computed at runtime",
+                "loop over `range(n)` (n may be a runtime int), a list, a ModuleList, or "
+                "zip/enumerate of them",
+            )
+        target_names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        body_reads = set().union(*(names_read(s) for s in node.body))
+        # a runtime loop binds no index: unroll when the body or the code after it reads it
+        read_after = target_names & live_before(rest, live_out)
+        if isinstance(iterable, range) and not (target_names & body_reads) and not read_after:
+            try:
+                with self._undone_on(loops.LoopStructureError):
+                    return self._compile_runtime_loop(loop, rest, env, live_out, trip=iterable)
+            except loops.LoopStructureError:
+                if len(iterable) > loops.MAX_UNROLL:
+                    raise
+                # `states` is None, then a tuple: a constant trip count can be unrolled instead
+        items = list(iterable)
+        if len(items) > loops.MAX_UNROLL:
+            raise self.error(node, f"loop of {len(items)} iterations whose index is used", f"keep loops that use their index under {loops.MAX_UNROLL} iterations")
+        self._refuse_resizing_the_iterated_list(node, env)
+        if structural and structure.has_list_token(items):
+            # `for g in groups` over lists: each iteration binds the item `groups` holds when
+            # it starts (as Python's iterator reads it), not the one there was before the loop:
+            # an earlier iteration may have changed it (`g.append(h)` under an `if`)
+            bind = lambda k: [loops.item_assignment(node, k)]  # noqa: E731
+            return unroll(self.scope.source, loop, list(range(len(items))), bind) + rest, env
+        unrolled = unroll(self.scope.source, loop, items, lambda item: self._bind_target(node.target, item))
+        return unrolled + rest, env
+
+    def _refuse_resizing_the_iterated_list(self, node: ast.For, env) -> None:
+        """A loop over a list that its body grows or shrinks runs over the items Python's
+        iterator would see at each step, which unrolling over the items at the start does not."""
+        iterated = {name for name in names_read(node.iter) if lists.is_list(env.get(name))}
+        for sub in (n for stmt in node.body for n in ast.walk(stmt)):
+            receiver = sub.func.value if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in LIST_MUTATORS else None
+            if isinstance(sub, ast.Delete):
+                receiver = next((t.value for t in sub.targets if isinstance(t, ast.Subscript)), None)
+            if isinstance(receiver, ast.Name) and receiver.id in iterated:
+                raise self.error(
+                    sub, f"`{source_text(sub)}` changes the length of `{receiver.id}`, which the `for` loop goes over",
+                    f"loop over a copy (`for ... in list({receiver.id}):`) if the new items should not be visited",
+                )
+        rebound = {n.id for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if rebound & iterated and structure.has_list_token(self.try_structure(node.iter, env)):
+            name = sorted(rebound & iterated)[0]
+            raise self.error(node, f"a `for` over lists held in `{name}`, which its body binds again",
+                             f"loop over a name the body leaves alone (`items = {name}` before the loop)")
+
+    @contextlib.contextmanager
+    def _undone_on(self, error_type):
+        """Erase the host ops built inside this block (and restore the scope) if it raises."""
+        block = ir.InsertionPoint.current.block
+        before = len(block.operations)
+        scope = self.scope
+        try:
+            yield
+        except error_type:
+            erase_after(block, before)
+            self.scope = scope
+            raise
+
+    def _static_range(self, call: ast.expr, env):
+        """`range(...)` whose arguments read runtime values but are known here (a static
+        size: `range(mask.shape[0])`), else V.MISSING. Only side-effect-free arguments are
+        evaluated (they are evaluated again if the loop turns out to be a runtime one)."""
+        if not (isinstance(call, ast.Call) and self._try_constant(call.func, env, quiet=True) is range):
+            return V.MISSING
+        pure = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator, ast.unaryop)
+        if call.keywords or not all(isinstance(n, pure) for arg in call.args for n in ast.walk(arg)):
+            return V.MISSING
+        values = [self.expression(arg, env) for arg in call.args]
+        if not all(isinstance(v, V.Const) and isinstance(v.value, int) for v in values):
+            return V.MISSING
+        try:
+            return range(*(v.value for v in values))
+        except (TypeError, ValueError):
+            return V.MISSING
+
+    def _runtime_iteration(self, loop: nodes.Loop, env) -> list[ast.stmt] | None:
+        """`for i in range(a, b, step)` with runtime bounds, or `for t in lst` over a list
+        whose length is known only at runtime, as the `while` loop Python runs:
+
+            __seq = lst; __k = 0                     __stop = b; __k = a
+            while __k < len(__seq):                  while __k < __stop:   (> for step < 0)
+                t = __seq[__k]; __k = __k + 1            i = __k; __k = __k + step
+                <body>                                   <body>
+
+        (a list iterator reads the list's length at every step, so an append in the body
+        is iterated over too; `range` evaluates its arguments once). None: not such a loop."""
+        node: ast.For = loop.node
+        uid = fresh_id()
+        k, stop, seq = f"__k{uid}", f"__stop{uid}", f"__seq{uid}"
+        call = node.iter
+        if isinstance(call, ast.Call) and self._try_constant(call.func, env, quiet=True) is range:
+            if call.keywords or any(isinstance(a, ast.Starred) for a in call.args) or not 1 <= len(call.args) <= 3:
+                return None
+            args = list(call.args)
+            first = args[0] if len(args) > 1 else ast.Constant(0)
+            last = args[1] if len(args) > 1 else args[0]
+            step = self._try_constant(args[2], env) if len(args) == 3 else 1
+            if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+                raise self.error(call, "`range` with a step known only at runtime (or 0)", "use a constant step")
+            # Python evaluates range's arguments in order, once
+            head = [nodes.assign(f"__start{uid}", first, node), nodes.assign(stop, last, node), nodes.assign(k, ast.Name(f"__start{uid}", ast.Load()), node)]
+            test = f"{k} {'<' if step > 0 else '>'} {stop}"
+            item = ast.Name(k, ast.Load())
+        else:
+            iterated = self.expression(call, env)  # evaluated once, as Python does
+            if isinstance(iterated, V.Dyn) and V.is_tensor_type(iterated.type):
+                return self._unrolled_rows(loop, iterated, env)
+            if not lists.is_runtime_list(iterated):
+                return None
+            step = 1
+            head = [nodes.BindConst(seq, iterated, node.lineno), nodes.assign(k, ast.Constant(0), node)]
+            test = f"{k} < len({seq})"
+            item = ast.Subscript(value=ast.Name(seq, ast.Load()), slice=ast.Name(k, ast.Load()), ctx=ast.Load())
+        bind = nodes.located(ast.Assign(targets=[node.target], value=item), node)
+        advance = nodes.parsed(f"{k} = {k} + {step}", node)[0]
+        condition = nodes.parsed(test, node, mode="eval")
+        loop_node = nodes.located(ast.While(test=condition, body=[bind, advance, *node.body], orelse=[]), node)
+        return [*head, nodes.Loop(loop_node, loop.returns)]
+
+    def _unrolled_rows(self, loop: nodes.Loop, tensor: V.Dyn, env: dict) -> list[ast.stmt]:
+        """`for row in t` (or a numpy array) whose first dimension is static: one copy of the
+        body per row. The rows are read before the loop, so a body that changes a row or
+        `t` in place (a row is a view of `t` in PyTorch and numpy) is refused."""
+        node: ast.For = loop.node
+        memory = aliases.storage_of(tensor.example)
+        views = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} | {
+            name for name, value in env.items() if memory is not None and memory in aliases.storages(value)
+        }
+        changed = next((n for stmt in node.body for n in ast.walk(stmt) if names_mutated(n) & views), None)
+        if changed is not None:
+            raise self.error(
+                changed, "an in-place change inside a `for` over the rows of a tensor or array (each row is a view)",
+                "loop over `range(len(t))` and index `t[i]` where you read it",
+            )
+        rows = [host_numpy.mark(row, [tensor]) for row in host_builtins.tensor_rows(self, tensor, node.iter, "`for`")]
+        if isinstance(tensor, host_numpy.NumpyValue):
+            # numpy's integers index and count as Python ints do (`self.experts[k]`, `gate[0, k]`)
+            rows = [host_numpy.integer_item(self, row) or row for row in rows]
+        return unroll(self.scope.source, loop, rows, lambda row: self._bind_target(node.target, row))
+
+    def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
+        if isinstance(target, ast.Name):
+            return [nodes.BindConst(target.id, structure.env_value(item), target.lineno)]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            items = list(item.items) if isinstance(item, V.Tup) else list(item)
+            if len(items) != len(target.elts):
+                raise self.error(target, "loop target does not match the items")
+            return [s for t, v in zip(target.elts, items) for s in self._bind_target(t, v)]
+        raise self.error(target, "loop target that is not a name or tuple of names")
+
+    def _compile_while(self, loop: nodes.Loop, rest, env, live_out):
+        # (the host runs it as Python would: a loop that never ends in PyTorch never ends here)
+        return self._compile_runtime_loop(loop, rest, env, live_out, trip=None)
+
+    def _compile_runtime_loop(self, loop: nodes.Loop, rest, env, live_out, trip: range | None):
+        """scf.for (a range whose index is unused, no break/return) or scf.while."""
+        node = loop.node
+        source = self.scope.source
+        uid = fresh_id()
+        body_end = fresh_id()
+        brk, ret_flag, ret_var, counter = f"__brk{uid}", f"__returned{uid}", f"__retval{uid}", f"__count{uid}"
+        has_break = any(isinstance(n, ast.Break) for n in loops.own_statements(node.body))
+        flat_body = lower(
+            source,
+            node.body,
+            nodes.ReturnFromLoop(ret_var, ret_flag, body_end),
+            on_break=lambda line: [nodes.BindConst(brk, True, line), nodes.Jump(body_end, line)],
+            on_continue=lambda line: [nodes.Jump(body_end, line)],
+        ) + [nodes.Label(body_end)]
+        use_for = trip is not None and not has_break and not loop.has_return
+        extra: dict[str, V.EnvValue] = {}
+        if has_break:
+            extra[brk] = V.Const(False)
+        if loop.has_return:
+            extra[ret_flag] = V.Const(False)
+            extra[ret_var] = V.UNDEF
+        if trip is not None and not use_for:
+            extra[counter] = V.Const(trip.start)
+            increment = ast.parse(f"{counter} = {counter} + {trip.step}").body[0]
+            increment.lineno = node.lineno
+            flat_body = [increment] + flat_body
+
+        post: list[ast.stmt] = []
+        if loop.has_return:
+            test = ast.Name(ret_flag, ast.Load())
+            post_if = ast.If(test=test, body=loop.returns.statements(ast.Name(ret_var, ast.Load()), node.lineno), orelse=[])
+            post_if.lineno = node.lineno
+            post.append(post_if)
+        after = post + rest
+        live_after_loop = live_before(after, live_out) | set(extra)
+        carried = self._carried_names(flat_body, node, live_after_loop)
+        env = {**env, **extra}
+        # name -> loops.Carried (IR-typed) or an EnvValue that has not changed in the loop so far
+        state: dict[str, Any] = {name: env.get(name, V.UNDEF) for name in carried}
+        # Names the body may read before it assigns them: a None there is a value the body
+        # reads (`h = self.gru(x, h)` with `h = None` first), never a stand-in for a tensor.
+        read_first = live_before(flat_body, set(carried) | live_after_loop)
+        if isinstance(node, ast.While):
+            read_first |= names_read(node.test)
+        # A module attribute the loop assigns that the call had not assigned before it
+        # (attributes.py): a read before the body assigns it is refused when the body is
+        # compiled (the first iteration reads the module's value); after the loop it holds
+        # the module's value still if the loop may not run, or the body may not assign it.
+        unassigned_before, partial_after = set(), set()
+        for name in carried:
+            if self.attributes.is_variable(name) and (state[name] is V.UNDEF or state[name] is PARTIAL):
+                state[name] = V.UNDEF
+                unassigned_before.add(name)
+        always_runs = use_for and len(trip) > 0
+        for name, value in state.items():
+            if V.has_dyn(value):
+                state[name] = self._carried(value, value, node, name)
+
+        # Python shares a list between the names bound to it: one the loop carries changes
+        # for all of them (`alias = toks` before the loop, `toks.append(t)` inside)
+        followers = lists.sharing(env, carried)
+        retyped_lists: dict[str, FrontendError] = {}
+        for _attempt in range(8):
+            try:
+                if use_for:
+                    op, end_env = self._build_for(node, trip, state, env, flat_body, live_after_loop, followers)
+                else:
+                    op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop, followers)
+            except loops.CarriedListKind as retyped:
+                # a list that enters the loop with known items (`tokens = []`) holds what
+                # the body appends: carry a runtime list of that kind and build it again
+                # (once: a body that appends two kinds is refused where it appends)
+                if retyped.name in retyped_lists:
+                    first = retyped_lists[retyped.name]  # where the first kind met the second
+                    raise FrontendError(first.construct, first.hint, file=first.file, line=first.line) from None
+                retyped_lists[retyped.name] = retyped.mismatch
+                entry = state[retyped.name]
+                state[retyped.name] = loops.Carried(entry.initial, [retyped.list_type], entry.examples, entry.structure, entry.may_share)
+                continue
+            changed = False
+            self._check_sharing(node, followers, end_env)
+            # A variable the body changed that liveness did not see written (an alias of a
+            # tensor mutated in place) is carried too.
+            for name in sorted(set(env) - written_in(flat_body)):
+                if name not in carried and name not in followers and name in end_env and not V.same_value(end_env[name], env[name]):
+                    carried.append(name)
+                    state[name] = self._carried(env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
+                    changed = True
+            for name in carried:
+                entry, end = state[name], end_env.get(name, V.UNDEF)
+                if isinstance(entry, loops.Carried):
+                    end_types = self._loop_types(end, node, name)
+                    if len(end_types) != len(entry.types) or not V.same_structure(end, entry.structure):
+                        raise self._structure_error(node, name)
+                    joined = [self._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
+                    if joined != entry.types:
+                        state[name] = entry = loops.Carried(entry.initial, joined, entry.examples, entry.structure, entry.may_share)
+                        changed = True
+                    if not entry.may_share and aliases.alias_group(env, name, carried) != aliases.alias_group(end_env, name, carried):
+                        # aliasing differs between iterations: never mutate this carry (the
+                        # end-of-body examples are new in every attempt: mark it only once)
+                        memory = aliases.storages(env.get(name, V.UNDEF)) | aliases.storages(end) or frozenset({0})
+                        state[name] = loops.Carried(entry.initial, entry.types, entry.examples, entry.structure, memory)
+                        changed = True
+                elif end is PARTIAL:
+                    partial_after.add(name)  # assigned on some paths of the body only
+                elif not (end is V.UNDEF or V.same_value(end, entry)):
+                    if name in read_first and loops.holds_none(entry):
+                        raise self._structure_error(node, name)
+                    state[name] = self._carried(entry, end, node, name)
+                    changed = True
+            if not changed:
+                break
+            op.erase()
+        else:
+            raise self.error(node, "loop-carried values do not settle on one type", "keep each carried tensor's rank and dtype fixed")
+
+        env = dict(env)
+        results = iter(op.results)
+        for name, entry in loops.carried_items(state):
+            end = end_env.get(name)
+            examples = [V.example_of(l) for l in V.leaves(end)] if end not in (None, V.UNDEF) else entry.examples
+            leaves = [V.Dyn(next(results), t, e, entry.may_share) for t, e in zip(entry.types, examples)]
+            env[name] = V.rebuild(entry.structure, leaves)
+        env.update({name: PARTIAL for name in unassigned_before if name in partial_after or not always_runs})
+        if trip is not None and not loop.has_return:
+            for name in carried:
+                if name in env:  # (syntax may count a name no variable holds: `torch` of `torch.relu_(x)`)
+                    env[name] = loops.length_after_for(env[name], state[name], node, trip, name, followers)
+        for follower, leader in followers.items():
+            env[follower] = env[leader]
+        return after, env
+
+    def _check_sharing(self, node, followers: dict[str, str], end_env: dict) -> None:
+        """Names sharing a list at the loop's start share it at the end of the body: else
+        one was bound to a new list on some path, and which list the other is afterwards
+        depends on the path (a change through it could not be followed)."""
+        for follower, leader in followers.items():
+            if end_env.get(follower) is not end_env.get(leader):
+                raise self.error(
+                    node,
+                    f"`{follower}` and `{leader}` are one list before this loop, and the loop binds "
+                    "one of them to another list on some paths",
+                    f"copy the list where you need two (`{follower} = list({leader})`), or "
+                    "change the list in place (`lst.append`, `lst[k] = v`) instead of rebinding the name",
+                )
+
+    def _carried(self, initial, typed_like, node, name) -> loops.Carried:
+        """`initial` before the loop, typed (and shaped) like `typed_like`."""
+        if V.holds_maybe(initial) or V.holds_maybe(typed_like):
+            raise self._structure_error(node, name)  # None on some paths (a constant range unrolls)
+        structure = typed_like if isinstance(typed_like, V.Tup) else None
+        return loops.Carried(
+            initial,
+            self._loop_types(typed_like, node, name),
+            [V.example_of(l) for l in V.leaves(typed_like)],
+            structure,
+            aliases.path_dependent_memory(initial, typed_like),
+        )
+
+    def _loop_types(self, value, node, name) -> list[Attribute]:
+        if isinstance(value, V.Tup):
+            return [self._loop_type(leaf, node, name) for leaf in V.leaves(value)]
+        return [self._loop_type(value, node, name)]
+
+    def _carried_names(self, flat_body, node, live_after: set[str]) -> list[str]:
+        """Names the body writes that are live at the loop header (a fixed point)."""
+        written = written_in(flat_body)
+        live = set(live_after)
+        if isinstance(node, ast.While):
+            live |= names_read(node.test)
+        while True:
+            grown = live | live_before(flat_body, live)
+            if grown == live:
+                break
+            live = grown
+        return sorted(written & live)
+
+    def _loop_type(self, value, node, name) -> Attribute:
+        if isinstance(value, V.Dyn):
+            return value.type
+        if isinstance(value, V.Const) and isinstance(value.value, (bool, int, float)):
+            return V.type_of_example(value.value)
+        if isinstance(value, V.Const) and value.value is None or value is V.UNDEF:
+            raise self._structure_error(node, name)
+        list_type = lists.common_list_type(value) if lists.is_list(value) else None
+        if list_type is not None:
+            return list_type  # a list of known items, carried as a runtime list
+        raise self.error(node, f"`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
+
+    def _structure_error(self, node, name) -> loops.LoopStructureError:
+        error = self.error(
+            node, f"`{name}` changes structure in a runtime loop (e.g. None, then a tensor or a tuple)",
+            f"give `{name}` its final structure before the loop (e.g. zeros of the right shape), "
+            "or loop over `range(N)` with a constant N so that DyCL unrolls the loop",
+        )
+        return loops.LoopStructureError(error.construct, error.hint, file=error.file, line=error.line)
+
+    def _initial_values(self, state, node) -> list[V.Dyn]:
+        self._join_node = node  # (what cannot be carried is refused at the loop)
+        values = []
+        for name, entry in loops.carried_items(state):
+            if entry.initial is V.UNDEF:
+                leaves = [self.builder.placeholder(t, e) for t, e in zip(entry.types, entry.examples)]
+            elif len(entry.types) == 1 and V.is_list_type(entry.types[0]) and lists.is_list(entry.initial):
+                leaves = [lists.as_runtime_list(self, entry.initial, entry.types[0])]
+            else:
+                leaves = [self._materialize(l, name) for l in V.leaves(entry.initial)]
+                # (`logits = None` before a loop that assigns a tensor: the None enters as a
+                # tensor-typed value, returned as None only if the loop never assigns it)
+                if len(leaves) != len(entry.types):
+                    raise self._structure_error(node, name)
+            values.extend(self._cast(l, t) for l, t in zip(leaves, entry.types))
+        return values
+
+    def _body_env(self, env, state, block_args, followers: dict[str, str]):
+        body_env = dict(env)
+        args = iter(block_args)
+        for name, entry in loops.carried_items(state):
+            leaves = [V.Dyn(next(args), t, e, entry.may_share) for t, e in zip(entry.types, entry.examples)]
+            body_env[name] = V.rebuild(entry.structure, leaves)
+        for follower, leader in followers.items():
+            body_env[follower] = body_env[leader]
+        return body_env
+
+    def _yield(self, end_env, state, node, terminator="scf.yield"):
+        self._join_node = node
+        operands = []
+        for name, entry in loops.carried_items(state):
+            leaves = [self._materialize(l, name) for l in V.leaves(end_env[name])]
+            operands.extend(self._cast(l, t).value for l, t in zip(leaves, entry.types))
+        ir.Operation.create(terminator, operands=operands)
+
+    def _compile_body(self, op, flat_body, body_env, state, live_after_loop) -> dict:
+        self.runtime_loop_depth += 1
+        try:
+            return self.compile_block(flat_body, body_env, set(state) | live_after_loop)
+        except lists.ListKindMismatch as mismatch:
+            name = loops.retypable_list(body_env, state, mismatch)
+            if name is None:
+                raise
+            op.erase()
+            raise loops.CarriedListKind(name, mismatch) from None
+        finally:
+            self.runtime_loop_depth -= 1
+
+    def _build_for(self, node, trip: range, state, env, flat_body, live_after_loop, followers):
+        inits = self._initial_values(state, node)
+        index = ir.IndexType.get(self.builder.context)
+        bounds = [
+            ir.Operation.create("arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, v)}).result
+            for v in (trip.start, trip.stop, trip.step)
+        ]
+        types = [self.builder.type(t) for _, entry in loops.carried_items(state) for t in entry.types]
+        op = ir.Operation.create("scf.for", results=types, operands=bounds + [v.value for v in inits], regions=1)
+        block = op.regions[0].blocks.append(index, *types)
+        with ir.InsertionPoint(block):
+            body_env = self._body_env(env, state, list(block.arguments)[1:], followers)
+            end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
+            self._yield(end_env, state, node)
+        return op, end_env
+
+    def _build_while(self, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop, followers):
+        inits = self._initial_values(state, node)
+        types = [self.builder.type(t) for _, entry in loops.carried_items(state) for t in entry.types]
+        op = ir.Operation.create("scf.while", results=types, operands=[v.value for v in inits], regions=2)
+        before = op.regions[0].blocks.append(*types)
+        with ir.InsertionPoint(before):
+            before_env = self._body_env(env, state, list(before.arguments), followers)
+            tests = []
+            if trip is not None:
+                tests.append(nodes.parsed(f"{counter} < {trip.stop}" if trip.step > 0 else f"{counter} > {trip.stop}", node, mode="eval"))
+            else:
+                tests.append(node.test)
+            if has_break:
+                tests.append(nodes.parsed(f"not {brk}", node, mode="eval"))
+            if has_return:
+                tests.append(nodes.parsed(f"not {ret_flag}", node, mode="eval"))
+            test = tests[0] if len(tests) == 1 else nodes.located(ast.BoolOp(op=ast.And(), values=tests), node)
+            condition = self.condition(test, before_env)
+            if isinstance(condition, V.Const):
+                condition = self.builder.constant(bool(condition.value))
+            flag = self.builder.to_i1(condition)
+            ir.Operation.create("scf.condition", operands=[flag, *before.arguments])
+        after = op.regions[1].blocks.append(*types)
+        with ir.InsertionPoint(after):
+            body_env = self._body_env(env, state, list(after.arguments), followers)
+            end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
+            self._yield(end_env, state, node)
+        return op, end_env
+
+    # ----- runs ------------------------------------------------------------------------
+    # Maximal straight-line statement runs (and tensor sub-expressions), executed on
+    # example values, captured with torch.export and called from the host function.
+
+    def _is_run_statement(self, stmt: ast.stmt, env, written_in_run: set[str]) -> bool:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            return False  # docstring
+        if isinstance(stmt, (ast.FunctionDef, ast.Lambda)):
+            return True
+        if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+            return False
+        if isinstance(stmt, ast.Expr) and self._list_method(stmt.value, env) is not None:
+            return False
+        if next(self.container_changes(stmt, env), None) is not None:
+            return False  # the host changes the list or refuses: never the example run
+        if runs.changes_a_list_named(stmt, written_in_run):
+            # `g = groups[0]` then `g.append(h)`: the list may be one that other names hold,
+            # which the run would not return as changed: the host changes it for all of them
+            return False
+        if self._needs_host(stmt, env, written_in_run):
+            return False
+        if runs.stores_into_python_container(stmt, env):
+            return False  # the host changes the list (lists.store) or refuses: never the example run
+        if names_mutated(stmt):
+            return True  # `t[m] = v` belongs with the code that made `t`, whatever `v` is
+        value = stmt.value
+        if value is None or runs.is_packing(value):
+            return False
+        reads = names_read(stmt) - written_in_run
+        if not isinstance(stmt, ast.AugAssign) and all(self._is_constant_name(n, env) for n in reads):
+            return self._try_constant(value, env) is V.MISSING
+        return True
+
+    def _condition_into_run(self, run: list, if_stmt: ast.If, env, written: set[str]) -> ast.If:
+        """Compute a following `if`'s tensor condition in the same run (one export, not two)."""
+        test = if_stmt.test
+        if self._needs_host(test, env, written) or not (names_read(test) & written):
+            return if_stmt
+        name = "__dycl_condition"  # one fixed name: identical runs share an export
+        assign = ast.Assign(targets=[ast.Name(name, ast.Store())], value=test)
+        ast.copy_location(assign, test)
+        run.append(assign)
+        merged = ast.If(test=ast.Name(name, ast.Load()), body=if_stmt.body, orelse=if_stmt.orelse)
+        return ast.copy_location(merged, if_stmt)
+
+    def compile_run(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
+        inputs = sorted(n for n in live_before(stmts, set()) if n in env)
+        # a name the run changes in place is an output only if it is a variable (not `torch`)
+        bound = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        outputs = sorted(n for n in written_in(stmts) & live_after if n in env or n in bound)
+        returned = ast.Tuple([ast.Name(n, ast.Load()) for n in outputs], ast.Load())
+        result = self._run_function(stmts, inputs, returned)
+        values = self._call_run(result, stmts, {n: env[n] for n in inputs}, env, live_after)
+        for name, value in zip(outputs, values.items if isinstance(values, V.Tup) else ()):
+            env[name] = value
+
+    def mutates_tensor(self, stmt: ast.stmt, env: dict) -> bool:
+        """`t += k` / `t[k] = v` on a tensor variable (not `n += 1` on an int)."""
+        mutated = set().union(*(names_mutated(sub) for sub in ast.walk(stmt)))
+        return any(runs.is_tensor_value(env.get(name)) for name in mutated)
+
+    def compile_mutation_with_host_operands(self, stmt: ast.stmt, env: dict) -> None:
+        """A tensor mutation whose operands are runtime Python values (`z += k` with
+        `k = float(...)`, `y[0, k] = 5.0` with `k = int(...)`): the operands are computed on
+        the host first, then the statement itself runs, in place, so that aliases see it."""
+        operands = [stmt.value] if getattr(stmt, "value", None) is not None else []
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+            # `x[0, k].mul_(v)`: the receiver is changed in place, where it is
+            operands = [*call.args, *(k.value for k in call.keywords)]
+            targets = [call.func.value]
+        for target in targets:
+            while isinstance(target, (ast.Subscript, ast.Attribute)):
+                if isinstance(target, ast.Subscript):
+                    operands.append(target.slice)
+                target = target.value
+        scoped = dict(env)
+        replacements = {}
+        while any(isinstance(o, (ast.Tuple, ast.Slice)) for o in operands):
+            # the parts of `x[0, k:k + 1]`: a slice is no value of its own
+            operands = [
+                p for o in operands
+                for p in (o.elts if isinstance(o, ast.Tuple) else [o.lower, o.upper, o.step] if isinstance(o, ast.Slice) else [o])
+                if p is not None
+            ]
+        for operand in operands:
+            if self._needs_host(operand, env, set()):
+                name = f"{OPERAND_PREFIX}{fresh_id()}"
+                scoped[name] = self.expression(operand, env)
+                replacements[id(operand)] = name
+        rewritten = replace_nodes(stmt, replacements)
+        self.compile_run([rewritten], scoped, set(scoped))
+        for name in env:
+            if scoped[name] is not env[name]:
+                env[name] = scoped[name]
+
+    def written_expression(self, source: str, where: ast.AST, bindings: dict) -> V.EnvValue:
+        """A tensor expression the frontend writes (`source`, on the values in `bindings`),
+        captured as a run at `where`'s line."""
+        return self.tensor_expression(nodes.parsed(source, where, mode="eval"), dict(bindings))
+
+    def tensor_expression(self, expr: ast.expr, env: dict) -> V.EnvValue:
+        inputs = sorted(n for n in names_read(expr) if n in env)
+        function = self._run_function([], inputs, expr, line=expr.lineno)
+        return self._call_run(function, [expr], {n: env[n] for n in inputs}, env, None)
+
+    def _run_function(self, stmts, inputs, returned: ast.expr, line: int | None = None):
+        line = line if line is not None else stmts[0].lineno
+        args = ast.arguments(
+            posonlyargs=[], args=[ast.arg("__dycl_model")] + [ast.arg(n) for n in inputs],
+            kwonlyargs=[], kw_defaults=[], defaults=[],
+        )
+        ret = ast.Return(returned)
+        body = [runs.MaskedUpdate().visit(runs.DetachIsIdentity().visit(copy.deepcopy(s))) for s in [*stmts, ret]]
+        fdef = ast.FunctionDef(name="__dycl_run", args=args, body=body, decorator_list=[], type_params=[])
+        module = ast.Module(body=[fdef], type_ignores=[])
+        runs.fix_locations(module, line)
+        namespace = dict(self.scope.namespace)
+        namespace[runs.MaskedUpdate.HELPER] = runs.masked_update
+        namespace[runs.MaskedUpdate.STORE] = runs.subscript_store
+        exec(compile(module, self.scope.source.file, "exec"), namespace)
+        function = namespace["__dycl_run"]
+        # What the run returns is part of what it is: the same statements with another set
+        # of live outputs (the last copy of an unrolled loop) must not share an export.
+        function.dycl_code = ast.dump(module)
+        return function
+
+    def _call_run(self, function, stmts, inputs: dict[str, V.EnvValue], env: dict, live) -> V.EnvValue:
+        """Run eagerly for examples, capture, call; the returned structure holds Dyn leaves.
+
+        What the run mutates in place is rebound in `env`, with every alias of it that is in
+        `live` (None: every variable), or refused (aliases.py).
+
+        A runtime int enters as a symbolic int (an index or a size: `gate[0, k]`, `x[:, :n]`);
+        if export uses it as a number in tensor math (`h * k`) or freezes it, the run is
+        captured again with the int as a 0-d tensor."""
+        try:
+            return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=False)
+        except runs.IntsAsTensors:
+            return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=True)
+
+    def _capture_run(self, function, stmts, inputs, env, live, ints_as_tensors: bool) -> V.EnvValue:
+        lines = sorted({s.lineno for s in stmts})
+        names = list(inputs)
+        for name in names:
+            held = V.maybes(inputs[name])
+            if held:
+                shown = next((n for n, v in env.items() if any(v is m for m in held) and not n.startswith("__")), name)
+                raise self.error(
+                    stmts[0], f"`{shown}` is None on some paths and a tensor or number on others, and `{runs.statement_text(stmts)}` computes with it",
+                    f"test `{shown} is None` first (`if {shown} is not None:`), or give it the same kind on every path",
+                )
+        originals = dict(inputs)
+        for name in names:
+            inputs[name] = self._scalars_as_tensors(inputs[name], ints_as_tensors)
+        # One flat input per IR value: two names bound to one tensor (`z = y`) stay one
+        # tensor inside the run, so that a mutation through one reaches the other.
+        slots: dict = {}
+        flat_inputs: list[V.Dyn] = []
+        for name in names:
+            for leaf in V.leaves(inputs[name]):
+                if isinstance(leaf, V.Dyn) and leaf.value not in slots:
+                    slots[leaf.value] = len(flat_inputs)
+                    flat_inputs.append(leaf)
+        input_specs = [(name, inputs[name]) for name in names]
+        for leaf in flat_inputs:
+            if V.is_list_type(leaf.type):
+                raise self.error(
+                    stmts[0],
+                    f"tensor code on {V.describe_type(leaf.type)} whose length is known only at runtime",
+                    "read its items with an int index (`lst[i]`, `lst[-1]`) or its length, or keep a tensor "
+                    "that grows with it (`torch.cat`) for tensor code",
+                )
+            if not (V.is_tensor_type(leaf.type) or leaf.type == V.INT):
+                raise self.error(
+                    stmts[0],
+                    f"tensor math on {V.describe_type(leaf.type)} computed at runtime",
+                    "keep data-dependent values as tensors (e.g. `t` instead of `t.item()`) or use them only in conditions",
+                )
+
+        def rebuild(flat):
+            return {name: runs.substitute(value, lambda leaf: flat[slots[leaf.value]]) for name, value in input_specs}
+
+        input_lists: dict[int, V.Tup] = {}  # (the example run's input lists -> their values in env)
+        made: dict[int, Any] = {}
+        examples = {name: runs.example_value(value, made, input_lists) if value is not V.UNDEF else None for name, value in input_specs}
+        in_env = {id(converted): original for name in names for converted, original in runs.tups_of(inputs[name], originals[name])}
+        input_lists = {key: in_env.get(id(value), value) for key, value in input_lists.items()}
+        versions = [leaf.example._version if isinstance(leaf.example, torch.Tensor) else None for leaf in flat_inputs]
+        called: list[torch.nn.Module] | None = []
+        assigned = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        with self.attributes.poisoned(env, assigned) as poisons:
+            self.state_guard.snapshot()
+            try:
+                with torch.no_grad(), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        with runs.record_calls(self.model, called):
+                            eager = function(self.model, **examples)
+                    except Exception:
+                        # torch.cond/while_loop compile their branches with dynamo, which a
+                        # forward hook breaks: run plainly and export the whole model.
+                        called = None
+                        eager = function(self.model, **examples)
+            except FrontendError:
+                raise
+            except Exception as error:
+                self._refuse_attribute_read(stmts, poisons)
+                if isinstance(error, TypeError) and "slice indices" in str(error):
+                    # a runtime int entered as a tensor and met a slice: it is a size
+                    raise self.error(
+                        stmts[0], f"`{runs.statement_text(stmts)}` slices with a runtime Python int (`x[:k]`): "
+                        "the slice's size would depend on the data",
+                        "DyCL's sub-networks have static shapes: keep the full shape and mask the "
+                        "rows past k (`x * (torch.arange(n) < k)`), or loop over a constant range",
+                    ) from None
+                raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
+            finally:
+                self._check_model_unchanged(stmts, examples)
+            self._refuse_attribute_read(stmts, poisons)
+        out_leaves, out_spec = pytree.tree_flatten(eager)
+        # Python scalars a run computes from its inputs are exported too: export tells
+        # whether they are constants (shapes, configuration) or runtime values (`.tolist()`,
+        # dims that are unknown in the host IR) -- never a silent specialisation.
+        exported = [
+            k for k, leaf in enumerate(out_leaves)
+            if isinstance(leaf, torch.Tensor) or (flat_inputs and isinstance(leaf, (bool, int, float)))
+        ]
+
+        def run(model, *flat):
+            result = function(model, **rebuild(flat))
+            leaves = pytree.tree_leaves(result)
+            return tuple(leaves[k] for k in exported)
+
+        produced: dict[int, V.EnvValue] = {}
+        # A run that returns nothing is still captured when it takes tensors: it may mutate
+        # them (an unknown helper, `y.relu_()`), and export is what tells.
+        if exported or any(V.is_tensor_type(l.type) for l in flat_inputs):
+            dynamic = [self._dynamic_dims(leaf.type) for leaf in flat_inputs]
+            try:
+                cache_key = (
+                    function.dycl_code,
+                    tuple(
+                        (name, tuple((l.type, slots[l.value]) for l in V.leaves(value) if isinstance(l, V.Dyn)),
+                         self.capturer.cache.signature(runs.substitute(value, None)) if not V.has_dyn(value) else None)
+                        for name, value in input_specs
+                    ),
+                )
+                captured = self.capturer.capture(run, runs.distinct_examples(flat_inputs), dynamic, called, cache_key)
+            except FrontendError:
+                raise
+            except DataDependentShape:
+                raise self.error(
+                    stmts[0], f"`{runs.statement_text(stmts)}` makes a tensor whose size depends on the "
+                    "data (indexing with a boolean mask, `nonzero`, `masked_select`)",
+                    "DyCL's sub-networks have static shapes: keep the full shape and select with "
+                    "`torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
+                ) from None
+            except (SpecializedInput, IntArithmetic) as error:
+                if not ints_as_tensors:
+                    raise runs.IntsAsTensors() from None
+                raise self._specialized_int(stmts[0], runs.bound_name(inputs, flat_inputs[error.position])) from None
+            except WeightMutation as error:
+                raise self.error(
+                    stmts[0], f"in-place change of the weight `{error.name}` in forward",
+                    "module state must not change in forward: compute a new tensor instead "
+                    "(`w = self.w * 2`, not `self.w.mul_(2)`)",
+                ) from None
+            except Exception as error:
+                raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors) from None
+            computed = [k for k, leaf in enumerate(flat_inputs) if runs.shape_depends_on_path(leaf.type)
+                        and self.capturer.computes_with(captured.func_name, k)]
+            if computed and not self.runtime_loop_depth:
+                # sub-networks have static shapes: such a tensor can only be returned or viewed
+                # (in a loop body, it may be a carry that grows, static once dycl-unroll-loops ran)
+                leaf = flat_inputs[computed[0]]
+                name = next(n for n, value in input_specs if any(l is leaf for l in V.leaves(value)))
+                raise RuntimeSize.of(self._shape_by_path_error(stmts, name, leaf))
+            values = self.capturer.splice(captured.func_name, [l.value for l in flat_inputs])
+            mutated = len(captured.mutated_inputs)
+            memory = [aliases.storage_of(leaf.example) for leaf in flat_inputs]
+            seen = {memory[k] for k in captured.mutated_inputs}
+            for leaf, version, place in zip(flat_inputs, versions, memory):
+                # The example run changed this input in place, and export did not say so:
+                # never drop a mutation, whatever way it was written.
+                if version is not None and leaf.example._version != version and place not in seen:
+                    raise self.error(
+                        stmts[0], f"an in-place change of `{runs.bound_name(inputs, leaf)}` that DyCL cannot follow",
+                        "compute a new tensor instead (`t = t * 2` rather than an in-place method)",
+                    )
+            for k in captured.mutated_inputs:
+                if memory[k] is not None and memory.count(memory[k]) > 1:
+                    # another input of this run shares the memory, but export saw two values
+                    raise self._path_dependent_alias(stmts[0], runs.bound_name(inputs, flat_inputs[k]))
+            self._rebind_mutated(
+                env, live, stmts[0],
+                [
+                    (flat_inputs[k], V.Dyn(value, type_, flat_inputs[k].example))
+                    for k, value, type_ in zip(captured.mutated_inputs, values, captured.mutated_types)
+                ],
+            )
+            values = values[mutated:]
+            for k, value, type_, constant in zip(exported, values, captured.result_types, captured.constant):
+                leaf = out_leaves[k]
+                is_scalar = not isinstance(leaf, torch.Tensor)
+                produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf)
+        known = {id(l.value) for _, value in input_specs for l in V.leaves(value) if isinstance(l, V.Const)}
+        if flat_inputs and any(k not in produced and runs.picked_object(leaf) and id(leaf) not in known for k, leaf in enumerate(out_leaves)):
+            # `self.experts[k]` with a runtime k: the example run picked one module, which
+            # would become a constant (every input would get the example's expert); a module
+            # the run got as a constant is no choice (`self`, kept by `m.masked_fill_(self.a)`)
+            raise self.error(
+                stmts[0], f"`{runs.statement_text(stmts)}` picks a module or function by a runtime value",
+                "choose with an `if`/`elif` on the value (`if k == 0: y = self.experts[0](x) ...`), "
+                "or run every candidate and select the result (`torch.stack([e(x) for e in "
+                "self.experts])[k]`)",
+            )
+        structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
+        try:
+            renewed: list[tuple[V.Tup, V.Tup]] = []
+            result = runs.to_env_value(pytree.tree_unflatten(structured, out_spec), self.builder, eager, dict(input_lists), input_lists, renewed)
+            for old, new in renewed:  # an input list the run returns: its holders see the run's version
+                lists.replace_everywhere(env, old, new)
+            return result
+        except FrontendError as error:  # located here: the statement that built the value
+            raise self.error(stmts[0], error.construct, error.hint) from None
+
+    def _rebind_mutated(self, env: dict, live, stmt, mutations: list[tuple[V.Dyn, V.Dyn]]) -> None:
+        """Give a tensor mutated in place its new value in every variable bound to it."""
+        if not mutations:
+            return
+        new_values = {old.value: new for old, new in mutations}
+        changed: dict[int, tuple[V.Dyn, V.Dyn]] = {}
+        views: dict = {}  # (a variable's value, the new value) -> its new value
+        for old, new in mutations:
+            what = runs.bound_name(env, old)
+            memory = aliases.storage_of(old.example)
+            if memory in self.memory_of_inputs:
+                raise self.error(
+                    stmt, f"in-place change of the forward input `{self.memory_of_inputs[memory]}`"
+                    + ("" if what == self.memory_of_inputs[memory] else f" (through `{what}`)"),
+                    "PyTorch would change the caller's tensor, which a compiled model cannot: "
+                    "mutate a copy (`x = x.clone()` first) if the caller does not read the change",
+                )
+            if memory in self.memory_of_weights:
+                raise self.error(
+                    stmt, f"in-place change of the weight `{self.memory_of_weights[memory]}` (through `{what}`)",
+                    "module state must not change in forward: compute a new tensor instead",
+                )
+            if old.may_share:
+                raise self._path_dependent_alias(stmt, what)
+            if memory is not None:
+                changed[memory] = (old, new)
+        for name in list(env):
+            # a dead variable is rebound where that is exact, and never a reason to refuse
+            strict = live is None or name in live
+            env[name] = self._after_mutation(env[name], name, new_values, changed, stmt, strict, views)
+
+    def _after_mutation(self, value, name, new_values, changed, stmt, strict: bool, views: dict):
+        if isinstance(value, V.Tup):
+            return V.Tup(tuple(self._after_mutation(i, name, new_values, changed, stmt, strict, views) for i in value.items), value.kind)
+        if isinstance(value, V.Maybe):
+            return V.Maybe(value.present, self._after_mutation(value.value, name, new_values, changed, stmt, strict, views))
+        if not isinstance(value, V.Dyn):
+            return value
+        if value.value in new_values:
+            return new_values[value.value]
+        if not strict:
+            memory = aliases.storage_of(value.example)
+            exact = memory in changed and not value.may_share and aliases.geometry(value.example) == aliases.geometry(changed[memory][0].example)
+            return changed[memory][1] if exact else value
+        if value.may_share & changed.keys():
+            raise self._path_dependent_alias(stmt, name)
+        if isinstance(value.example, list):
+            if any(aliases.storage_of(item) in changed for item in value.example):
+                raise self.error(
+                    stmt, f"in-place change of a tensor that the list `{name}` also holds",
+                    f"append a copy (`{name}.append(t.clone())`) or rebind instead of mutating (`t = t * 2`)",
+                )
+            return value
+        memory = aliases.storage_of(value.example)
+        if memory not in changed:
+            return value
+        old, new = changed[memory]
+        if aliases.geometry(value.example) == aliases.geometry(old.example):
+            return new
+        seen = views.get((value.value, new.value))
+        if seen is None:
+            seen = views[(value.value, new.value)] = self._other_view_after_mutation(value, old, new, stmt)
+        if seen is None:
+            raise self.error(
+                stmt, f"in-place change of a view that `{name}` shares memory with (a different view of the same tensor)",
+                "make the view and the in-place change in the same straight-line block, "
+                f"or write the new `{name}` explicitly (e.g. `{name} = {name}.clone()` before taking the view)",
+            )
+        return seen
+
+    def _other_view_after_mutation(self, value: V.Dyn, old: V.Dyn, new: V.Dyn, stmt) -> V.Dyn | None:
+        """The new value of `value`, a different view of the memory of `old`, which a run
+        changed in place to `new`: computed from `new` when one of the two is a contiguous
+        tensor that covers the other (`hist` and `v = hist.view(-1)`), unchanged when they
+        share no element; None otherwise."""
+        written = aliases.positions_in(old.example, value.example)  # old's elements in value
+        if written is not None and written.numel() == 0:
+            return value
+        if written is not None and written.unique().numel() == written.numel():
+            source = "__value.reshape(-1).index_put((__positions,), __new.reshape(-1)).reshape(__value.shape)"
+            positions = written
+        else:
+            positions = aliases.positions_in(value.example, old.example)  # value's elements in old
+            if positions is None:
+                return None
+            source = f"__new.reshape(-1)[__positions].reshape({tuple(value.example.shape)})"
+        result = self.written_expression(source, stmt, {"__value": value, "__new": new, "__positions": V.Const(positions)})
+        # its example is still the view the example run changed: later changes through one
+        # of the two views reach the other again
+        return V.Dyn(result.value, result.type, value.example, value.may_share)
+
+    def _check_model_unchanged(self, stmts, examples: dict) -> None:
+        """Running a run on example values must not have changed the model (restored if so);
+        the statement that did it is found by running the run once more, one statement at a
+        time (only on this error path)."""
+        name = self.state_guard.changed()
+        if name is None:
+            return
+        culprit = stmts[0]
+        if len(stmts) > 1 and isinstance(stmts[0], ast.stmt):
+            for k, stmt in enumerate(stmts):
+                probe = self._run_function(stmts[: k + 1], sorted(examples), ast.Constant(None))
+                self.state_guard.snapshot()
+                try:
+                    with torch.no_grad(), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        probe(self.model, **examples)
+                except Exception:
+                    pass
+                if self.state_guard.changed() is not None:
+                    culprit = stmt
+                    break
+        raise self.error(
+            culprit, f"a change of the module's state `{name}` in forward (it outlives the call)",
+            "module state must not change in forward: return the value (or keep a local "
+            "list) instead, and compute new tensors rather than changing weights in place",
+        )
+
+    def _shape_by_path_error(self, stmts, name: str, value: V.Dyn) -> FrontendError:
+        """Tensor math on a value whose shape differs between paths (a variable assigned
+        tensors of two shapes, or the stack of a list whose length depends on the path)."""
+        if name.startswith(OPERAND_PREFIX):  # computed for this statement (`torch.stack(outs)`)
+            return self.error(
+                stmts[0], f"`{runs.statement_text(stmts)}` does tensor math on a tensor whose size depends on the "
+                "path taken (e.g. the stack of a list that has another length on another path)",
+                "DyCL's sub-networks have static shapes: reduce as you go (a running sum and a count), "
+                "or pad to a fixed length and mask",
+            )
+        described = V.describe_type(value.type)
+        return self.error(
+            stmts[0], f"`{name}` holds {described} (its shape depends on the path taken), and "
+            f"`{runs.statement_text(stmts)}` computes with it",
+            "give it one shape on every path (reshape or pad it to the same shape in each branch), "
+            "or do the computation inside each branch",
+        )
+
+    def _scalars_as_tensors(self, value: V.EnvValue, ints_as_tensors: bool) -> V.EnvValue:
+        """A runtime float enters tensor math as a 0-d f64 tensor, a runtime bool as a 0-d
+        bool tensor, a runtime int as a 0-d i64 tensor (same promotion as a Python scalar:
+        0-d tensors never widen the other operand's dtype; what a tensor cannot do, such as
+        `1 - b`, fails on the example and is refused). Inside a run they stay data: `h * l` and `y[0, k] = v` compile to
+        tensor ops whatever the value is, where an int would be frozen to its example (an
+        index) or left on the host (arithmetic) -- and a use as a size is refused by export."""
+        if isinstance(value, V.Tup):
+            return V.Tup(tuple(self._scalars_as_tensors(i, ints_as_tensors) for i in value.items), value.kind)
+        if isinstance(value, V.Dyn) and value.type in (V.FLOAT, V.BOOL):
+            example = torch.tensor(value.example, dtype=torch.float64 if value.type == V.FLOAT else torch.bool)
+            return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
+        if isinstance(value, V.Dyn) and value.type == V.INT and ints_as_tensors:
+            example = torch.tensor(value.example, dtype=torch.int64)
+            return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
+        return value
+
+    @staticmethod
+    def _dynamic_dims(type_: Attribute) -> list[int]:
+        shape = type_.shape if V.is_tensor_type(type_) else None
+        return [k for k, d in enumerate(shape) if d is None] if shape else []
+
+    def _capture_error(self, stmts, lines, error, flat_inputs=(), ints_as_tensors=True) -> FrontendError:
+        """What torch.export could not capture, in Python terms (its own message stays in
+        the error's `detail`, not in what the user reads first)."""
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if "Constraints violated" in text or "specialized integer from data-dependent" in text:
+            # a runtime int used where the graph needs a constant (a size, an index it reads)
+            if not ints_as_tensors and any(l.type == V.INT for l in flat_inputs):
+                raise runs.IntsAsTensors()
+            return self._specialized_int(stmts[0])
+        source = runs.statement_text(stmts)
+        if type(error).__name__ == "ValueRangeError" and any(
+            l.type == V.INT and isinstance(l.example, int) and l.example < 0 for l in flat_inputs
+        ):
+            failure = self.error(
+                stmts[0], f"`{source}` indexes a tensor with a runtime Python int that is negative "
+                "on the example path (`x[0, k]` with `k < 0`): DyCL cannot capture both signs in one block",
+                "make the position non-negative where it is computed (`k = k + n if k < 0 else k` "
+                "for a dimension of size n), or index with a tensor (`x.index_select(1, idx)`)",
+            )
+            failure.detail = text
+            return failure
+        if "conflicts between user-specified ranges" in text or "specialized" in text:
+            failure = self.error(
+                stmts[0], f"`{source}` does tensor math on a tensor whose size depends on runtime "
+                "control flow (e.g. the stack of a list that grows until a `break`)",
+                "DyCL's sub-networks have static shapes: reduce as you go (a running sum and a "
+                "count), or pad to a fixed length and mask",
+            )
+            failure = RuntimeSize.of(failure)
+        elif "data-dependent" in text.lower() or "guard" in text.lower():
+            failure = self.error(
+                stmts[0], f"`{source}` uses a tensor's value as a Python value (a condition, an "
+                "index or a size) inside code that DyCL captures as one block",
+                "if it is a condition in a helper or a submodule, call that from forward "
+                "(`x = self.helper(x)`, `x = self.block(x)`) so that DyCL compiles the branch, or "
+                "use torch.cond; if it is an index or a size, keep it a tensor (masks, "
+                "`index_select`, `gather`)",
+            )
+        else:
+            failure = self.error(
+                stmts[0], f"`{source}` cannot be captured as a tensor program "
+                f"(torch.export raised {type(error).__name__})",
+                "rewrite it with torch operations on tensors; Python-level work on tensor "
+                "values belongs in forward, where DyCL compiles it",
+            )
+        failure.detail = text
+        return failure
+
+    def _refuse_attribute_read(self, stmts, poisons) -> None:
+        """User code inside the run used a module attribute that this call assigned: running
+        as one captured block, it would read the module's value instead of the call's."""
+        touched = [p for p in poisons if p.touched]
+        if touched:
+            raise self.error(
+                stmts[0], f"`{runs.statement_text(stmts)}` reads `{touched[0].text}` inside code that DyCL runs as one "
+                "captured block (a function or helper it does not compile), after forward assigned it",
+                f"read `{touched[0].text}` in forward or in a helper called as its own statement "
+                "(`y = self.helper(x)`), which DyCL compiles, and pass the value on as an argument",
+            )
+
+    def _specialized_int(self, stmt, name: str | None = None) -> FrontendError:
+        what = f"`{name}`" if name and not name.startswith("operand") else "a runtime Python int"
+        return self.error(
+            stmt, f"{what} is used where the captured tensor code needs a constant (an index or a "
+            "size); export would freeze it to its example value",
+            "index with a 1-element index tensor instead (`y[0, idx] = v` with "
+            "`idx = t.argmax().reshape(1)`, or `y.index_select(dim, idx)`), keeping the value a "
+            "tensor rather than calling int() or .item() on it",
+        )
+
+    def _path_dependent_alias(self, stmt, name: str) -> FrontendError:
+        return self.error(
+            stmt, f"in-place change of `{name}`, which shares memory with another variable on some paths only",
+            f"copy it where it is assigned on every path (`{name} = other.clone()`), or rebind instead of mutating",
+        )
+
+    # ----- host expressions ------------------------------------------------------------
+    # `expression` dispatches here by AST node type (`host_<node>`) when an
+    # expression needs values that must stay outside captured runs (Python scalars from tensor
+    # data, lists of data-dependent length, conditions). Tensor math over operands computed
+    # this way is one captured run (`_apply`).
+
+    def host_Call(self, expr: ast.Call, env) -> V.EnvValue:
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in X.SCALAR_METHODS and not expr.args:
+            tensor = self._materialize(self.expression(expr.func.value, env), "tensor")
+            example = self._eager(expr, lambda: tensor.example.item())
+            return self.builder.host_op("torch.aten.item", [tensor], V.type_of_example(example), example)
+        func = self._try_constant(expr.func, env, quiet=True)
+        handler = host_expressions.handler_of(host_builtins.HANDLERS, func)
+        if handler is not None:
+            result = handler(self, expr, env)
+            if result is not None:
+                return result
+        if host_numpy.is_numpy_function(func):
+            return host_numpy.numpy_call(self, expr, env, func)
+        receiver = None
+        if func is V.MISSING and isinstance(expr.func, ast.Attribute) and (
+            expr.func.attr == "numpy" or isinstance(expr.func.value, ast.Name) or self._needs_host(expr.func.value, env, set())
+        ):
+            receiver = self.expression(expr.func.value, env)  # `t.numpy()`, `probs.max()` on a numpy value
+            result = host_numpy.method_call(self, expr, env, receiver)
+            if result is not None:
+                return result
+        if X.known(host_numpy.TORCH_FROM_NUMPY, func):
+            result = host_numpy.torch_from_numpy(self, expr, env, func)
+            if result is not None:
+                return result
+        args = [self.expression(a, env) for a in expr.args]
+        if X.known(X.SCALAR_BUILTINS, func) and len(args) == 1 and not expr.keywords:
+            (arg,) = args
+            arg = self._materialize(arg, "argument")
+            example = self._eager(expr, lambda: func(arg.example))
+            source_kind = "Tensor" if V.is_tensor_type(arg.type) else V.scalar_name(arg.type)
+            if V.type_of_example(example) == arg.type:
+                return arg
+            return self.builder.host_op(host_expressions.conversion_op(func, source_kind), [arg], V.type_of_example(example), example)
+        if func is torch.equal:
+            a, b = (self._materialize(a, "argument") for a in args)
+            return self.builder.host_op("torch.aten.equal", [a, b], V.BOOL, torch.equal(a.example, b.example))
+        if func is torch.is_nonzero:
+            (a,) = (self._materialize(a, "argument") for a in args)
+            return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, self._eager(expr, lambda: bool(a.example)))
+        if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and V.is_list_type(args[0].type):
+            return self.builder.host_op(LIST_LENGTH, [args[0]], V.INT, len(args[0].example))
+        host_numpy.refuse_numpy_argument(self, expr, args, func)
+        if X.known(X.LIST_FUNCTIONS, func) and args and isinstance(args[0], lists.StaticList) and args[0].items:
+            # items known: stacked inside a run, with a static shape
+            return self._apply(expr, env, host_expressions.call_operands(expr, receiver, [V.Tup(args[0].items, "list"), *args[1:]]))
+        if X.known(X.LIST_FUNCTIONS, func) and args and isinstance(args[0], V.Dyn) and args[0].type == V.TENSOR_LIST:
+            return self._stack_or_cat(expr, func, args, env)
+        # Anything else: tensor math over the already-computed operands.
+        return self._apply(expr, env, host_expressions.call_operands(expr, receiver, args))
+
+    def _eager(self, node, compute):
+        """A Python conversion of an example value, as eager Python would do it; its error (a
+        tensor of several elements to a bool, ...) is the program's, located at `node`."""
+        try:
+            return compute()
+        except (RuntimeError, ValueError, TypeError) as error:
+            raise self.error(node, f"`{source_text(node)}`: {type(error).__name__}: {error}") from None
+
+    def _stack_or_cat(self, expr, func, args, env):
+        dim = args[1] if len(args) > 1 else V.Const(0)
+        for keyword in expr.keywords:
+            if keyword.arg == "dim":
+                dim = self.expression(keyword.value, env)
+        if not isinstance(dim, V.Const):
+            raise self.error(expr, "runtime `dim` of stack/cat", "use a constant dim")
+        items = args[0].example
+        example = func(items, dim.value) if items else None
+        if example is None:
+            raise RuntimeSize.of(self.error(expr, f"`{source_text(expr)}` of a list that is empty on the example path", "append at least once before the condition, or check DyCL's example inputs"))
+        name = X.LIST_FUNCTIONS[func]
+        type_ = X.stacked_type(example, dim.value)
+        return self.builder.host_op(f"torch.aten.{name}", [args[0], self.builder.constant(int(dim.value))], type_, example)
+
+    def host_Compare(self, expr: ast.Compare, env) -> V.EnvValue:
+        operands = [self.expression(e, env) for e in [expr.left, *expr.comparators]]
+        if len(operands) == 2 and type(expr.ops[0]) in (ast.Is, ast.IsNot) and any(isinstance(o, V.Maybe) for o in operands):
+            return self.is_none_test(expr, operands)
+        if any(host_expressions.is_tensor(o) for o in operands):
+            return host_numpy.mark(self._apply(expr, env, host_expressions.known_values([expr.left, *expr.comparators], operands)), operands)
+        if all(isinstance(o, V.Const) for o in operands) and all(type(op) in X.PY_COMPARE for op in expr.ops):
+            # known here although it reads runtime values (`len(lst) > 1` of a list of known items)
+            return V.Const(all(X.PY_COMPARE[type(op)](a.value, b.value) for op, a, b in zip(expr.ops, operands, operands[1:])))
+        result = None
+        for (op, left, right) in zip(expr.ops, operands, operands[1:]):
+            name = X.COMPARE_OPS.get(type(op))
+            if name is None:
+                raise self.error(expr, f"`{type(op).__name__}` comparison of runtime values")
+            pair = self._scalar_pair(left, right, expr)
+            example = X.PY_COMPARE[type(op)](pair[0].example, pair[1].example)
+            kind = V.scalar_name(pair[0].type)
+            value = self.builder.host_op(f"torch.aten.{name}.{kind}", list(pair), V.BOOL, example)
+            result = value if result is None else self.builder.host_op(
+                "torch.aten.__and__.bool", [result, value], V.BOOL, result.example and value.example
+            )
+        return result
+
+    def is_none_test(self, expr: ast.Compare, operands) -> V.EnvValue:
+        """`v is None` / `v is not None` of a value that is None on some paths: its `present`."""
+        value, other = operands if isinstance(operands[0], V.Maybe) else operands[::-1]
+        if not (isinstance(other, V.Const) and other.value is None):
+            raise self.error(expr, f"`{source_text(expr)}`: `is` between a value that is None on some paths and another value", "compare with None: `v is None`")
+        present = self.builder.materialize(value.present)
+        if isinstance(expr.ops[0], ast.IsNot):
+            return present
+        return self.builder.host_op("torch.aten.__not__", [present], V.BOOL, not present.example)
+
+    def _scalar_pair(self, left, right, node):
+        """Both operands as IR scalars of one kind, as Python's numeric tower mixes them: a bool
+        with an int is an int, anything with a float is a float."""
+        for side in (left, right):
+            self.refuse_truth_value(node, side)
+            if not (isinstance(side, V.Dyn) or (isinstance(side, V.Const) and isinstance(side.value, (bool, int, float)))):
+                raise self.error(node, f"`{source_text(node)}`: arithmetic on a {V.kind_of(side)} and runtime values")
+        left, right = self._materialize(left, "operand"), self._materialize(right, "operand")
+        for side in (left, right):
+            if side.type not in (V.INT, V.FLOAT, V.BOOL):
+                raise self.error(node, f"`{source_text(node)}`: arithmetic on {V.describe_type(side.type)}")
+        if left.type == right.type:
+            return left, right
+        target = V.FLOAT if V.FLOAT in (left.type, right.type) else V.INT
+
+        def convert(side):
+            if side.type == V.BOOL:
+                side = self.builder.host_op("torch.aten.Int.bool", [side], V.INT, int(side.example))
+            if side.type == V.INT and target == V.FLOAT:
+                side = self.builder.host_op("torch.aten.Float.Scalar", [side], V.FLOAT, float(side.example))
+            return side
+
+        return convert(left), convert(right)
+
+    def host_BinOp(self, expr: ast.BinOp, env) -> V.EnvValue:
+        left, right = self.expression(expr.left, env), self.expression(expr.right, env)
+        if isinstance(expr.op, ast.Add) and (lists.is_list(left) or lists.is_list(right)):
+            ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
+            if not (lists.is_list(left) and lists.is_list(right)):
+                raise self.error(expr, f"`{source_text(expr)}` adds a list and a {V.kind_of(right if lists.is_list(left) else left)}", "add lists to lists")
+            return ops.concat(left, right)
+        if isinstance(expr.op, ast.Mult) and (lists.is_list(left) or lists.is_list(right)):
+            lst, count = (left, right) if lists.is_list(left) else (right, left)
+            ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
+            if not (isinstance(count, V.Const) and type(count.value) is int):
+                raise self.error(expr, f"`{source_text(expr)}` repeats a list a number of times computed at runtime", "repeat it a constant number of times")
+            items = lists.items_of(lst)
+            if items is None:
+                raise self.error(expr, f"`{source_text(expr)}` repeats a list whose length is only known at runtime", "build the list in a loop")
+            return ops.rebuild(lst, list(items) * count.value)
+        if host_expressions.is_tensor(left) or host_expressions.is_tensor(right):
+            if host_numpy.is_numpy(left) or host_numpy.is_numpy(right):
+                host_numpy.check_binary(self, expr, expr.op, left, right)
+            return host_numpy.mark(self._apply(expr, env, host_expressions.known_values([expr.left, expr.right], [left, right])), [left, right])
+        spec = X.BINARY_OPS.get(type(expr.op))
+        if spec is None:
+            raise self.error(expr, f"`{type(expr.op).__name__}` on runtime Python scalars")
+        name, always_float = spec
+        a, b = self._scalar_pair(left, right, expr)
+        if a.type == V.BOOL:
+            a, b = (self.builder.host_op("torch.aten.Int.bool", [s], V.INT, int(s.example)) for s in (a, b))
+        if always_float and a.type == V.INT:
+            a, b = (self.builder.host_op("torch.aten.Float.Scalar", [s], V.FLOAT, float(s.example)) for s in (a, b))
+        py = {ast.Add: lambda x, y: x + y, ast.Sub: lambda x, y: x - y, ast.Mult: lambda x, y: x * y,
+              ast.FloorDiv: lambda x, y: x // y, ast.Mod: lambda x, y: x % y, ast.Div: lambda x, y: x / y}[type(expr.op)]
+        example = py(a.example, b.example)
+        return self.builder.host_op(f"torch.aten.{name}.{V.scalar_name(a.type)}", [a, b], V.type_of_example(example), example)
+
+    def host_UnaryOp(self, expr: ast.UnaryOp, env) -> V.EnvValue:
+        operand = self.expression(expr.operand, env)
+        if isinstance(expr.op, ast.Not):
+            as_bool = self._to_bool(operand, expr)
+            if isinstance(as_bool, V.Const):
+                return V.Const(not as_bool.value)
+            return self.builder.host_op("torch.aten.__not__", [as_bool], V.BOOL, not as_bool.example)
+        if host_expressions.is_tensor(operand):
+            return host_numpy.mark(self._apply(expr, env, host_expressions.known_values([expr.operand], [operand])), [operand])
+        if isinstance(expr.op, ast.USub):
+            value = self._materialize(operand, "operand")
+            return self.builder.host_op(f"torch.aten.neg.{V.scalar_name(value.type)}", [value], value.type, -value.example)
+        raise self.error(expr, f"`{type(expr.op).__name__}` on a runtime Python scalar")
+
+    def _to_bool(self, value: V.EnvValue, node) -> V.EnvValue:
+        return host_builtins.truth(self, value, node)
+
+    def host_BoolOp(self, expr: ast.BoolOp, env) -> V.EnvValue:
+        """`a and b` / `a or b` as Python evaluates them: an operand is computed only when the
+        ones before it do not decide (an `scf.if` when they decide at runtime), and the value is
+        the operand that decided (a bool when all operands are bools)."""
+        return self._boolop(expr, list(expr.values), env, isinstance(expr.op, ast.And))
+
+    def _boolop(self, expr, values, env, is_and: bool) -> V.EnvValue:
+        first = self.expression(values[0], env)
+        if len(values) == 1:
+            return first
+        truth = host_builtins.truth(self, first, values[0])
+        if isinstance(truth, V.Const):
+            return self._boolop(expr, values[1:], env, is_and) if truth.value == is_and else first
+        if host_expressions.is_bool(first) and all(host_expressions.is_simple(v) for v in values[1:]):
+            # the rest cannot fail or cost anything: computed eagerly, combined on the host
+            rest = self._boolop(expr, values[1:], env, is_and)
+            if host_expressions.is_bool(rest):
+                rest = host_builtins.truth(self, rest, expr)
+                if isinstance(rest, V.Const):
+                    return rest if rest.value != is_and else truth
+                name = "__and__" if is_and else "__or__"
+                example = (truth.example and rest.example) if is_and else (truth.example or rest.example)
+                return self.builder.host_op(f"torch.aten.{name}.bool", [truth, rest], V.BOOL, example)
+
+        def rest(scope):
+            return self._boolop(expr, values[1:], scope, is_and)
+
+        def decided(scope):
+            return first
+
+        then_fn, else_fn = (rest, decided) if is_and else (decided, rest)
+        return self._conditional(expr, env, truth, then_fn, else_fn, truth_if_mixed=True)
+
+    def host_Subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
+        holder = self.expression(expr.value, env)
+        if not (lists.is_list(holder) or isinstance(holder, V.Tup) or isinstance(holder, V.Const) and isinstance(holder.value, tuple)):
+            return host_numpy.mark(self._apply(expr, env, host_expressions.known_values([expr.value], [holder])), [holder])
+        key = lists.subscript_key(self, expr.slice, env)
+        ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
+        if isinstance(holder, V.Tup) and holder.kind != "list":  # a tuple: items known
+            constant = lists.const_key(key)
+            if constant is None:
+                return self._runtime_index_into_known(expr, env, holder, key)
+            _, picked = ops.python(holder, lambda items: items[constant])
+            return V.Tup(tuple(picked), holder.kind) if isinstance(constant, slice) else picked
+        picked = ops.get(holder, key)
+        if picked is not None:
+            return picked
+        if not (isinstance(holder, V.Dyn) and V.is_list_type(holder.type)):
+            return self._runtime_index_into_known(expr, env, holder, key)
+        return self._runtime_item(expr, holder, key)
+
+    def _runtime_index_into_known(self, expr: ast.Subscript, env, holder, key) -> V.EnvValue:
+        """A list or tuple whose items are known here, read at a runtime index: on the host
+        when the items are tensors, or Python scalars of one type (the host's `lst[k]` has
+        Python's meaning: negative from the end, IndexError past it); else a run."""
+        items = lists.items_of(holder)
+        kinds = {lists.list_type_of_item(item) for item in items or ()}
+        if len(kinds) != 1 or None in kinds:
+            return self._apply(expr, env, host_expressions.known_values([expr.value], [holder]))
+        return self._runtime_item(expr, lists.static_list(self, items, kinds.pop()), key)
+
+    def _runtime_item(self, expr: ast.Subscript, holder: V.Dyn, key) -> V.EnvValue:
+        """`holder[key]` with a runtime int `key`, read on the host."""
+        index = self._materialize(key, "index")
+        index = host_numpy.integer_item(self, index) or index  # (a numpy integer: through `__index__`)
+        if index.type != V.INT:
+            raise self.error(expr, f"indexing a list with {V.describe_type(index.type)}", "index it with an int")
+        if not holder.example:
+            raise RuntimeSize.of(self.error(
+                expr, f"`{source_text(expr)}` of a list that is empty on the example path",
+                "check DyCL's example inputs: the list must have items when the model is imported",
+            ))
+        example = lists.safe_item(holder.example, index.example)
+        return self.builder.host_op(LIST_ITEM, [holder, index], lists.item_ir_type(holder), example)
+
+    def host_Attribute(self, expr: ast.Attribute, env) -> V.EnvValue:
+        value = self.expression(expr.value, env)
+        result = host_numpy.attribute(self, expr, value)
+        if result is not None:
+            return result
+        return self._apply(expr, env, host_expressions.known_values([expr.value], [value]))
+
+    def host_Tuple(self, expr, env) -> V.EnvValue:
+        kind = "list" if isinstance(expr, ast.List) else "tuple"
+        return V.Tup(tuple(self.expression(e, env) for e in expr.elts), kind)
+
+    def host_IfExp(self, expr: ast.IfExp, env) -> V.EnvValue:
+        """`a if cond else b`: a constant condition picks a branch; a runtime one becomes an
+        `scf.if` whose regions compute only their own branch (as Python evaluates only one)."""
+        test = host_builtins.truth(self, self.expression(expr.test, env), expr.test)
+        if isinstance(test, V.Const):
+            return self.expression(expr.body if test.value else expr.orelse, env)
+        return self._conditional(
+            expr, env, test,
+            lambda scope: self.expression(expr.body, scope),
+            lambda scope: self.expression(expr.orelse, scope),
+            refinements=host_expressions.none_test_branches(expr.test, env),
+        )
+
+    def _conditional(self, expr, env, test: V.Dyn, then_fn, else_fn, truth_if_mixed: bool = False,
+                     refinements: tuple[dict, dict] = ({}, {})) -> V.EnvValue:
+        """The value `then_fn(scope)` or `else_fn(scope)` computes, chosen by the runtime bool
+        `test`: an scf.if whose regions compute only their own branch, joined like an if.
+        With truth_if_mixed (`a and b` of a bool and a tensor), values of different kinds are
+        joined as their truth values: a `host_expressions.TruthValue`, which only a condition may use.
+        `refinements` are what each branch knows of a value None on some paths (`is None`)."""
+        flag = self.builder.to_i1(test)
+        draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
+        blocks, values = [], []
+        for region, branch, refined in zip(draft.regions, (then_fn, else_fn), refinements):
+            block = region.blocks.append()
+            before = {**env, **refined}
+            scope = dict(before)
+            with ir.InsertionPoint(block):
+                values.append(branch(scope))
+            changed = sorted(n for n in before if scope.get(n) is not before[n])
+            if changed:
+                draft.erase()
+                raise self.error(
+                    expr, f"`{source_text(expr)}` changes `{changed[0]}` on one of its paths",
+                    "write it as an `if` statement",
+                )
+            blocks.append(block)
+        then_value, else_value = values
+        mixed = truth_if_mixed and V.kind_of(then_value, detailed=True) != V.kind_of(else_value, detailed=True)
+        if mixed:
+            for k, block in enumerate(blocks):
+                with ir.InsertionPoint(block):
+                    values[k] = self._materialize(host_builtins.truth(self, values[k], expr), "truth value")
+            then_value, else_value = values
+        name = source_text(expr)
+        saved, self._join_node = self._join_node, expr
+        try:
+            with ir.InsertionPoint(blocks[0]):
+                then_leaves, structure = self._leaves_for_join(then_value, else_value, name)
+            with ir.InsertionPoint(blocks[1]):
+                else_leaves, _ = self._leaves_for_join(else_value, then_value, name)
+            types = [self._join_type(a.type, b.type, name) for a, b in zip(then_leaves, else_leaves)]
+        except FrontendError:
+            draft.erase()
+            raise
+        finally:
+            self._join_node = saved
+        for block, leaves in zip(blocks, (then_leaves, else_leaves)):
+            with ir.InsertionPoint(block):
+                ir.Operation.create("scf.yield", operands=[self._cast(leaf, t).value for leaf, t in zip(leaves, types)])
+        if_op = ir.Operation.create(
+            "scf.if", results=[self.builder.type(t) for t in types], operands=[flag], regions=2, ip=ir.InsertionPoint(draft)
+        )
+        for old, new in zip(blocks, if_op.regions):
+            new_block = new.blocks.append()
+            for op in list(old.operations):
+                new_block.append(op)
+        draft.erase()
+        taken = then_leaves if test.example else else_leaves  # the example path's values
+        leaves = [V.Dyn(result, t, leaf.example) for result, t, leaf in zip(if_op.results, types, taken)]
+        if mixed:
+            (leaf,) = leaves
+            return host_expressions.TruthValue(leaf.value, leaf.type, leaf.example, source=name)
+        return V.rebuild(structure, leaves)
+
+    def refuse_truth_value(self, node, value) -> None:
+        for leaf in V.leaves(value) if isinstance(value, (V.Tup, V.Dyn)) else ():
+            if isinstance(leaf, host_expressions.TruthValue):
+                raise self.error(
+                    node, f"the value of `{leaf.source}` (one of its operands, a bool or a tensor depending on the path)",
+                    "use it only as a condition, or write `bool(a) and bool(b)`",
+                )
+
+    def _apply(self, expr: ast.expr, env, known: dict | None = None) -> V.EnvValue:
+        """Tensor math over sub-expressions that needed host handling: each operand slot (a
+        direct child expression, a method call's receiver, a slice bound) is computed first (host
+        ops or runs) and becomes an input of one run. `known` holds values already computed for
+        some of these nodes, by id of the node (`host_expressions.known_values`)."""
+        known = known or {}
+        children = list(host_expressions.operand_slots(expr))
+        local = {}
+        replacements = {}
+        for child in children:
+            if not self._needs_host(child, env, set()):
+                continue
+            value = known.get(id(child))
+            if value is None:
+                value = self.expression(child, env)
+            self.refuse_truth_value(child, value)
+            name = f"{OPERAND_PREFIX}{fresh_id()}"
+            local[name] = value
+            replacements[id(child)] = name
+        memo: dict = {}
+        copied = copy.deepcopy(expr, memo)
+        by_copy = {id(memo[key]): name for key, name in replacements.items()}
+        rewritten = replace_nodes(copied, by_copy)
+        scoped = {**env, **local}
+        result = self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
+        for name in env:  # a run that mutates a tensor in place rebinds it (and its aliases)
+            if scoped[name] is not env[name]:
+                env[name] = scoped[name]
+        return result
+
+
+    host_List = host_Tuple
+
+    def host_ListComp(self, expr: ast.ListComp, env) -> V.EnvValue:
+        return host_builtins.host_list_comprehension(self, expr, env)
+
+    def host_GeneratorExp(self, expr: ast.expr, env) -> V.EnvValue:
+        return host_builtins.host_generator(self, expr, env)
+
+    host_SetComp = host_DictComp = host_GeneratorExp
+
+    # ----- errors ----------------------------------------------------------------------
 
     def internal_error(self, error: Exception) -> FrontendError:
         """An exception that is not a FrontendError: a DyCL bug, reported at the user's
@@ -1155,7 +2606,7 @@ def _root_of(expr: ast.expr) -> ast.expr:
 
 
 def _located(expr: ast.expr) -> ast.expr:
-    fix_locations(expr, getattr(expr, "lineno", 1))
+    runs.fix_locations(expr, getattr(expr, "lineno", 1))
     return expr
 
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from dycl.frontend import FrontendError, import_module
-from dycl.frontend import runs
+from dycl.frontend.compiler import FunctionCompiler
 
 
 class TwoStatements(nn.Module):
@@ -27,7 +27,7 @@ def test_an_internal_error_is_a_located_frontend_error(monkeypatch):
     def broken(self, *args, **kwargs):
         raise KeyError("some internal table")
 
-    monkeypatch.setattr(runs.RunCompiler, "compile_run", broken)
+    monkeypatch.setattr(FunctionCompiler, "compile_run", broken)
     with pytest.raises(FrontendError) as info:
         import_module(TwoStatements().eval(), (torch.ones(1, 3),))
     error = info.value
