@@ -154,14 +154,61 @@ def _live_before_stmt(stmt, live: set[str], labels: dict) -> set[str]:
         else_live = live_before(stmt.orelse, live, labels)
         return then_live | else_live | names_read(stmt.test)
     if isinstance(stmt, (nodes.Loop, ast.For, ast.While)):
-        # Not expanded yet: whatever it reads, and whatever any jump out of it could need.
-        # A `for` binds its target before each run of the body: the body's reads of it
-        # are not reads of the value before the loop (`for head in self.heads:`).
-        everything_at_labels = set().union(*labels.values()) if labels else set()
-        node = stmt.node if isinstance(stmt, nodes.Loop) else stmt
-        if isinstance(node, ast.For):
-            target = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-            body = set().union(*(names_read(s) for s in node.body)) - target
-            return live | names_read(node.iter) | body | everything_at_labels
-        return live | names_read(stmt) | everything_at_labels
+        return _live_before_loop(stmt.node if isinstance(stmt, nodes.Loop) else stmt, live, labels)
     return (live - names_written(stmt)) | names_read(stmt)
+
+
+class _Unmodelled(Exception):
+    """A statement in a loop body that `_live_in_body` does not model."""
+
+
+def _live_before_loop(node: ast.For | ast.While, live: set[str], labels: dict) -> set[str]:
+    """A loop not expanded yet: the least fixed point of its header's liveness, through the
+    body's own kills (a name the body assigns before reading it is not carried in). A jump
+    out of it (its early return, once lowered) may need whatever any label needs."""
+    exit_live = live | (set().union(*labels.values()) if labels else set())
+    target = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} if isinstance(node, ast.For) else set()
+    header = names_read(node.iter if isinstance(node, ast.For) else node.test)
+    try:
+        if node.orelse:
+            raise _Unmodelled
+        head = set(exit_live)
+        while True:
+            body = _live_in_body(node.body, head, exit_live, head)
+            # a `for` binds its target before each run of the body
+            grown = exit_live | (body - target) | (header if isinstance(node, ast.While) else set())
+            if grown == head:
+                break
+            head = grown
+    except _Unmodelled:  # whatever it reads (`for head in heads:` binds `head` itself)
+        body_reads = set().union(*(names_read(s) for s in node.body)) - target
+        return exit_live | header | body_reads | names_read(node.test if isinstance(node, ast.While) else node.iter)
+    return head | header
+
+
+def _live_in_body(stmts: list[ast.stmt], live: set[str], at_break: set[str], at_continue: set[str]) -> set[str]:
+    for stmt in reversed(stmts):
+        if isinstance(stmt, ast.Break):
+            live = set(at_break)
+        elif isinstance(stmt, ast.Continue):
+            live = set(at_continue)
+        elif isinstance(stmt, ast.Return):
+            live = at_break | names_read(stmt)  # (the function's exit: as much as after the loop)
+        elif isinstance(stmt, ast.If):
+            live = (
+                _live_in_body(stmt.body, live, at_break, at_continue)
+                | _live_in_body(stmt.orelse, live, at_break, at_continue)
+                | names_read(stmt.test)
+            )
+        elif isinstance(stmt, (ast.For, ast.While, nodes.Loop)):
+            inner = stmt.node if isinstance(stmt, nodes.Loop) else stmt
+            live = _live_before_loop(inner, live, {"exits": at_break | at_continue})
+        elif isinstance(stmt, ast.With):  # `with torch.no_grad():` runs its body once
+            bound = {n.id for i in stmt.items if i.optional_vars for n in ast.walk(i.optional_vars) if isinstance(n, ast.Name)}
+            entered = set().union(*(names_read(i.context_expr) for i in stmt.items))
+            live = (_live_in_body(stmt.body, live, at_break, at_continue) - bound) | entered
+        elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Delete, ast.Assert)):
+            live = (live - names_written(stmt)) | names_read(stmt)
+        else:  # `with`, `try`, nested definitions, the rewrite's markers
+            raise _Unmodelled
+    return live
