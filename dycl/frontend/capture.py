@@ -7,6 +7,7 @@ and `stitch.py` later inlines the body into `forward`. Parameters and buffers be
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -325,7 +326,21 @@ _DECOMPOSITIONS = {torch.ops.aten._native_batch_norm_legit_no_training.default: 
 
 
 class DataDependentShape(Exception):
-    """A tensor inside a run whose size depends on tensor values (`x[mask]`, `nonzero`)."""
+    """A tensor inside a run whose size depends on tensor values (`x[mask]`, `nonzero`, a
+    size from `.tolist()`). `frames`: the (file, line) of each `forward` frame export
+    recorded for the op that made it, outermost first."""
+
+    def __init__(self, op: str, from_mask: bool, frames: list[tuple[str, int]]):
+        super().__init__(op)
+        self.op, self.from_mask, self.frames = op, from_mask, frames
+
+
+# Ops whose result size is the count of selected items (the others take a size as an argument).
+_SELECTING_OPS = frozenset({
+    "aten.nonzero.default", "aten.masked_select.default", "aten.index.Tensor", "aten._unique2.default",
+    "aten.unique_consecutive.default", "aten.unique_dim.default", "aten.repeat_interleave.Tensor",
+})
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in forward')
 
 
 def _check_static_sizes(program) -> None:
@@ -336,7 +351,8 @@ def _check_static_sizes(program) -> None:
     for node in program.graph.nodes:
         value = node.meta.get("val")
         if isinstance(value, torch.Tensor) and free_unbacked_symbols(value):
-            raise DataDependentShape(str(node.target))
+            frames = [(m["file"], int(m["line"])) for m in _FRAME.finditer(node.meta.get("stack_trace") or "")]
+            raise DataDependentShape(str(node.target), str(node.target) in _SELECTING_OPS, frames)
 
 
 class IntArithmetic(SpecializedInput):

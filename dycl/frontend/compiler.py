@@ -1620,14 +1620,18 @@ class FunctionCompiler:
         )
         ret = ast.Return(returned)
         body = [runs.MaskedUpdate().visit(runs.DetachIsIdentity().visit(copy.deepcopy(s))) for s in [*stmts, ret]]
-        fdef = ast.FunctionDef(name="__dycl_run", args=args, body=body, decorator_list=[], type_params=[])
+        # Named `forward`: export records the stack frames of functions so named (and only
+        # those), so each op it captures keeps the user's file and line.
+        fdef = ast.FunctionDef(name="forward", args=args, body=body, decorator_list=[], type_params=[])
         module = ast.Module(body=[fdef], type_ignores=[])
         runs.fix_locations(module, line)
         namespace = dict(self.scope.namespace)
         namespace[runs.MaskedUpdate.HELPER] = runs.masked_update
         namespace[runs.MaskedUpdate.STORE] = runs.subscript_store
         exec(compile(module, self.scope.source.file, "exec"), namespace)
-        function = namespace["__dycl_run"]
+        function = namespace.pop("forward")
+        if "forward" in self.scope.namespace:  # a global of that name, which the run may read
+            namespace["forward"] = self.scope.namespace["forward"]
         # What the run returns is part of what it is: the same statements with another set
         # of live outputs (the last copy of an unrolled loop) must not share an export.
         function.dycl_code = ast.dump(module)
@@ -1757,13 +1761,8 @@ class FunctionCompiler:
                 captured = self.capturer.capture(run, runs.distinct_examples(flat_inputs), dynamic, called, cache_key)
             except FrontendError:
                 raise
-            except DataDependentShape:
-                raise self.error(
-                    stmts[0], f"`{runs.statement_text(stmts)}` makes a tensor whose size depends on the "
-                    "data (indexing with a boolean mask, `nonzero`, `masked_select`)",
-                    "DyCL's sub-networks have static shapes: keep the full shape and select with "
-                    "`torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
-                ) from None
+            except DataDependentShape as error:
+                raise self._data_dependent_shape_error(stmts, error) from None
             except (SpecializedInput, IntArithmetic) as error:
                 if not ints_as_tensors:
                     raise runs.IntsAsTensors() from None
@@ -2038,6 +2037,26 @@ class FunctionCompiler:
             )
         failure.detail = text
         return failure
+
+    def _data_dependent_shape_error(self, stmts, error: DataDependentShape) -> FrontendError:
+        """A tensor whose size export could only name by a symbol of the data, at the
+        statement that made it (the innermost frame of the user's file among the run's)."""
+        lines = [line for file, line in error.frames if file == self.scope.source.file]
+        at = next((s for line in reversed(lines) for s in stmts if s.lineno <= line <= s.end_lineno), None)
+        source = runs.statement_text([at] if at is not None else stmts)
+        if error.from_mask:
+            return self.error(
+                at or stmts[0], f"`{source}` makes a tensor whose size depends on the data (indexing "
+                "with a boolean mask, `nonzero`, `masked_select`)",
+                "DyCL's sub-networks have static shapes: keep the full shape and select with "
+                "`torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
+            )
+        return self.error(
+            at or stmts[0], f"`{source}` makes a tensor whose size is a number computed from tensor "
+            "values (`.tolist()`, `.item()`, `int(t)`)",
+            "DyCL's sub-networks have static shapes: give the tensor a size known when the model "
+            "is imported (a constant, or a size of an input) and mask what lies past the computed one",
+        )
 
     def _refuse_attribute_read(self, stmts, poisons) -> None:
         """User code inside the run used a module attribute that this call assigned: running

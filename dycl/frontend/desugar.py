@@ -271,9 +271,24 @@ _ATTRIBUTE_VARIABLE = re.compile(rf"\b{ATTRIBUTE_PREFIX}\d+_(\w+)")
 
 
 def source_text(node: ast.AST) -> str:
-    """`ast.unparse` with comprehension variables under their own names again, and module
-    attributes that forward assigns as `self.<name>`."""
-    return display_name(ast.unparse(node))
+    """`ast.unparse` with comprehension variables under their own names again, module
+    attributes that forward assigns as `self.<name>`, and `.data`/`.to(...)` as written."""
+    return display_name(ast.unparse(_AsWritten().visit(copy.deepcopy(node))))
+
+
+class _AsWritten(ast.NodeTransformer):
+    """`__dycl_to(x, d)` -> `x.to(d)`, `__dycl_data(x)` -> `x.data`: the user's spelling."""
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name not in (DATA, *_METHOD_HELPERS.values()) or not node.args:
+            return node
+        receiver, *args = node.args
+        if name == DATA:
+            return ast.Attribute(receiver, "data", ast.Load())
+        method = next(m for m, helper in _METHOD_HELPERS.items() if helper == name)
+        return ast.Call(ast.Attribute(receiver, method, ast.Load()), args, node.keywords)
 
 
 _INLINED_LOCAL = re.compile(  # rewrite.inline_call: `__<helper><n>_<local>`

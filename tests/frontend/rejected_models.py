@@ -130,7 +130,29 @@ class ShapeByPath(nn.Module):
         return total
 
 
+class MaskedRowsInRun(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        y = torch.tanh(y)
+        kept = y[y > 0]  # REJECT
+        z = kept.sum() + y.mean()
+        return z
+
+
+class SizeFromTolist(nn.Module):
+    """A size from `.tolist()` values, in the middle of straight-line tensor code (a caption
+    decoder's `torch.zeros(batch, max(decode_lengths), vocab)`)."""
+
+    def forward(self, x):
+        y = x * 2
+        lengths = (x.abs() * 3).long().tolist()[0]
+        out = torch.zeros(2, max(lengths)).to(x.device)  # REJECT
+        return out, y
+
+
 REJECTED = {
+    "masked_rows_in_run": (MaskedRowsInRun, "size depends on the data (indexing with a boolean mask"),
+    "size_from_tolist": (SizeFromTolist, "size is a number computed from tensor values"),
     "identity_of_tensors": (IdentityOfTensors, "tests whether two names hold one tensor or value object"),
     "assignment_expression": (AssignmentExpression, "assignment expression (`:=`)"),
     "shape_by_path": (ShapeByPath, "(its shape depends on the path taken)"),
