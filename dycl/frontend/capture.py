@@ -217,8 +217,10 @@ class RunCapturer:
                 key = None
             _check_int_inputs_used(program)
             _check_static_sizes(program)
-            _drop_detaches(program)
-            program = self._decompose_unknown_ops(_functionalize(program))
+            _detaches_as_aliases(program)
+            program = _functionalize(program)
+            _aliases_as_copies(program)
+            program = self._decompose_unknown_ops(program)
             mutated = _mutations_as_outputs(program)
         if key is not None:
             self.cache.put(key, (program, mutated), paths)
@@ -434,13 +436,22 @@ def _mutations_as_outputs(program) -> list[int]:
     return mutated
 
 
-# `torch.tensor(...)` in forward exports as lift_fresh_copy + detach_, and the in-place
-# detach_ would import as an opaque `torch.operator`: at inference it is a copy.
+# `.detach()` in code export sees (a helper, a submodule) and `detach_` (`torch.tensor(...)`
+# exports as lift_fresh_copy + detach_, which would import as an opaque `torch.operator`).
+# At inference both are the tensor itself, memory included: `x.detach().clamp_(0)` changes
+# `x`. So they become `alias` (a view functionalization follows) before functionalization,
+# and, once the graph has value semantics, a copy the importer knows.
 _DETACHES = {torch.ops.aten.detach_.default, torch.ops.aten.detach.default}
 
 
-def _drop_detaches(program) -> None:
+def _detaches_as_aliases(program) -> None:
     for node in program.graph.nodes:
         if node.op == "call_function" and node.target in _DETACHES:
-            node.target = torch.ops.aten.clone.default  # keeps the node (and its name) in place
+            node.target = torch.ops.aten.alias.default  # keeps the node (and its name) in place
+
+
+def _aliases_as_copies(program) -> None:
+    for node in program.graph.nodes:
+        if node.op == "call_function" and node.target is torch.ops.aten.alias.default:
+            node.target = torch.ops.aten.clone.default
 
