@@ -377,6 +377,14 @@ def _compare(expected, actual, path, rtol, atol, state) -> tuple[str, str] | Non
             if difference is not None:
                 return difference
         return None
+    if e_kind == "dict":
+        if a_kind != e_kind or list(actual) != list(expected):
+            return path, f"{_describe(actual)} vs eager {_describe(expected)}"
+        for key, e in expected.items():
+            difference = _compare(e, actual[key], f"{path}[{key!r}]", rtol, atol, state)
+            if difference is not None:
+                return difference
+        return None
     if a_kind != e_kind:
         return path, f"{_describe(actual)} vs eager {_describe(expected)}"
     if e_kind == "tensor":
@@ -446,6 +454,8 @@ def _kind(value: Any) -> str:
         return "tuple"
     if isinstance(value, list):
         return "list"
+    if isinstance(value, dict):
+        return "dict"
     if isinstance(value, (bool, np.bool_)):
         return "bool"
     if isinstance(value, (int, np.integer)):
@@ -463,6 +473,8 @@ def _describe(value: Any) -> str:
         return f"a tensor of shape {tuple(value.shape)}"
     if kind in ("tuple", "list"):
         return f"a {kind} of length {len(value)}"
+    if kind == "dict":
+        return f"a dict with keys {list(value)}"
     if kind in ("int", "bool", "float"):
         return f"a Python {kind} ({_python(value)!r})"
     return repr(value)

@@ -35,7 +35,7 @@ from dycl.frontend.build import HostBuilder, erase_after
 from dycl.frontend.capture import DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError, RuntimeSize
-from dycl.frontend.liveness import LIST_MUTATORS, live_before, names_mutated, names_read, written_in
+from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import (
     NO_RECEIVER,
     SourceFunction,
@@ -165,8 +165,12 @@ class FunctionCompiler:
         outputs: list[V.Dyn] = []
 
         def visit(item):
+            if isinstance(item, V.Tup) and isinstance(item.kind, V.DictKind):
+                return {"dict": [[key, visit(i)] for key, i in zip(item.kind.keys, item.items)]}
             if isinstance(item, V.Tup):
                 return {item.kind: [visit(i) for i in item.items]}
+            if isinstance(item, V.Const) and type(item.value) is dict and all(type(k) in (str, int) for k in item.value):
+                return visit(V.Tup(tuple(V.Const(v) for v in item.value.values()), V.DictKind(tuple(item.value))))
             if isinstance(item, V.Maybe):  # None where `present` is false
                 present = visit(item.present)
                 return {"optional": [present, visit(item.value)]}
@@ -176,7 +180,7 @@ class FunctionCompiler:
                 kind = "list" if isinstance(item.value, list) else "tuple"
                 return visit(V.Tup(tuple(V.Const(v) for v in item.value), kind))
             if isinstance(item, V.Const) and not isinstance(item.value, (bool, int, float)):
-                raise self.error(where, f"forward returns a {type(item.value).__name__}", "return tensors, tuples, lists or Python scalars")
+                raise self.error(where, f"forward returns a {type(item.value).__name__}", "return tensors, tuples, lists, dicts or Python scalars")
             if item is V.UNDEF:
                 raise self.error(where, "forward does not return a value on every path")
             outputs.append(self.builder.materialize(item))
@@ -510,10 +514,16 @@ class FunctionCompiler:
             other = self._nested_lists_for_join(other, mine, build=False)
         if isinstance(mine, V.Tup) or isinstance(other, V.Tup):
             if other is not V.UNDEF and not V.same_structure(mine, other):
+                dicts = [v.kind.keys for v in (mine, other) if isinstance(v, V.Tup) and isinstance(v.kind, V.DictKind)]
+                if len(dicts) == 2 and set(dicts[0]) != set(dicts[1]):
+                    raise self.error(
+                        None, f"{_describe(name)} is a dict with keys {list(dicts[0])} on one path and {list(dicts[1])} on another",
+                        "give it the same keys on every path (`out['aux'] = None` where there is no value)",
+                    )
                 raise self.error(
                     None,
                     f"{_describe(name)} has a different structure on different paths",
-                    "return/assign the same tuple or list shape on every path "
+                    "return/assign the same tuple, list or dict shape on every path "
                     "(only a list holding just tensors may change length at runtime)",
                 )
             return [self._materialize(l, name) for l in V.leaves(mine)], mine
@@ -658,13 +668,9 @@ class FunctionCompiler:
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and lists.is_list(env.get(target.value.id)):
             lists.store(self, target, value, env)
             return
-        held = env.get(target.value.id) if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) else None
-        if isinstance(held, V.Const) and isinstance(held.value, dict):
-            raise self.error(
-                target, f"`{source_text(target)} = ...` changes a dict in forward",
-                "DyCL keeps only dicts built whole: collect the values in variables and build the dict "
-                f"once they are final (`{target.value.id} = {{...}}`), or keep tensors in a tuple",
-            )
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and lists.is_dict(env.get(target.value.id)):
+            lists.dict_store(self, target, value, env)
+            return
         raise self.error(target, "assignment to an attribute or item", "assign to a local variable (module state cannot change in forward)")
 
     def _list_value(self, value: V.Tup) -> V.EnvValue:
@@ -793,6 +799,8 @@ class FunctionCompiler:
         self._refuse_identity_test(expr, env)
         if isinstance(expr, ast.List) and not expr.elts:
             return V.Tup((), "list")  # becomes a runtime list once assigned
+        if isinstance(expr, ast.Dict) and any(isinstance(v, ast.List) for v in expr.values):
+            return self.host_Dict(expr, env)  # `{"h": [], "c": []}`: lists that may grow
         constant = self._try_constant(expr, env)
         if constant is not V.MISSING:
             return V.Const(constant)
@@ -896,7 +904,7 @@ class FunctionCompiler:
         code = compile(ast.Expression(_located(expr)), self.scope.source.file, "eval")
         try:
             value = eval(code, self.scope.namespace, local)
-            if isinstance(value, (range, enumerate, zip, reversed, map)):
+            if isinstance(value, (range, enumerate, zip, reversed, map, type({}.items()), type({}.keys()), type({}.values()))):
                 value = list(value)
         except Exception:
             return V.MISSING
@@ -1045,6 +1053,8 @@ class FunctionCompiler:
         structural = False
         if iterable is V.MISSING:
             iterable = self.try_structure(node.iter, env)  # `for l in lengths` (a list input)
+            if isinstance(iterable, dict):  # `for key in outputs`: its keys
+                iterable = list(iterable)
             structural = isinstance(iterable, (list, tuple))
             if not structural:
                 iterable = V.MISSING  # a tensor or runtime list: not a structure to unroll
@@ -1090,7 +1100,7 @@ class FunctionCompiler:
         iterator would see at each step, which unrolling over the items at the start does not."""
         iterated = {name for name in names_read(node.iter) if lists.is_list(env.get(name))}
         for sub in (n for stmt in node.body for n in ast.walk(stmt)):
-            receiver = sub.func.value if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in LIST_MUTATORS else None
+            receiver = sub.func.value if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in MUTATING_METHODS else None
             if isinstance(sub, ast.Delete):
                 receiver = next((t.value for t in sub.targets if isinstance(t, ast.Subscript)), None)
             if isinstance(receiver, ast.Name) and receiver.id in iterated:
@@ -1867,7 +1877,8 @@ class FunctionCompiler:
         if isinstance(value, V.Tup):
             return V.Tup(tuple(self._after_mutation(i, name, new_values, changed, stmt, strict, views) for i in value.items), value.kind)
         if isinstance(value, V.Maybe):
-            return V.Maybe(value.present, self._after_mutation(value.value, name, new_values, changed, stmt, strict, views))
+            inner = self._after_mutation(value.value, name, new_values, changed, stmt, strict, views)
+            return value if inner is value.value else V.Maybe(value.present, inner)
         if not isinstance(value, V.Dyn):
             return value
         if value.value in new_values:
@@ -2168,6 +2179,10 @@ class FunctionCompiler:
 
     def host_Compare(self, expr: ast.Compare, env) -> V.EnvValue:
         operands = [self.expression(e, env) for e in [expr.left, *expr.comparators]]
+        if len(operands) == 2 and type(expr.ops[0]) in (ast.In, ast.NotIn) and isinstance(operands[0], V.Const) and (
+            isinstance(operands[1], V.Tup) and isinstance(operands[1].kind, V.DictKind)
+        ):  # `"aux" in outputs`: its keys are known here
+            return V.Const((operands[0].value in operands[1].kind.keys) == isinstance(expr.ops[0], ast.In))
         if len(operands) == 2 and type(expr.ops[0]) in (ast.Is, ast.IsNot) and any(isinstance(o, V.Maybe) for o in operands):
             return self.is_none_test(expr, operands)
         if any(host_expressions.is_tensor(o) for o in operands):
@@ -2311,6 +2326,8 @@ class FunctionCompiler:
         holder = self.expression(expr.value, env)
         if not (lists.is_list(holder) or isinstance(holder, V.Tup) or isinstance(holder, V.Const) and isinstance(holder.value, tuple)):
             return host_numpy.mark(self._apply(expr, env, host_expressions.known_values([expr.value], [holder])), [holder])
+        if isinstance(holder, V.Tup) and isinstance(holder.kind, V.DictKind):
+            return self._dict_item(expr, holder, self.expression(expr.slice, env))
         key = lists.subscript_key(self, expr.slice, env)
         ops = lists.ListOps(self, expr, f"`{source_text(expr)}`")
         if isinstance(holder, V.Tup) and holder.kind != "list":  # a tuple: items known
@@ -2325,6 +2342,32 @@ class FunctionCompiler:
         if not (isinstance(holder, V.Dyn) and V.is_list_type(holder.type)):
             return self._runtime_index_into_known(expr, env, holder, key)
         return self._runtime_item(expr, holder, key)
+
+    def _dict_item(self, expr: ast.Subscript, holder: V.Tup, key: V.EnvValue) -> V.EnvValue:
+        """`d[key]` of a dict whose keys are known here."""
+        if not isinstance(key, V.Const):
+            raise self.error(expr, f"`{source_text(expr)}` reads a dict at a key computed at runtime", "pick the item with an `if` on the key")
+        if key.value not in holder.kind.keys:
+            raise self.error(expr, f"`{source_text(expr)}`: KeyError: {key.value!r} (the dict has {', '.join(map(repr, holder.kind.keys)) or 'no keys'})")
+        return holder.items[holder.kind.keys.index(key.value)]
+
+    def host_Dict(self, expr: ast.Dict, env) -> V.EnvValue:
+        """`{"logits": y, "exit": k}` with keys known here (a `**d` spreads a dict's items)."""
+        entries: dict = {}
+        for key_node, value_node in zip(expr.keys, expr.values):
+            value = self.expression(value_node, env)
+            if key_node is None:
+                if isinstance(value, V.Const) and type(value.value) is dict:
+                    value = V.Tup(tuple(V.Const(v) for v in value.value.values()), V.DictKind(tuple(value.value)))
+                if not (isinstance(value, V.Tup) and isinstance(value.kind, V.DictKind)):
+                    raise self.error(value_node, f"`**{source_text(value_node)}` spreads a {V.kind_of(value)} into a dict")
+                entries.update(zip(value.kind.keys, value.items))
+                continue
+            key = self._try_constant(key_node, env)
+            if key is V.MISSING or type(key) not in (str, int):
+                raise self.error(key_node, f"a dict key `{source_text(key_node)}` that is not a str or int known when the model is imported", "key the dict by constant strs or ints")
+            entries[key] = value
+        return V.Tup(tuple(entries.values()), V.DictKind(tuple(entries)))
 
     def _runtime_index_into_known(self, expr: ast.Subscript, env, holder, key) -> V.EnvValue:
         """A list or tuple whose items are known here, read at a runtime index: on the host
@@ -2503,8 +2546,10 @@ class FunctionCompiler:
         return failure
 
     def error(self, node, construct: str, hint: str = "") -> FrontendError:
-        """Located at `node`, or at the `if` being joined when the problem is a join."""
-        return self.scope.source.error(node if node is not None else self._join_node, construct, hint)
+        """Located at `node`, or at the `if` being joined when the problem is a join; the
+        frontend's own names (an inlined helper's locals) as the user wrote them."""
+        where = node if node is not None else self._join_node
+        return self.scope.source.error(where, desugar.display_name(construct), desugar.display_name(hint))
 
 
 @dataclass

@@ -615,10 +615,11 @@ def rebind(c, env: dict, name: str | None, old, new, node, what: str) -> None:
     if isinstance(old, V.Const):
         owner = module_state_owner(c, old.value)
         if owner is not None:
+            kind = type(old.value).__name__
             raise c.error(
                 node,
-                f"{what} changes `{owner}`, a list that is module state",
-                f"module state must not change in forward: copy it first (`{name or 'items'} = list({owner})`)",
+                f"{what} changes `{owner}`, a {kind} that is module state",
+                f"module state must not change in forward: copy it first (`{name or 'items'} = {kind}({owner})`)",
             )
         holder = _dict_holding(env, old.value)
         if holder is not None:
@@ -768,7 +769,7 @@ def _same_list(value, old) -> bool:
         return True
     return (
         isinstance(value, V.Const) and isinstance(old, V.Const)
-        and isinstance(old.value, list) and value.value is old.value
+        and isinstance(old.value, (list, dict)) and value.value is old.value
     )
 
 
@@ -801,7 +802,7 @@ def _contains(container, obj, depth: int = 0) -> bool:
 
 def module_state_owner(c, obj) -> str | None:
     """`self.<name>` (or a global's name) when `obj` is held by the model or the module namespace."""
-    if not isinstance(obj, list):
+    if not isinstance(obj, (list, dict)):
         return None
     for prefix, module in c.model.named_modules():
         for attr, value in vars(module).items():
@@ -910,6 +911,58 @@ def store(c, target: ast.Subscript, item, env: dict) -> None:
     rebind(c, env, name, holder, new, target, what)
 
 
+def is_dict(value) -> bool:
+    """A dict value: built here with runtime items, or a Python dict known here."""
+    return (isinstance(value, V.Tup) and isinstance(value.kind, V.DictKind)) or (
+        isinstance(value, V.Const) and type(value.value) is dict
+    )
+
+
+def _dict_entries(c, holder, node, what: str) -> dict:
+    if isinstance(holder, V.Tup):
+        return dict(zip(holder.kind.keys, holder.items))
+    if not all(type(k) in (str, int) for k in holder.value):
+        raise c.error(node, f"{what} on a dict keyed by {', '.join(sorted({type(k).__name__ for k in holder.value}))}", "key it by strs or ints")
+    return {k: V.Const(v) for k, v in holder.value.items()}
+
+
+def _dict_key(c, node: ast.expr, env, what: str):
+    key = c.expression(node, env)
+    if not (isinstance(key, V.Const) and type(key.value) in (str, int)):
+        raise c.error(node, f"{what} with a key that is not a str or int known when the model is imported", "key the dict by constant strs or ints")
+    return key.value
+
+
+def dict_store(c, target: ast.Subscript, item, env: dict) -> None:
+    """`name[key] = item` on a dict: a new dict value for every alias (a new key goes last)."""
+    name = target.value.id
+    holder = env[name]
+    what = f"`{source_text(target)} = ...`"
+    entries = _dict_entries(c, holder, target, what)
+    entries[_dict_key(c, target.slice, env, what)] = item
+    rebind(c, env, name, holder, _dict_value(entries), target, what)
+
+
+def dict_delete(c, target: ast.Subscript, env: dict) -> None:
+    """`del name[key]` on a dict."""
+    name = target.value.id
+    holder = env[name]
+    what = f"`del {source_text(target)}`"
+    entries = _dict_entries(c, holder, target, what)
+    key = _dict_key(c, target.slice, env, what)
+    if key not in entries:
+        raise c.error(target, f"{what}: KeyError: {key!r}")
+    del entries[key]
+    rebind(c, env, name, holder, _dict_value(entries), target, what)
+
+
+def _dict_value(entries: dict) -> V.EnvValue:
+    """A new dict value: a Python dict when every item is known here (`cfg["shift"] = 1.0`)."""
+    if all(isinstance(v, V.Const) for v in entries.values()):
+        return V.Const({k: v.value for k, v in entries.items()})
+    return V.Tup(tuple(entries.values()), V.DictKind(tuple(entries)))
+
+
 def delete(c, stmt: ast.Delete, env: dict) -> None:
     """`del name` (unbinds it) or `del name[key]` (a new list value for every alias)."""
     (target,) = stmt.targets
@@ -924,6 +977,9 @@ def delete(c, stmt: ast.Delete, env: dict) -> None:
     holder = env.get(name, V.UNDEF)
     if holder is V.UNDEF:
         raise c.error(target, f"`{name}` may be used before it is assigned")
+    if is_dict(holder) and isinstance(target.value, ast.Name):
+        dict_delete(c, target, env)
+        return
     if not is_list(holder):
         kind = V.kind_of(holder)
         hint = (

@@ -73,7 +73,7 @@ def _written_by(sub: ast.AST) -> set[str]:
             # Its early return is lowered (when the loop is compiled) into assignments
             # of the enclosing return target: a loop around it must carry those.
             found |= sub.returns.written()
-    elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in LIST_MUTATORS:
+    elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in MUTATING_METHODS:
         # `outputs.append(t)` rebinds the host list value; `rows[0].append(t)` the value of
         # `rows`, which holds the changed list
         root = sub.func.value
@@ -121,8 +121,9 @@ def _attribute_variable(node: ast.AST) -> str | None:
     return getattr(node, "dycl_local", None) if isinstance(node, ast.Attribute) else None
 
 
-# Methods that change a list in place: on host lists they produce a new list value.
-LIST_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear"}
+# Methods that change a list or dict in place (their receiver is written): on host lists and
+# dicts they produce a new value.
+MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"}
 
 
 def written_in(stmts: Iterable[ast.stmt]) -> set[str]:

@@ -82,12 +82,12 @@ def changes_an_argument_list(fdef: ast.FunctionDef) -> bool:
     """Whether the function changes a list it was passed (`outs.append(h)`, `outs[0] = h`,
     `del outs[-1]` on a parameter): the caller sees that change, so the function is inlined
     rather than run inside a captured block, where it would change a copy."""
-    from dycl.frontend.liveness import LIST_MUTATORS
+    from dycl.frontend.liveness import MUTATING_METHODS
 
     params = {a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs)}
     for node in ast.walk(fdef):
         target = None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LIST_MUTATORS:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATING_METHODS:
             target = node.func.value
         elif isinstance(node, (ast.Assign, ast.Delete)):
             target = next((t for t in node.targets if isinstance(t, ast.Subscript)), None)

@@ -17,13 +17,13 @@ from dycl.frontend import aliases, lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
-from dycl.frontend.liveness import LIST_MUTATORS
+from dycl.frontend.liveness import MUTATING_METHODS
 
 
 def changes_a_list_named(stmt: ast.stmt, names: set[str]) -> bool:
     value = stmt.value if isinstance(stmt, ast.Expr) else None
     return (
-        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in LIST_MUTATORS
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MUTATING_METHODS
         and isinstance(value.func.value, ast.Name) and value.func.value.id in names
     )
 
@@ -238,8 +238,7 @@ def is_packing(value: ast.expr) -> bool:
 def substitute(value, example_of_leaf):
     """The Python value a run receives for `value`; `example_of_leaf(dyn)` gives its leaves."""
     if isinstance(value, V.Tup):
-        items = [substitute(i, example_of_leaf) for i in value.items]
-        return items if value.kind == "list" else tuple(items)
+        return V.python_container(value, [substitute(i, example_of_leaf) for i in value.items])
     if isinstance(value, V.Dyn):
         return example_of_leaf(value)
     if isinstance(value, V.Const):
@@ -248,18 +247,19 @@ def substitute(value, example_of_leaf):
 
 
 def example_value(value, made: dict[int, Any], lists: dict[int, V.Tup]):
-    """What the example run gets for `value`: one Python list per list value (`made`, by id),
-    each noted in `lists` (id of the Python list -> the value) so that a result that is one of
-    them is that very value again."""
+    """What the example run gets for `value`: one Python list (dict) per list (dict) value
+    (`made`, by id), each noted in `lists` (id of the Python container -> the value) so that a
+    result that is one of them is that very value again."""
     if isinstance(value, V.Tup):
         if id(value) in made:
             return made[id(value)]
         items = [example_value(item, made, lists) for item in value.items]
-        if value.kind != "list":
+        if value.kind == "tuple":
             return tuple(items)
-        made[id(value)] = items
-        lists[id(items)] = value
-        return items
+        container = V.python_container(value, items)  # a list or a dict, one per value
+        made[id(value)] = container
+        lists[id(container)] = value
+        return container
     return V.example_of(value)
 
 
@@ -274,7 +274,7 @@ def tups_of(converted, original):
 def to_env_value(structured, builder, example, lists: dict[int, V.Tup], inputs: dict[int, V.Tup] | None = None,
                   renewed: list | None = None) -> V.EnvValue:
     """The run's results as environment values; `example` is what the example run returned,
-    whose Python lists say which results are one list (`g = groups[0]`: `g` and the item of
+    whose Python lists (and dicts) say which results are one list (`g = groups[0]`: `g` and the item of
     `groups` are one list value). `lists` starts with the run's input lists (`inputs`): a
     result that is one of them is a new version of that list (its items may have been
     computed again), listed in `renewed` (old value, new value) for its holders."""
@@ -292,10 +292,20 @@ def to_env_value(structured, builder, example, lists: dict[int, V.Tup], inputs: 
                 renewed.append((known, new))
             lists[id(example)] = new
         return lists[id(example)]
-    if isinstance(structured, dict):
-        if all(isinstance(v, V.Const) for v in structured.values()):
+    if isinstance(structured, dict) and isinstance(example, dict):
+        known = lists.get(id(example))
+        if known is None and all(isinstance(v, V.Const) for v in structured.values()):
             return V.Const({k: v.value for k, v in structured.items()})
-        raise FrontendError("a dict of tensors", "use tuples")
+        if known is None or (id(example) in inputs and known is inputs[id(example)]):
+            keys = tuple(structured)
+            if not all(type(k) in (str, int) for k in keys):
+                raise FrontendError(f"a dict of runtime values with keys {keys!r}", "key it by strs or ints")
+            items = (to_env_value(structured[k], builder, example[k], lists, inputs, renewed) for k in keys)
+            new = V.Tup(tuple(items), V.DictKind(keys))
+            if known is not None:
+                renewed.append((known, new))
+            lists[id(example)] = new
+        return lists[id(example)]
     return V.Const(structured)
 
 

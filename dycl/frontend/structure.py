@@ -20,6 +20,7 @@ from dycl.frontend import values as V
 
 # Builtins that only look at the structure of their arguments.
 STRUCTURAL_CALLS = frozenset({"len", "range", "enumerate", "zip", "reversed", "list", "tuple"})
+DICT_VIEWS = frozenset({"items", "keys", "values"})
 
 
 class Leaf:
@@ -35,6 +36,8 @@ def is_structural(expr: ast.expr) -> bool:
     """Only names, attributes, subscripts, constants and calls of structural builtins."""
     for node in ast.walk(expr):
         if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in DICT_VIEWS and not (node.args or node.keywords):
+                continue  # `d.items()`: a dict's keys are known, its values are tokens
             if not (isinstance(node.func, ast.Name) and node.func.id in STRUCTURAL_CALLS):
                 return False
         elif not isinstance(
@@ -58,6 +61,16 @@ class ListToken(list):
         self.origin = origin
 
 
+class DictToken(dict):
+    """Stands for a dict value (`V.Tup` of a `DictKind`): `d["logits"]` is its item's value."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, items, origin: V.Tup):
+        super().__init__(items)
+        self.origin = origin
+
+
 def tokens(value: V.EnvValue, memo: dict[int, Any] | None = None) -> Any:
     """The Python value an expression sees: constants as they are, runtime leaves as tokens.
     `memo` (id of a value -> its token) makes one list value one Python list wherever it occurs."""
@@ -68,17 +81,22 @@ def tokens(value: V.EnvValue, memo: dict[int, Any] | None = None) -> Any:
         if id(value) in memo:
             return memo[id(value)]
         items = [tokens(item, memo) for item in value.items]
-        token = ListToken(items, value) if value.kind == "list" else tuple(items)
+        if isinstance(value.kind, V.DictKind):
+            token = DictToken(zip(value.kind.keys, items), value)
+        else:
+            token = ListToken(items, value) if value.kind == "list" else tuple(items)
         memo[id(value)] = token
         return token
     return Leaf(value)
 
 
 def has_leaf(obj: Any) -> bool:
-    if isinstance(obj, (Leaf, ListToken)):
+    if isinstance(obj, (Leaf, ListToken, DictToken)):
         return True
     if isinstance(obj, (list, tuple)):
         return any(has_leaf(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(has_leaf(o) for o in obj.values())
     return False
 
 
@@ -94,8 +112,10 @@ def env_value(obj: Any) -> Any:
     value without tokens stays a plain Python value (bound as a constant)."""
     if isinstance(obj, Leaf):
         return obj.value
-    if isinstance(obj, ListToken):
+    if isinstance(obj, (ListToken, DictToken)):
         return obj.origin
+    if isinstance(obj, dict) and has_leaf(obj):
+        return V.Tup(tuple(as_env_value(o) for o in obj.values()), V.DictKind(tuple(obj)))
     if isinstance(obj, (list, tuple)) and has_leaf(obj):
         return V.Tup(tuple(as_env_value(o) for o in obj), "list" if isinstance(obj, list) else "tuple")
     return obj

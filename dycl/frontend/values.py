@@ -4,7 +4,8 @@ Every variable is one of:
 - `Const`: known when importing (module configuration, literals, loop targets over modules);
 - `Dyn`: an IR value of the host function, with an *example* value that has the right type
   (DyCL runs every block on its predecessors' example outputs, whichever way a condition goes);
-- `Tup`: a Python tuple whose items are themselves values (tuples never become IR values);
+- `Tup`: a Python tuple, list display or dict whose items are themselves values (they never
+  become IR values);
 - `UNDEF`: not assigned on this path yet (joins materialise a typed placeholder for it).
 
 IR types are the torch dialect's xDSL attributes (`ValueTensorType`, `IntType()` ...), the
@@ -44,11 +45,31 @@ class Dyn:
 
 
 @dataclass(frozen=True)
+class DictKind:
+    """The kind of a `Tup` that is a Python dict: its keys (constants), in insertion order."""
+
+    keys: tuple
+
+    def __str__(self) -> str:
+        return "dict"
+
+
+@dataclass(frozen=True)
 class Tup:
-    """A Python tuple (or, with kind="list", a list display used as an operand)."""
+    """A Python tuple (or, with kind="list", a list display used as an operand; with a
+    `DictKind`, a dict whose items are the values of its keys)."""
 
     items: tuple
-    kind: str = "tuple"
+    kind: str | DictKind = "tuple"
+
+
+def python_container(value: Tup, items: list):
+    """`items` (already converted) in the container `value` is: a list, a dict or a tuple."""
+    if value.kind == "list":
+        return items
+    if isinstance(value.kind, DictKind):
+        return dict(zip(value.kind.keys, items))
+    return tuple(items)
 
 
 @dataclass(frozen=True)
@@ -187,6 +208,8 @@ def kind_of(value: EnvValue, detailed: bool = False) -> str:
             return "list"
         return scalar_name(value.type) or "other"
     if isinstance(value, Tup):
+        if isinstance(value.kind, DictKind):
+            return f"dict {value.kind.keys}" if detailed else "dict"
         return f"{value.kind} {len(value.items)}" if detailed else value.kind
     if isinstance(value, Maybe):
         return "optional"
@@ -235,8 +258,7 @@ def example_of(value: EnvValue) -> Any:
     if isinstance(value, Dyn):
         return value.example
     if isinstance(value, Tup):
-        items = [example_of(item) for item in value.items]
-        return items if value.kind == "list" else tuple(items)
+        return python_container(value, [example_of(item) for item in value.items])
     if isinstance(value, Maybe):
         return example_of(value.value) if example_of(value.present) else None
     raise ValueError("an undefined variable has no example value")
@@ -248,7 +270,9 @@ def same_value(a, b) -> bool:
     if isinstance(a, Const) and isinstance(b, Const):
         return type(a.value) is type(b.value) and (a.value is b.value or _safe_eq(a.value, b.value))
     if isinstance(a, Tup) and isinstance(b, Tup):
-        return len(a.items) == len(b.items) and all(same_value(x, y) for x, y in zip(a.items, b.items))
+        return a.kind == b.kind and len(a.items) == len(b.items) and all(same_value(x, y) for x, y in zip(a.items, b.items))
+    if isinstance(a, Maybe) and isinstance(b, Maybe):
+        return same_value(a.present, b.present) and same_value(a.value, b.value)
     return False
 
 

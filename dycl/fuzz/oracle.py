@@ -244,6 +244,10 @@ def _leaves(value):
         yield ("seq", len(value), type(value).__name__)
         for item in value:
             yield from _leaves(item)
+    elif isinstance(value, dict):
+        yield ("dict", tuple(value))
+        for item in value.values():
+            yield from _leaves(item)
     else:
         yield value
 

@@ -214,4 +214,6 @@ def _to_torch(value: Any) -> Any:
         return tuple(_to_torch(v) for v in value)
     if isinstance(value, list):
         return [_to_torch(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_torch(v) for k, v in value.items()}
     return value

@@ -1,6 +1,7 @@
 """The model's return structure rebuilt from a host function's flat results, as the func
 attribute `dycl.output_tree` (the artifact's manifest keeps a copy) describes it: a result
-index, `{"tuple": [...]}`, `{"list": [...]}`, `{"none": []}` for a returned None, and
+index, `{"tuple": [...]}`, `{"list": [...]}`, `{"dict": [[key, tree], ...]}`, `{"none": []}`
+for a returned None, and
 `{"optional": [k, tree]}` for a value that is None where result `k` (a bool) is false.
 No tree at all means the function's one result, or the tuple of several."""
 
@@ -25,4 +26,6 @@ def unflatten(tree: Any, results: Sequence[Any]) -> Any:
         return tuple(unflatten(sub, results) for sub in tree["tuple"])
     if "list" in tree:
         return [unflatten(sub, results) for sub in tree["list"]]
+    if "dict" in tree:
+        return {key: unflatten(sub, results) for key, sub in tree["dict"]}
     raise ValueError(f"bad output tree node {tree!r}")

@@ -45,7 +45,10 @@ def if_ops(program) -> list:
 
 
 def max_abs_error(expected, actual) -> float:
-    """Max abs difference over matching structures (tensors, scalars, tuples, lists)."""
+    """Max abs difference over matching structures (tensors, scalars, tuples, lists, dicts)."""
+    if isinstance(expected, dict):
+        assert type(actual) is dict and list(expected) == list(actual), (expected.keys(), actual)
+        return max([max_abs_error(expected[k], actual[k]) for k in expected], default=0.0)
     if isinstance(expected, (tuple, list)):
         assert type(expected) is type(actual), (type(expected), type(actual))
         assert len(expected) == len(actual)

@@ -197,9 +197,12 @@ class DelTensorItem(nn.Module):
 
 class DelDictItem(nn.Module):
     def forward(self, x):
-        d = {"a": 1, "b": 2}
-        del d["a"]  # REFUSED
-        return x * d["b"]
+        d = {"a": 1, "b": 2, "h": x}
+        del d["a"]
+        if x.sum() > 0:
+            del d["h"]
+            d["h"] = x * 2
+        return x * d["b"], d
 
 
 class DelOutOfRange(nn.Module):
@@ -215,12 +218,15 @@ class DelOutOfRange(nn.Module):
         (DelAttribute, "`del self.cache[0]` in forward", "module state"),
         (DelNested, "`del rows[0][1]`", "inner = rows[0]"),
         (DelTensorItem, "TypeError: Tensor does not support deleting items", None),
-        (DelDictItem, "`del d['a']` on a dict", "build a new one"),
         (DelOutOfRange, "IndexError", "shorter"),
     ],
 )
 def test_del_that_cannot_keep_its_meaning_is_refused(cls, construct, hint):
     refused(cls(), (torch.randn(1, 8),), construct, marked_line(cls), hint)
+
+
+def test_del_of_a_dict_item():
+    check_paths(DelDictItem(), [(torch.ones(1, 8),), (-torch.ones(1, 8),)])
 
 
 class DelBeforeAssign(nn.Module):

@@ -452,6 +452,44 @@ class MultiHeadAnyMaxKey(nn.Module):
         return images([(0, 1.0), (0, 30.0), (1, 30.0), (3, 30.0)])
 
 
+class ExitOutputsDict(nn.Module):
+    """Outputs in dicts, as HuggingFace-style multi-exit code keeps them: `outputs = {}`
+    filled per exit with `outputs[f"exit{i}"] = ...` through `getattr` by formatted name,
+    and `{"logits": ..., "exit_layer": i, "confidence": conf}` returned at the exit."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('dict', 'getattr-format', 'early-return', 'mixed-return')
+
+    def __init__(self, num_classes=10, threshold=0.5):
+        super().__init__()
+        for i in range(3):
+            setattr(self, 'stage{}'.format(i), conv_bn(3 if i == 0 else 8, 8))
+            setattr(self, 'exit{}'.format(i), pooled_head(8, num_classes))
+        self.threshold = threshold
+
+    def forward(self, x):
+        outputs = {}
+        for i in range(3):
+            x = getattr(self, 'stage{}'.format(i))(x)
+            outputs[f"exit{i}"] = getattr(self, 'exit{}'.format(i))(x)
+            conf = F.softmax(outputs[f"exit{i}"], 1).max()
+            if conf > self.threshold and i < 2:
+                return {"logits": outputs[f"exit{i}"], "exit_layer": i, "confidence": conf}
+        return {"logits": outputs["exit2"], "exit_layer": 2, "confidence": conf}
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output["exit_layer"]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 30.0), (1, 30.0), (2, 10.0), (3, 3.0)])
+
+
 MODELS = [
     SDNConfidence,
     SDNNumpyArgmax,
@@ -464,4 +502,5 @@ MODELS = [
     NpWhereExit,
     ExitConfHistory,
     MultiHeadAnyMaxKey,
+    ExitOutputsDict,
 ]

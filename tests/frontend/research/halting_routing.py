@@ -421,6 +421,53 @@ class ACTConstantLSTM(nn.Module):
         return images([(0, 1.0), (2, 3.0), (10, 10.0), (13, 1.0), (58, 30.0)], shape=(1, 1, 8))
 
 
+class MoEExpertDict(nn.Module):
+    """Experts in an `nn.ModuleDict`, their outputs in a dict comprehension over
+    `.items()`, the gate weights read by name; a confident gate routes to one expert and
+    returns early, with the routing decision in the returned dict."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('dict', 'list-comp', 'early-return')
+
+    def __init__(self):
+        super().__init__()
+        self.names = ["conv", "mlp", "skip"]
+        self.gate = nn.Linear(8, 3)
+        self.experts = nn.ModuleDict({
+            "conv": nn.Sequential(nn.Linear(8, 8), nn.Tanh()),
+            "mlp": nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8)),
+            "skip": nn.Identity(),
+        })
+
+    def forward(self, x):
+        probs = F.softmax(self.gate(x), 1)
+        weights = {name: probs[:, i:i + 1] for i, name in enumerate(self.names)}
+        if probs.max() > 0.9:
+            k = int(probs.argmax())
+            if k == 0:
+                out = self.experts["conv"](x)
+            elif k == 1:
+                out = self.experts["mlp"](x)
+            else:
+                out = self.experts["skip"](x)
+            return {"out": out * probs.max(), "routed": k}
+        outs = {name: expert(x) for name, expert in self.experts.items()}
+        mixed = sum([weights[name] * outs[name] for name in self.names])
+        return {"out": mixed, "routed": -1}
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output["routed"]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 0.3), (1, 20.0), (3, 20.0), (5, 20.0), (7, 20.0)], shape=(1, 8))
+
+
 MODELS = [
     ACTHalting,
     ACTNoGradLSTM,
@@ -433,4 +480,5 @@ MODELS = [
     SharedExpertGate,
     RoutingSelfAttribute,
     ACTConstantLSTM,
+    MoEExpertDict,
 ]

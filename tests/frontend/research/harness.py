@@ -65,6 +65,7 @@ CONSTRUCTS = {
     "getattr-format": "`getattr(self, 'group{}_layer{}'.format(g, i))` in nested loops",
     "early-return": "`return` inside a loop",
     "mixed-return": "a return mixing tensors, ints and bools",
+    "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}
 
@@ -114,9 +115,13 @@ def _normalize(value):
 
 
 def max_error(expected, actual, where: str = "output") -> float:
-    """Max abs difference of tensor leaves; containers must match in kind and length, tensors
+    """Max abs difference of tensor leaves; containers must match in kind and length (dicts in
+    keys and their order), tensors
     in shape and dtype, Python scalars in type and value."""
     expected, actual = _normalize(expected), _normalize(actual)
+    if isinstance(expected, dict):
+        assert type(actual) is dict and list(actual) == list(expected), f"{where}: expected keys {list(expected)}, got {actual!r}"
+        return max([max_error(e, actual[k], f"{where}[{k!r}]") for k, e in expected.items()], default=0.0)
     if isinstance(expected, (tuple, list)):
         assert isinstance(actual, (tuple, list)) and type(actual) is type(expected), (
             f"{where}: expected a {type(expected).__name__}, got {type(actual).__name__}: {actual!r}"
