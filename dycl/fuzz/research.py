@@ -99,6 +99,9 @@ FORMS = (
     # one list held in several places (items of a list, a tuple, an alias, `+=`), changed
     # through one of them under a runtime condition
     "list_alias",
+    # a dict of runtime values: filled item by item, aliased, updated or iterated, changed
+    # under a runtime condition
+    "dict_state",
     # a list of Python ints as forward's second argument
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
@@ -132,11 +135,13 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
+    "dict_state": 0.5,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
     "view_store": 1, "view_of_changed": 1, "decode_array": 1, "optional_aux": 1, "list_alias": 1,
+    "dict_state": 1,
 }
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
@@ -266,6 +271,33 @@ class Researcher:
         return [Research(f"{groups} = [[{s} * 1.0], [{s} * 0.5]]", form),
                 For(2, [If([(self.a_cond(stage), [Research(f"{g}.append({new_item})", form)])])], header=f"for {g} in {groups}:"),
                 Research(f"x = x * (1.0 + 0.1 * len({groups}[0]) + 0.2 * len({groups}[1])) + 0.1 * {fold(f'{groups}[1][-1]')}", form)]
+
+    def dict_state(self, stage: str, fold) -> list[Stmt]:
+        """A dict of runtime values, keys known at import (`outs = {}; outs["a"] = ...`, an
+        alias changed in a branch, `.update` and `.items()`, `del`), changed under a runtime
+        condition; every path keeps the same keys."""
+        r, s, form = self.rng, self.summary[stage], "dict_state"
+        new_item = r.choice([f"torch.tanh({s})", f"{s} * 0.5", f"F.softmax({s}, -1)"])
+        kind = r.randrange(4)
+        if kind == 0:  # filled item by item, one item replaced in a branch
+            outs = self.fresh("results")
+            return [Research(f"{outs} = {{}}\n{outs}['early'] = {s} * 0.5\n{outs}['steps'] = 1", form),
+                    If([(self.a_cond(stage), [Research(f"{outs}['early'] = {new_item}\n{outs}['steps'] = {outs}['steps'] + 1", form)])]),
+                    Research(f"x = x * (1.0 + 0.1 * {outs}['steps']) + 0.1 * {fold(f'{outs}[{chr(39)}early{chr(39)}]')}", form)]
+        if kind == 1:  # two names for one dict
+            d, e = self.fresh("d"), self.fresh("e")
+            return [Research(f"{d} = {{'h': {s} * 1.0, 'n': 0}}\n{e} = {d}", form),
+                    If([(self.a_cond(stage), [Research(f"{e}['h'] = {new_item}\n{e}['n'] += 1", form)])]),
+                    Research(f"x = x * (1.0 + 0.1 * {d}['n']) + 0.1 * {fold(f'{d}[{chr(39)}h{chr(39)}]')}", form)]
+        if kind == 2:  # dict(...), .update in a branch, a loop over .items()
+            feats, k, v = self.fresh("feats"), self.fresh("k"), self.fresh("v")
+            return [Research(f"{feats} = dict(a=torch.tanh({s}), b={s} * 0.5)", form),
+                    If([(self.a_cond(stage), [Research(f"{feats}.update(b={new_item})", form)])]),
+                    Research(f"for {k}, {v} in {feats}.items():\n    x = x + 0.05 * {fold(v)}", form)]
+        d = self.fresh("d")  # an item deleted and put back in a branch (the keys keep their order)
+        return [Research(f"{d} = {{'a': {s} * 1.0, 'b': {new_item}}}", form),
+                If([(self.a_cond(stage), [Research(f"del {d}['b']\n{d}['b'] = {s} * 2.0", form)])]),
+                Research(f"x = x + 0.1 * {fold(f'({d}[{chr(39)}a{chr(39)}] + {d}[{chr(39)}b{chr(39)}])')}", form)]
 
     def form(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:
         r, w = self.rng, self.width
@@ -411,6 +443,8 @@ class Researcher:
                     Research(use, form)]
         if form == "list_alias":
             return self.list_alias(stage, fold)
+        if form == "dict_state":
+            return self.dict_state(stage, fold)
         if form == "decode_array":
             toks, ids = self.fresh("toks"), self.fresh("ids")
             body = [Research(self.layer(stage), form), Research(f"{toks}.append({s}.argmax())", form)]

@@ -360,6 +360,10 @@ RESEARCH_SPELLINGS = {
     "pair = (acc, c), then pair[0].append in an if": r"(pair\d+) = \(acc\d+, 0\.5\)\n\s*if .*:\n\s+\1\[0\]\.append\(",
     "b = a, then b += [...]": r"(b\d+) = a\d+\n(.*\n)*?\s+\1 \+= \[",
     "for g in groups: g.append in an if": r"for (g\d+) in groups\d+:\n\s+if .*:\n\s+\1\.append\(",
+    "results = {}, then results['early'] = ... in an if": r"(results\d+) = \{\}\n(.*\n)*?\s+\1\['early'\] = ",
+    "e = d, then e['h'] = ... in an if": r"(e\d+) = d\d+\n\s*if .*:\n\s+\1\['h'\] = ",
+    "feats.update(...) in an if, then .items()": r"(feats\d+)\.update\(b=(.*\n)*?\s*for k\d+, v\d+ in \1\.items\(\):",
+    "del d['b'] in an if": r"del d\d+\['b'\]",
 }
 
 
