@@ -437,6 +437,10 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     "torch.aten.tensor.int": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.float": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.bool": "np.array(a, dtype=dtype)",
+    # filled tensors whose size is a host int (`torch.zeros(len(lengths), max(lengths))`)
+    "torch.aten.zeros": "np.zeros(size, dtype=dtype)",
+    "torch.aten.ones": "np.ones(size, dtype=dtype)",
+    "torch.aten.full": "np.full(size, value, dtype=dtype)",
     # Sub-DNN work with a MAC estimate.
     **dict.fromkeys(
         ("torch.aten.conv1d", "torch.aten.conv2d", "torch.aten.conv3d", "torch.aten.convolution",

@@ -1972,6 +1972,13 @@ class FunctionCompiler:
                 "or pad to a fixed length and mask",
             )
         described = V.describe_type(value.type)
+        if not _joined(value):  # made with a size that is a runtime value (`torch.zeros(b, n)`)
+            return self.error(
+                stmts[0], f"`{name}` holds {described} (its size is a number known only at run time), and "
+                f"`{runs.statement_text(stmts)}` computes with it",
+                "DyCL's sub-networks have static shapes: give the tensor a size known when the model is "
+                "imported (a constant, or a size of an input) and mask what lies past the computed one",
+            )
         return self.error(
             stmts[0], f"`{name}` holds {described} (its shape depends on the path taken), and "
             f"`{runs.statement_text(stmts)}` computes with it",
@@ -2011,6 +2018,16 @@ class FunctionCompiler:
                 raise runs.IntsAsTensors()
             return self._specialized_int(stmts[0])
         source = runs.statement_text(stmts)
+        packing = next((s for s in stmts for n in ast.walk(s) if isinstance(n, ast.Call) and _called_name(n) in _PACKING), None)
+        if packing is not None:  # (with lengths known here, the run would have been captured)
+            failure = self.error(
+                packing, f"`{runs.statement_text([packing])}` packs sequences whose lengths are known only at "
+                "run time: the packed batch has as many rows as the lengths add up to",
+                "DyCL's sub-networks have static shapes: run the RNN on the padded batch and mask the "
+                "steps past each sequence's length",
+            )
+            failure.detail = text
+            return failure
         if type(error).__name__ == "ValueRangeError" and any(
             l.type == V.INT and isinstance(l.example, int) and l.example < 0 for l in flat_inputs
         ):
@@ -2638,6 +2655,21 @@ def _optional_side(value) -> bool:
     if isinstance(value, V.Dyn):
         return not V.is_list_type(value.type)
     return isinstance(value, V.Const) and type(value.value) in (bool, int, float)
+
+
+_PACKING = {"pack_padded_sequence", "pack_sequence"}
+
+
+def _joined(value: V.Dyn) -> bool:
+    """Whether an IR value is a join of paths: an `scf` op's result or a loop's block argument."""
+    owner = value.value.owner
+    name = getattr(owner, "name", None)
+    return name is None or str(name).startswith("scf.")
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def _describe(name: str) -> str:
