@@ -14,8 +14,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-import dycl
-from tests.frontend.helpers import max_abs_error
+from tests.frontend.helpers import compiled_error
 from tests.frontend.test_desugar_support import check_paths, marked_line, refused, seeded  # noqa: F401 (autouse fixture)
 
 
@@ -178,12 +177,7 @@ def test_an_alias_made_in_a_later_step_is_the_same_list():
 
 @pytest.mark.parametrize("model_class", [PerExitLists, ForOverLists, TupleHoldsList])
 def test_shared_lists_compile_exactly_through_onnx_runtime(model_class):
-    model = model_class().eval()
-    compiled = dycl.compile(model, INPUTS[0], backend="onnxruntime", progress=False)
-    for args in INPUTS:
-        with torch.no_grad():
-            expected = model(*args)
-        assert max_abs_error(expected, compiled(*args)) <= 1e-5
+    assert compiled_error(model_class().eval(), INPUTS) <= 1e-5
 
 
 class ListInDict(nn.Module):
