@@ -1306,8 +1306,11 @@ class FunctionCompiler:
             changed = False
             self._check_sharing(node, followers, end_env)
             # A variable the body changed that liveness did not see written (an alias of a
-            # tensor mutated in place) is carried too.
+            # tensor mutated in place) is carried too, unless nothing reads it again (a dead
+            # alias must not make the carry look shared on some iterations only).
             for name in sorted(set(env) - written_in(flat_body)):
+                if name not in read_first and name not in live_after_loop:
+                    continue
                 if name not in carried and name not in followers and name in end_env and not V.same_value(end_env[name], env[name]):
                     carried.append(name)
                     state[name] = self._carried(env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]

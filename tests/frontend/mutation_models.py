@@ -347,6 +347,28 @@ class LoopRebindsAlias(nn.Module):
 REFUSED["loop_rebinds_alias"] = (LoopRebindsAlias, (torch.ones(1, 3), 2), "loop-alias", "on some paths only")
 
 
+class LoopMutatesDeadAlias(nn.Module):
+    """As LoopRebindsAlias, but nothing reads `start` again (an inlined helper's result
+    variable is such an alias): the loop need not follow it, and compiles."""
+
+    def forward(self, x, n: int):
+        h = x * 1
+        start = h
+        h = start
+        step = 0
+        while step < 6 and step < n:
+            h.mul_(2)
+            h = h + 1
+            step += 1
+        return h
+
+
+CASES["loop_mutates_dead_alias"] = (
+    LoopMutatesDeadAlias,
+    [(torch.ones(1, 3), 2), (torch.ones(1, 3), 0), (torch.ones(1, 3), 9)],
+)
+
+
 class HostOperandAlias(nn.Module):
     """`z += k` with a runtime Python float: still in place, so the alias `y` changes too."""
 
