@@ -2205,6 +2205,8 @@ class FunctionCompiler:
             return V.Const((operands[0].value in operands[1].kind.keys) == isinstance(expr.ops[0], ast.In))
         if len(operands) == 2 and type(expr.ops[0]) in (ast.Is, ast.IsNot) and any(isinstance(o, V.Maybe) for o in operands):
             return self.is_none_test(expr, operands)
+        if len(operands) == 2 and type(expr.ops[0]) in (ast.In, ast.NotIn) and not host_expressions.is_tensor(operands[0]):
+            return self._membership(expr, *operands)
         if any(host_expressions.is_tensor(o) for o in operands):
             return host_numpy.mark(self._apply(expr, env, host_expressions.known_values([expr.left, *expr.comparators], operands)), operands)
         if all(isinstance(o, V.Const) for o in operands) and all(type(op) in X.PY_COMPARE for op in expr.ops):
@@ -2214,7 +2216,7 @@ class FunctionCompiler:
         for (op, left, right) in zip(expr.ops, operands, operands[1:]):
             name = X.COMPARE_OPS.get(type(op))
             if name is None:
-                raise self.error(expr, f"`{type(op).__name__}` comparison of runtime values")
+                raise self.error(expr, f"`{source_text(expr)}`: `{_COMPARISON_WORDS.get(type(op), type(op).__name__)}` between runtime values")
             pair = self._scalar_pair(left, right, expr)
             example = X.PY_COMPARE[type(op)](pair[0].example, pair[1].example)
             kind = V.scalar_name(pair[0].type)
@@ -2223,6 +2225,32 @@ class FunctionCompiler:
                 "torch.aten.__and__.bool", [result, value], V.BOOL, result.example and value.example
             )
         return result
+
+    def _membership(self, expr: ast.Compare, item: V.EnvValue, container: V.EnvValue) -> V.EnvValue:
+        """`k in (1, 2)` / `k not in [0, 3]` of a runtime Python scalar: `k == 1 or k == 2`, as
+        Python's `in` compares (an item of another kind, a str or None, is never equal)."""
+        if isinstance(container, V.Const) and isinstance(container.value, (list, tuple, set, frozenset)):
+            candidates = [V.Const(v) for v in container.value]
+        elif isinstance(container, V.Tup) and not isinstance(container.kind, V.DictKind):
+            candidates = list(container.items)
+        else:
+            raise self.error(expr, f"`{source_text(expr)}`: `in` on a {V.kind_of(container)} of runtime values", "compare with each item (`k == a or k == b`)")
+        found = None
+        for candidate in candidates:
+            if isinstance(candidate, V.Const) and not isinstance(candidate.value, (bool, int, float)):
+                continue  # (a str, None: never equal to a number)
+            if host_expressions.is_tensor(candidate) or not isinstance(candidate, (V.Const, V.Dyn)):
+                raise self.error(expr, f"`{source_text(expr)}`: `in` over a container holding a {V.kind_of(candidate)}", "compare with each item (`k == a or k == b`)")
+            a, b = self._scalar_pair(item, candidate, expr)
+            equal = self.builder.host_op(f"torch.aten.eq.{V.scalar_name(a.type)}", [a, b], V.BOOL, a.example == b.example)
+            found = equal if found is None else self.builder.host_op(
+                "torch.aten.__or__.bool", [found, equal], V.BOOL, found.example or equal.example
+            )
+        if found is None:
+            return V.Const(isinstance(expr.ops[0], ast.NotIn))
+        if isinstance(expr.ops[0], ast.NotIn):
+            return self.builder.host_op("torch.aten.__not__", [found], V.BOOL, not found.example)
+        return found
 
     def is_none_test(self, expr: ast.Compare, operands) -> V.EnvValue:
         """`v is None` / `v is not None` of a value that is None on some paths: its `present`."""
@@ -2661,6 +2689,7 @@ def _optional_side(value) -> bool:
 
 
 _PACKING = {"pack_padded_sequence", "pack_sequence"}
+_COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
 
 
 def _joined(value: V.Dyn) -> bool:

@@ -65,20 +65,6 @@ def max_abs_error(expected, actual) -> float:
     return abs(float(expected) - float(actual))
 
 
-def compiled_error(model, inputs, backend: str = "onnxruntime") -> float:
-    """`dycl.compile` on inputs[0], then the max abs error against eager over all inputs
-    (the compiled outputs must have eager's structure: tuples, lists, dicts, leaves)."""
-    import dycl
-
-    compiled = dycl.compile(model, inputs[0], backend=backend, progress=False)
-    errors = []
-    for args in inputs:
-        with torch.no_grad():
-            expected = model(*args)
-        errors.append(max_abs_error(expected, compiled(*args)))
-    return max(errors)
-
-
 def eager(model, args):
     """The model's output on copies of `args` (a deep copy of it runs: a forward that
     assigns its attributes leaves the model as it was)."""

@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from tests.frontend.helpers import compiled_error
+from tests.frontend.helpers import assert_compiled_exactly
 from tests.frontend.test_desugar_support import check_paths, marked_line, refused, seeded  # noqa: F401 (autouse fixture)
 
 
@@ -193,7 +193,7 @@ def test_dicts_compile_exactly(model_class):
 
 @pytest.mark.parametrize("model_class", [ReturnsDictPerExit, FilledItemByItem, UpdateAfterABranch])
 def test_dicts_compile_exactly_through_onnx_runtime(model_class):
-    assert compiled_error(model_class().eval(), INPUTS) <= 1e-5
+    assert_compiled_exactly(model_class, INPUTS, "onnxruntime")
 
 
 def test_keys_that_differ_between_paths_are_refused_at_the_if():

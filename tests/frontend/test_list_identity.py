@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from tests.frontend.helpers import compiled_error
+from tests.frontend.helpers import assert_compiled_exactly
 from tests.frontend.test_desugar_support import check_paths, marked_line, refused, seeded  # noqa: F401 (autouse fixture)
 
 
@@ -177,7 +177,7 @@ def test_an_alias_made_in_a_later_step_is_the_same_list():
 
 @pytest.mark.parametrize("model_class", [PerExitLists, ForOverLists, TupleHoldsList])
 def test_shared_lists_compile_exactly_through_onnx_runtime(model_class):
-    assert compiled_error(model_class().eval(), INPUTS) <= 1e-5
+    assert_compiled_exactly(model_class, INPUTS, "onnxruntime")
 
 
 class ListInDict(nn.Module):

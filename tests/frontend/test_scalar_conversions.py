@@ -42,3 +42,24 @@ def test_every_conversion_the_frontend_writes_has_a_host_translation():
             if source != result:
                 name = conversion_op(func, source)
                 assert op_info(name).host is not None, name
+
+
+class Membership(nn.Module):
+    """`k in [1, 2]` / `k not in (0, 3)` of a runtime int: `k == 1 or k == 2`, as Python
+    compares (a str or None among the items is never equal)."""
+
+    def forward(self, x):
+        k = int(x.argmax())
+        if k in [1, 2]:
+            x = x * 2
+        if k not in (0, "zero", None, 3.0):
+            x = x - 1
+        return x, k in {0, 1}, k not in [], float(x.sum()) in (0.5, k)
+
+
+def test_membership_of_a_runtime_int_is_exact():
+    assert_imported_exactly(Membership, INPUTS)
+
+
+def test_membership_compiles_exactly():
+    assert_compiled_exactly(Membership, INPUTS, "onnxruntime")
