@@ -126,11 +126,19 @@ _ELEMENTWISE = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "rsub.Te
                 "maximum.default", "minimum.default", "pow.Tensor_Tensor", "remainder.Tensor"}
 
 
+# Arithmetic whose tensor operands PyTorch promotes to the result's dtype (not `where`,
+# whose bool operand is the condition).
+_ARITHMETIC = (_ELEMENTWISE - {"where.self"}) | {
+    "add.Scalar", "sub.Scalar", "mul.Scalar", "div.Scalar", "rsub.Scalar", "remainder.Scalar", "pow.Tensor_Scalar",
+}
+
+
 def _cast_scalar_operands(program) -> None:
     """A 0-d tensor of another floating dtype than the result of an elementwise op (a host
     float entering as a 0-d f64 tensor: `z += k`) computes in the result's dtype in PyTorch;
-    Relax promotes to the wider one. Cast such operands first (in place), in the top graph
-    and in the arms of every kept if (`torch.cond`'s branch submodules)."""
+    Relax promotes to the wider one. A bool tensor in arithmetic is promoted to the result's
+    dtype in PyTorch; Relax's add rejects it. Cast such operands first (in place), in the top
+    graph and in the arms of every kept if (`torch.cond`'s branch submodules)."""
     import torch
 
     for module in program.graph_module.modules():
@@ -146,11 +154,18 @@ def _cast_graph_scalar_operands(graph_module) -> None:
         if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
             continue
         result = node.meta.get("val")
-        if node.target.__name__ not in _ELEMENTWISE or not isinstance(result, torch.Tensor) or not result.is_floating_point():
+        if not isinstance(result, torch.Tensor):
             continue
+        name = node.target.__name__
         for operand in node.all_input_nodes:
             value = operand.meta.get("val")
-            if isinstance(value, torch.Tensor) and value.dim() == 0 and value.is_floating_point() and value.dtype != result.dtype:
+            if not isinstance(value, torch.Tensor) or value.dtype == result.dtype:
+                continue
+            float_scalar = name in _ELEMENTWISE and result.is_floating_point() and value.dim() == 0 and value.is_floating_point()
+            # a bool operand of arithmetic (`(c < 0) + 0`, `sum([c < t for c in scores])`)
+            # is promoted to the result's dtype in PyTorch; Relax rejects the mix
+            promoted_bool = name in _ARITHMETIC and value.dtype == torch.bool
+            if float_scalar or promoted_bool:
                 with graph.inserting_before(node):
                     cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": result.dtype})
                 cast.meta["val"] = value.to(result.dtype)
