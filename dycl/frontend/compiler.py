@@ -423,15 +423,21 @@ class FunctionCompiler:
             if V.same_value(a, b):
                 joined[name] = a
                 continue
-            yields.append((name, a, b))
+            parts = _differing_parts(a, b)
+            if parts is None:
+                yields.append((name, (), a, b))
+                continue
+            joined[name] = a  # the items both paths share stay as they are (`hist["h"]`)
+            yields.extend((name, path, part_a, part_b) for path, part_a, part_b in parts)
 
         # Materialise both sides' leaves in their own block, then build the real scf.if.
         then_ops, else_ops, types, examples, shapes = [], [], [], [], []
-        for name, a, b in yields:
+        for name, path, a, b in yields:
+            described = _part_name(name, then_env.get(name), path)
             with ir.InsertionPoint(blocks[0]):
-                a_leaves, structure = self._leaves_for_join(a, b, name)
+                a_leaves, structure = self._leaves_for_join(a, b, described)
             with ir.InsertionPoint(blocks[1]):
-                b_leaves, _ = self._leaves_for_join(b, a, name)
+                b_leaves, _ = self._leaves_for_join(b, a, described)
             start = len(types)
             for la, lb in zip(a_leaves, b_leaves):
                 types.append(self._join_type(la.type, lb.type, name))
@@ -440,7 +446,7 @@ class FunctionCompiler:
                 # (`torch.cat(tokens)` where the example run's decoder stopped at once).
                 empty = isinstance(la.example, list) and not la.example
                 examples.append(lb.example if empty and isinstance(lb.example, list) else la.example)
-            shapes.append((name, structure, start, len(a_leaves)))
+            shapes.append((name, path, structure, start, len(a_leaves)))
             then_ops.extend(a_leaves)
             else_ops.extend(b_leaves)
         for block, leaves in zip(blocks, (then_ops, else_ops)):
@@ -460,12 +466,14 @@ class FunctionCompiler:
                 new_block.append(op)
         draft.erase()
         results = list(if_op.results)
-        for name, structure, start, count in shapes:
+        for name, path, structure, start, count in shapes:
             leaves = [V.Dyn(results[k], types[k], examples[k]) for k in range(start, start + count)]
-            joined[name] = V.rebuild(structure, leaves)
-            then_value, else_value = then_env.get(name, V.UNDEF), else_env.get(name, V.UNDEF)
+            part = V.rebuild(structure, leaves)
             if structure is None:  # a list of a different length on each path: which ones
-                joined[name] = lists.with_known_lengths(joined[name], then_value, else_value)
+                part = lists.with_known_lengths(part, lists.value_at(then_env, (name, path)), lists.value_at(else_env, (name, path)))
+            joined[name] = lists.with_value_at(joined[name], path, part) if path else part
+        for name in dict.fromkeys(name for name, *_ in shapes):
+            then_value, else_value = then_env.get(name, V.UNDEF), else_env.get(name, V.UNDEF)
             memory = aliases.path_dependent_memory(then_value, else_value)  # marked before
             if aliases.alias_group(then_env, name, live) != aliases.alias_group(else_env, name, live):
                 # shares memory with another variable on one path only: never mutate it
@@ -2689,6 +2697,33 @@ def _optional_side(value) -> bool:
 
 
 _PACKING = {"pack_padded_sequence", "pack_sequence"}
+
+
+def _differing_parts(a, b, path: tuple = ()) -> list | None:
+    """(path, then part, else part) for the items of two tuples or dicts of one shape that
+    differ between the paths, when some item is the very same value on both (a list a dict
+    holds that neither path changed stays the list it is); None to join them whole."""
+    if not (isinstance(a, V.Tup) and isinstance(b, V.Tup) and a.kind == b.kind and a.kind != "list"
+            and len(a.items) == len(b.items)):
+        return None
+    parts, kept = [], False
+    for k, (x, y) in enumerate(zip(a.items, b.items)):
+        if V.same_value(x, y):
+            kept = True
+            continue
+        inner = _differing_parts(x, y, (*path, k))
+        kept = kept or inner is not None
+        parts.extend(inner if inner is not None else [((*path, k), x, y)])
+    return parts if kept else None
+
+
+def _part_name(name: str, value, path: tuple) -> str:
+    """`pair[1]`, `hist['c']`: the item at `path` of the variable `name`, for messages."""
+    for k in path:
+        key = value.kind.keys[k] if isinstance(value, V.Tup) and isinstance(value.kind, V.DictKind) else k
+        name = f"{name}[{key!r}]"
+        value = value.items[k] if isinstance(value, V.Tup) else None
+    return name
 _COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
 
 

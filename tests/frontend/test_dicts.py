@@ -163,6 +163,31 @@ class AuxNoneOnOnePath(nn.Module):
         return out
 
 
+class HistoryOfLists(nn.Module):
+    """A dict of lists, one appended to on every step, the other under a runtime condition:
+    the list no path changed stays the list it is (static length), the other is joined."""
+
+    def forward(self, x):
+        hist = {"h": [], "c": []}
+        for i in range(3):
+            x = torch.tanh(x) + 0.1
+            hist["h"].append(x)
+            if x.sum() > 0.5 + 0.2 * i:
+                hist["c"].append(x.mean())
+        return torch.stack(hist["h"]).sum(0), len(hist["c"])
+
+
+class TupleOfLists(nn.Module):
+    def forward(self, x):
+        h, c = [], []
+        pair = (h, c)
+        x = torch.tanh(x) + 0.1
+        h.append(x)
+        if x.sum() > 0.5:
+            c.append(x.mean())
+        return torch.stack(pair[0]).sum(0), len(pair[1])
+
+
 class KeysDifferByPath(nn.Module):
     def forward(self, x):
         out = {"y": x}
@@ -183,7 +208,7 @@ class ChangesModuleStateDict(nn.Module):
 
 
 MODELS = [ReturnsDictPerExit, FilledItemByItem, SubmoduleReturnsDict, UpdateAfterABranch, AliasAndHelper,
-          CarriedByAWhile, ReadsAndIterates, HeadsComprehension, AuxNoneOnOnePath]
+          CarriedByAWhile, ReadsAndIterates, HeadsComprehension, AuxNoneOnOnePath, HistoryOfLists, TupleOfLists]
 
 
 @pytest.mark.parametrize("model_class", MODELS)
@@ -191,7 +216,7 @@ def test_dicts_compile_exactly(model_class):
     check_paths(model_class(), INPUTS)
 
 
-@pytest.mark.parametrize("model_class", [ReturnsDictPerExit, FilledItemByItem, UpdateAfterABranch])
+@pytest.mark.parametrize("model_class", [ReturnsDictPerExit, FilledItemByItem, UpdateAfterABranch, HistoryOfLists])
 def test_dicts_compile_exactly_through_onnx_runtime(model_class):
     assert_compiled_exactly(model_class, INPUTS, "onnxruntime")
 
