@@ -116,6 +116,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             importer = ExportedProgramImporter()
             program = program.run_decompositions()
             _fold_alpha(program)
+            _complete_index_puts(program)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
     except Exception as err:
         text = str(err)
@@ -211,6 +212,69 @@ def _fold_graph_alpha(graph_module) -> None:
             scaled = other * alpha
         node.args = (node.args[0], scaled)
         node.kwargs = {k: v for k, v in node.kwargs.items() if k != "alpha"}
+    graph_module.recompile()
+
+
+def _complete_index_puts(program) -> None:
+    """`x[i, j] = v` on a tensor of more dims than indices (`index_put` with 2 index tensors
+    on a 4-d `x`): Relax's index_put takes one index tensor per dim. Give the trailing dims
+    `arange` indices and expand every index and the values to the indexed shape (the same
+    store). Bool masks are left to the `index_put` converter."""
+    import torch
+
+    for module in program.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            _complete_graph_index_puts(module)
+
+
+def _complete_graph_index_puts(graph_module) -> None:
+    import torch
+
+    aten = torch.ops.aten
+    graph = graph_module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.index_put.default:
+            continue
+        target, indices, values = node.args[:3]
+        tensor = target.meta.get("val") if isinstance(target, torch.fx.Node) else None
+        if tensor is None or not isinstance(values, torch.fx.Node) or len(indices) > tensor.dim():
+            continue
+        given = [k for k, index in enumerate(indices) if index is not None]
+        metas = [indices[k].meta.get("val") for k in given]
+        if not given or given != list(range(given[0], given[-1] + 1)) or len(given) == tensor.dim():
+            continue  # (indices separated by a slice put their dims first: not handled here)
+        if any(m is None or m.dtype == torch.bool for m in metas):
+            continue
+        index_shape = list(torch.broadcast_shapes(*[m.shape for m in metas]))
+        before, after = list(tensor.shape[: given[0]]), list(tensor.shape[given[-1] + 1:])
+        full = before + index_shape + after
+
+        def call(op, args, value):
+            with graph.inserting_before(node):
+                made = graph.call_function(op, args)
+            made.meta["val"] = value
+            return made
+
+        def spread(source, meta, at: int, width: int):
+            """`source` (of `width` dims) at dims `at`.. of the indexed shape, expanded to it."""
+            shape = [1] * at + list(meta.shape) + [1] * (len(full) - at - width)
+            reshaped = call(aten.reshape.default, (source, shape), meta.reshape(shape))
+            return call(aten.expand.default, (reshaped, full), meta.reshape(shape).expand(full))
+
+        def arange(size: int, at: int):
+            span = torch.arange(size, device=tensor.device)
+            made = call(aten.arange.start_step, (0, size, 1), span)
+            made.kwargs = {"dtype": torch.int64, "device": tensor.device}
+            return spread(made, span, at, 1)
+
+        completed = [arange(size, k) for k, size in enumerate(before)]
+        for k, meta in zip(given, metas):  # right-aligned in the broadcast index shape
+            completed.append(spread(indices[k], meta, len(before) + len(index_shape) - meta.dim(), meta.dim()))
+        offset = len(before) + len(index_shape)
+        completed += [arange(size, offset + k) for k, size in enumerate(after)]
+        value_meta = values.meta.get("val")
+        expanded = call(aten.expand.default, (values, full), value_meta.expand(full) if value_meta is not None else None)
+        node.args = (target, completed, expanded, *node.args[3:])
     graph_module.recompile()
 
 
