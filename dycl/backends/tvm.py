@@ -107,7 +107,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
     from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
 
     program = export(subdnn, weights, NAME)
-    _cast_scalar_operands(program)
+    _in_every_graph(program, _cast_scalar_operands)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -115,8 +115,8 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             # inside a kept if's arms Relax calls them without it (`convert(node)`)
             importer = ExportedProgramImporter()
             program = program.run_decompositions()
-            _fold_alpha(program)
-            _complete_index_puts(program)
+            _in_every_graph(program, _fold_alpha)
+            _in_every_graph(program, _complete_index_puts)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
     except Exception as err:
         text = str(err)
@@ -135,20 +135,21 @@ _ARITHMETIC = (_ELEMENTWISE - {"where.self"}) | {
 }
 
 
-def _cast_scalar_operands(program) -> None:
-    """A 0-d tensor of another floating dtype than the result of an elementwise op (a host
-    float entering as a 0-d f64 tensor: `z += k`) computes in the result's dtype in PyTorch;
-    Relax promotes to the wider one. A bool tensor in arithmetic is promoted to the result's
-    dtype in PyTorch; Relax's add rejects it. Cast such operands first (in place), in the top
-    graph and in the arms of every kept if (`torch.cond`'s branch submodules)."""
+def _in_every_graph(program, rewrite) -> None:
+    """`rewrite(graph_module)` in place on the top graph and on the arms of every kept if
+    (`torch.cond`'s branch submodules)."""
     import torch
 
     for module in program.graph_module.modules():
         if isinstance(module, torch.fx.GraphModule):
-            _cast_graph_scalar_operands(module)
+            rewrite(module)
 
 
-def _cast_graph_scalar_operands(graph_module) -> None:
+def _cast_scalar_operands(graph_module) -> None:
+    """A 0-d tensor of another floating dtype than the result of an elementwise op (a host
+    float entering as a 0-d f64 tensor: `z += k`) computes in the result's dtype in PyTorch;
+    Relax promotes to the wider one. A bool tensor in arithmetic is promoted to the result's
+    dtype in PyTorch; Relax's add rejects it. Cast such operands first."""
     import torch
 
     graph = graph_module.graph
@@ -178,18 +179,9 @@ def _cast_graph_scalar_operands(graph_module) -> None:
 _WITH_ALPHA = {"add.Tensor", "sub.Tensor", "rsub.Tensor", "add.Scalar", "sub.Scalar", "rsub.Scalar"}
 
 
-def _fold_alpha(program) -> None:
+def _fold_alpha(graph_module) -> None:
     """`a + alpha * b` as `add(a, mul(b, alpha))`: Relax's converters for add/sub/rsub drop
-    `alpha` (`y.add_(t, alpha=-0.5)` gave `y + t`: fuzz seed 114000, a wrong answer). In
-    the top graph and in the arms of every kept if."""
-    import torch
-
-    for module in program.graph_module.modules():
-        if isinstance(module, torch.fx.GraphModule):
-            _fold_graph_alpha(module)
-
-
-def _fold_graph_alpha(graph_module) -> None:
+    `alpha` (`y.add_(t, alpha=-0.5)` gave `y + t`: fuzz seed 114000, a wrong answer)."""
     import torch
 
     graph = graph_module.graph
@@ -215,19 +207,11 @@ def _fold_graph_alpha(graph_module) -> None:
     graph_module.recompile()
 
 
-def _complete_index_puts(program) -> None:
+def _complete_index_puts(graph_module) -> None:
     """`x[i, j] = v` on a tensor of more dims than indices (`index_put` with 2 index tensors
-    on a 4-d `x`): Relax's index_put takes one index tensor per dim. Give the trailing dims
+    on a 4-d `x`): Relax's index_put takes one index tensor per dim. Give the other dims
     `arange` indices and expand every index and the values to the indexed shape (the same
     store). Bool masks are left to the `index_put` converter."""
-    import torch
-
-    for module in program.graph_module.modules():
-        if isinstance(module, torch.fx.GraphModule):
-            _complete_graph_index_puts(module)
-
-
-def _complete_graph_index_puts(graph_module) -> None:
     import torch
 
     aten = torch.ops.aten
