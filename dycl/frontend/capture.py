@@ -217,9 +217,9 @@ class RunCapturer:
                 key = None
             _check_int_inputs_used(program)
             _check_static_sizes(program)
-            _detaches_as_aliases(program)
+            _retarget(program, _DETACHES, torch.ops.aten.alias.default)
             program = _functionalize(program)
-            _aliases_as_copies(program)
+            _retarget(program, {torch.ops.aten.alias.default}, torch.ops.aten.clone.default)
             program = self._decompose_unknown_ops(program)
             mutated = _mutations_as_outputs(program)
         if key is not None:
@@ -444,14 +444,9 @@ def _mutations_as_outputs(program) -> list[int]:
 _DETACHES = {torch.ops.aten.detach_.default, torch.ops.aten.detach.default}
 
 
-def _detaches_as_aliases(program) -> None:
+def _retarget(program, sources, target) -> None:
+    """Every call of an op in `sources` calls `target` instead (the node and its name stay)."""
     for node in program.graph.nodes:
-        if node.op == "call_function" and node.target in _DETACHES:
-            node.target = torch.ops.aten.alias.default  # keeps the node (and its name) in place
-
-
-def _aliases_as_copies(program) -> None:
-    for node in program.graph.nodes:
-        if node.op == "call_function" and node.target is torch.ops.aten.alias.default:
-            node.target = torch.ops.aten.clone.default
+        if node.op == "call_function" and node.target in sources:
+            node.target = target
 

@@ -170,7 +170,7 @@ class FunctionCompiler:
             if isinstance(item, V.Tup):
                 return {item.kind: [visit(i) for i in item.items]}
             if isinstance(item, V.Const) and type(item.value) is dict and all(type(k) in (str, int) for k in item.value):
-                return visit(V.Tup(tuple(V.Const(v) for v in item.value.values()), V.DictKind(tuple(item.value))))
+                return visit(V.dict_value({k: V.Const(v) for k, v in item.value.items()}))
             if isinstance(item, V.Maybe):  # None where `present` is false
                 present = visit(item.present)
                 return {"optional": [present, visit(item.value)]}
@@ -1987,8 +1987,7 @@ class FunctionCompiler:
             return self.error(
                 stmts[0], f"`{name}` holds {described} (its size is a number known only at run time), and "
                 f"`{runs.statement_text(stmts)}` computes with it",
-                "DyCL's sub-networks have static shapes: give the tensor a size known when the model is "
-                "imported (a constant, or a size of an input) and mask what lies past the computed one",
+                _STATIC_SIZE_HINT,
             )
         return self.error(
             stmts[0], f"`{name}` holds {described} (its shape depends on the path taken), and "
@@ -2093,8 +2092,7 @@ class FunctionCompiler:
         return self.error(
             at or stmts[0], f"`{source}` makes a tensor whose size is a number computed from tensor "
             "values (`.tolist()`, `.item()`, `int(t)`)",
-            "DyCL's sub-networks have static shapes: give the tensor a size known when the model "
-            "is imported (a constant, or a size of an input) and mask what lies past the computed one",
+            _STATIC_SIZE_HINT,
         )
 
     def _refuse_attribute_read(self, stmts, poisons) -> None:
@@ -2414,7 +2412,7 @@ class FunctionCompiler:
             value = self.expression(value_node, env)
             if key_node is None:
                 if isinstance(value, V.Const) and type(value.value) is dict:
-                    value = V.Tup(tuple(V.Const(v) for v in value.value.values()), V.DictKind(tuple(value.value)))
+                    value = V.dict_value({k: V.Const(v) for k, v in value.value.items()})
                 if not (isinstance(value, V.Tup) and isinstance(value.kind, V.DictKind)):
                     raise self.error(value_node, f"`**{source_text(value_node)}` spreads a {V.kind_of(value)} into a dict")
                 entries.update(zip(value.kind.keys, value.items))
@@ -2423,7 +2421,7 @@ class FunctionCompiler:
             if key is V.MISSING or type(key) not in (str, int):
                 raise self.error(key_node, f"a dict key `{source_text(key_node)}` that is not a str or int known when the model is imported", "key the dict by constant strs or ints")
             entries[key] = value
-        return V.Tup(tuple(entries.values()), V.DictKind(tuple(entries)))
+        return V.dict_value(entries)
 
     def _runtime_index_into_known(self, expr: ast.Subscript, env, holder, key) -> V.EnvValue:
         """A list or tuple whose items are known here, read at a runtime index: on the host
@@ -2697,6 +2695,11 @@ def _optional_side(value) -> bool:
 
 
 _PACKING = {"pack_padded_sequence", "pack_sequence"}
+_COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+_STATIC_SIZE_HINT = (
+    "DyCL's sub-networks have static shapes: give the tensor a size known when the model is "
+    "imported (a constant, or a size of an input) and mask what lies past the computed one"
+)
 
 
 def _differing_parts(a, b, path: tuple = ()) -> list | None:
@@ -2724,7 +2727,6 @@ def _part_name(name: str, value, path: tuple) -> str:
         name = f"{name}[{key!r}]"
         value = value.items[k] if isinstance(value, V.Tup) else None
     return name
-_COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
 
 
 def _joined(value: V.Dyn) -> bool:

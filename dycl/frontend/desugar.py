@@ -132,6 +132,7 @@ HELPERS: dict[str, Any] = {
 # Helpers that return a tensor argument itself or an alias of its memory (same values).
 IDENTITY_ON_TENSORS = {HELPERS[DATA], HELPERS[CUDA], HELPERS[CPU]}
 _METHOD_HELPERS = {"cuda": CUDA, "cpu": CPU, "to": TO}
+_HELPER_METHODS = {helper: method for method, helper in _METHOD_HELPERS.items()}
 
 
 # ----- name resolution ----------------------------------------------------------------
@@ -273,7 +274,10 @@ _ATTRIBUTE_VARIABLE = re.compile(rf"\b{ATTRIBUTE_PREFIX}\d+_(\w+)")
 def source_text(node: ast.AST) -> str:
     """`ast.unparse` with comprehension variables under their own names again, module
     attributes that forward assigns as `self.<name>`, and `.data`/`.to(...)` as written."""
-    return display_name(ast.unparse(_AsWritten().visit(copy.deepcopy(node))))
+    text = ast.unparse(node)
+    if "__dycl_" in text:  # (most statements hold no desugared helper: no copy for them)
+        text = ast.unparse(_AsWritten().visit(copy.deepcopy(node)))
+    return display_name(text)
 
 
 class _AsWritten(ast.NodeTransformer):
@@ -282,13 +286,12 @@ class _AsWritten(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
         name = node.func.id if isinstance(node.func, ast.Name) else None
-        if name not in (DATA, *_METHOD_HELPERS.values()) or not node.args:
+        if name not in (DATA, *_HELPER_METHODS) or not node.args:
             return node
         receiver, *args = node.args
         if name == DATA:
             return ast.Attribute(receiver, "data", ast.Load())
-        method = next(m for m, helper in _METHOD_HELPERS.items() if helper == name)
-        return ast.Call(ast.Attribute(receiver, method, ast.Load()), args, node.keywords)
+        return ast.Call(ast.Attribute(receiver, _HELPER_METHODS[name], ast.Load()), args, node.keywords)
 
 
 _INLINED_LOCAL = re.compile(  # rewrite.inline_call: `__<helper><n>_<local>`

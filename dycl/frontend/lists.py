@@ -960,7 +960,7 @@ def _dict_value(entries: dict) -> V.EnvValue:
     """A new dict value: a Python dict when every item is known here (`cfg["shift"] = 1.0`)."""
     if all(isinstance(v, V.Const) for v in entries.values()):
         return V.Const({k: v.value for k, v in entries.items()})
-    return V.Tup(tuple(entries.values()), V.DictKind(tuple(entries)))
+    return V.dict_value(entries)
 
 
 def delete(c, stmt: ast.Delete, env: dict) -> None:

@@ -183,7 +183,7 @@ def _live_before_loop(node: ast.For | ast.While, live: set[str], labels: dict) -
             head = grown
     except _Unmodelled:  # whatever it reads (`for head in heads:` binds `head` itself)
         body_reads = set().union(*(names_read(s) for s in node.body)) - target
-        return exit_live | header | body_reads | names_read(node.test if isinstance(node, ast.While) else node.iter)
+        return exit_live | header | body_reads
     return head | header
 
 
@@ -210,6 +210,6 @@ def _live_in_body(stmts: list[ast.stmt], live: set[str], at_break: set[str], at_
             live = (_live_in_body(stmt.body, live, at_break, at_continue) - bound) | entered
         elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Delete, ast.Assert)):
             live = (live - names_written(stmt)) | names_read(stmt)
-        else:  # `with`, `try`, nested definitions, the rewrite's markers
+        else:  # `try`, nested definitions, the rewrite's markers
             raise _Unmodelled
     return live

@@ -300,8 +300,7 @@ def to_env_value(structured, builder, example, lists: dict[int, V.Tup], inputs: 
             keys = tuple(structured)
             if not all(type(k) in (str, int) for k in keys):
                 raise FrontendError(f"a dict of runtime values with keys {keys!r}", "key it by strs or ints")
-            items = (to_env_value(structured[k], builder, example[k], lists, inputs, renewed) for k in keys)
-            new = V.Tup(tuple(items), V.DictKind(keys))
+            new = V.dict_value({k: to_env_value(structured[k], builder, example[k], lists, inputs, renewed) for k in keys})
             if known is not None:
                 renewed.append((known, new))
             lists[id(example)] = new

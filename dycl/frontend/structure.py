@@ -115,7 +115,7 @@ def env_value(obj: Any) -> Any:
     if isinstance(obj, (ListToken, DictToken)):
         return obj.origin
     if isinstance(obj, dict) and has_leaf(obj):
-        return V.Tup(tuple(as_env_value(o) for o in obj.values()), V.DictKind(tuple(obj)))
+        return V.dict_value({k: as_env_value(o) for k, o in obj.items()})
     if isinstance(obj, (list, tuple)) and has_leaf(obj):
         return V.Tup(tuple(as_env_value(o) for o in obj), "list" if isinstance(obj, list) else "tuple")
     return obj

@@ -63,6 +63,11 @@ class Tup:
     kind: str | DictKind = "tuple"
 
 
+def dict_value(entries: dict) -> Tup:
+    """The dict value holding `entries` (key -> value), in their order."""
+    return Tup(tuple(entries.values()), DictKind(tuple(entries)))
+
+
 def python_container(value: Tup, items: list):
     """`items` (already converted) in the container `value` is: a list, a dict or a tuple."""
     if value.kind == "list":

@@ -1,8 +1,8 @@
 """The model's return structure rebuilt from a host function's flat results, as the func
 attribute `dycl.output_tree` (the artifact's manifest keeps a copy) describes it: a result
 index, `{"tuple": [...]}`, `{"list": [...]}`, `{"dict": [[key, tree], ...]}`, `{"none": []}`
-for a returned None, and
-`{"optional": [k, tree]}` for a value that is None where result `k` (a bool) is false.
+for a returned None, and `{"optional": [k, tree]}` for a value that is None where result `k`
+(a bool) is false.
 No tree at all means the function's one result, or the tuple of several."""
 
 from __future__ import annotations
