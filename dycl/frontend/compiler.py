@@ -1684,8 +1684,9 @@ class FunctionCompiler:
                     f"test `{shown} is None` first (`if {shown} is not None:`), or give it the same kind on every path",
                 )
         originals = dict(inputs)
+        converted: dict = {}  # (one value held by two inputs stays one value)
         for name in names:
-            inputs[name] = self._scalars_as_tensors(inputs[name], ints_as_tensors)
+            inputs[name] = self._scalars_as_tensors(inputs[name], ints_as_tensors, converted)
         # One flat input per IR value: two names bound to one tensor (`z = y`) stay one
         # tensor inside the run, so that a mutation through one reaches the other.
         slots: dict = {}
@@ -1712,7 +1713,8 @@ class FunctionCompiler:
                 )
 
         def rebuild(flat):
-            return {name: runs.substitute(value, lambda leaf: flat[slots[leaf.value]]) for name, value in input_specs}
+            made: dict = {}  # (a list or dict two inputs hold is one container in the run too)
+            return {name: runs.substitute(value, lambda leaf: flat[slots[leaf.value]], made) for name, value in input_specs}
 
         input_lists: dict[int, V.Tup] = {}  # (the example run's input lists -> their values in env)
         made: dict[int, Any] = {}
@@ -1773,10 +1775,13 @@ class FunctionCompiler:
             try:
                 cache_key = (
                     function.dycl_code,
-                    tuple(
-                        (name, tuple((l.type, slots[l.value]) for l in V.leaves(value) if isinstance(l, V.Dyn)),
-                         self.capturer.cache.signature(runs.substitute(value, None)) if not V.has_dyn(value) else None)
-                        for name, value in input_specs
+                    (
+                        tuple(
+                            (name, tuple((l.type, slots[l.value]) for l in V.leaves(value) if isinstance(l, V.Dyn)),
+                             self.capturer.cache.signature(runs.substitute(value, None)) if not V.has_dyn(value) else None)
+                            for name, value in input_specs
+                        ),
+                        runs.container_layout(value for _, value in input_specs),
                     ),
                 )
                 captured = self.capturer.capture(run, runs.distinct_examples(flat_inputs), dynamic, called, cache_key)
@@ -1996,22 +2001,28 @@ class FunctionCompiler:
             "or do the computation inside each branch",
         )
 
-    def _scalars_as_tensors(self, value: V.EnvValue, ints_as_tensors: bool) -> V.EnvValue:
+    def _scalars_as_tensors(self, value: V.EnvValue, ints_as_tensors: bool, converted: dict) -> V.EnvValue:
         """A runtime float enters tensor math as a 0-d f64 tensor, a runtime bool as a 0-d
         bool tensor, a runtime int as a 0-d i64 tensor (same promotion as a Python scalar:
         0-d tensors never widen the other operand's dtype; what a tensor cannot do, such as
         `1 - b`, fails on the example and is refused). Inside a run they stay data: `h * l` and `y[0, k] = v` compile to
         tensor ops whatever the value is, where an int would be frozen to its example (an
-        index) or left on the host (arithmetic) -- and a use as a size is refused by export."""
+        index) or left on the host (arithmetic) -- and a use as a size is refused by export.
+        `converted` (by id) makes a value two inputs hold (a list `inner = d["a"]` also names)
+        one converted value, and a list or dict with nothing to convert stays itself."""
+        if id(value) in converted:
+            return converted[id(value)]
+        result = value
         if isinstance(value, V.Tup):
-            return V.Tup(tuple(self._scalars_as_tensors(i, ints_as_tensors) for i in value.items), value.kind)
-        if isinstance(value, V.Dyn) and value.type in (V.FLOAT, V.BOOL):
-            example = torch.tensor(value.example, dtype=torch.float64 if value.type == V.FLOAT else torch.bool)
-            return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
-        if isinstance(value, V.Dyn) and value.type == V.INT and ints_as_tensors:
-            example = torch.tensor(value.example, dtype=torch.int64)
-            return self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
-        return value
+            items = tuple(self._scalars_as_tensors(i, ints_as_tensors, converted) for i in value.items)
+            if any(a is not b for a, b in zip(items, value.items)):
+                result = V.Tup(items, value.kind)
+        elif isinstance(value, V.Dyn) and (value.type in (V.FLOAT, V.BOOL) or value.type == V.INT and ints_as_tensors):
+            dtype = {V.FLOAT: torch.float64, V.BOOL: torch.bool, V.INT: torch.int64}[value.type]
+            example = torch.tensor(value.example, dtype=dtype)
+            result = self.builder.host_op("torch.prim.NumToTensor.Scalar", [value], V.type_of_example(example), example)
+        converted[id(value)] = result
+        return result
 
     @staticmethod
     def _dynamic_dims(type_: Attribute) -> list[int]:

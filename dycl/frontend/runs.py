@@ -235,15 +235,41 @@ def is_packing(value: ast.expr) -> bool:
     )
 
 
-def substitute(value, example_of_leaf):
-    """The Python value a run receives for `value`; `example_of_leaf(dyn)` gives its leaves."""
+def substitute(value, example_of_leaf, made: dict[int, Any] | None = None):
+    """The Python value a run receives for `value`; `example_of_leaf(dyn)` gives its leaves.
+    `made` (by id of a list or dict value) makes one value one Python container wherever it
+    occurs among a run's inputs (`inner = d["a"]`, then `d["a"]["b"] = v` and `inner["b"]`)."""
     if isinstance(value, V.Tup):
-        return V.python_container(value, [substitute(i, example_of_leaf) for i in value.items])
+        made = {} if made is None else made
+        if id(value) in made:
+            return made[id(value)]
+        container = V.python_container(value, [substitute(i, example_of_leaf, made) for i in value.items])
+        if value.kind != "tuple":
+            made[id(value)] = container
+        return container
     if isinstance(value, V.Dyn):
         return example_of_leaf(value)
     if isinstance(value, V.Const):
         return value.value
     return None
+
+
+def container_layout(values) -> tuple:
+    """Which list and dict values among `values` are one value: each one's first position in a
+    walk over them (a run's export depends on it, as `substitute` shares such containers)."""
+    first: dict[int, int] = {}
+    layout = []
+
+    def walk(value):
+        if isinstance(value, V.Tup):
+            if value.kind != "tuple":
+                layout.append(first.setdefault(id(value), len(first)))
+            for item in value.items:
+                walk(item)
+
+    for value in values:
+        walk(value)
+    return tuple(layout)
 
 
 def example_value(value, made: dict[int, Any], lists: dict[int, V.Tup]):

@@ -188,6 +188,19 @@ class TupleOfLists(nn.Module):
         return torch.stack(pair[0]).sum(0), len(pair[1])
 
 
+class NestedStoreThroughAnotherName(nn.Module):
+    """`inner` and `d["a"]` are one dict: a store through `d["a"]["b"]` inside a captured
+    block shows through `inner` in the same block (the block's inputs share the dict)."""
+
+    def forward(self, x):
+        d = {"a": {"b": x}, "c": x}
+        inner = d["a"]
+        if x.sum() > 0:
+            x = x * 2
+        d["a"]["b"] = x + 1
+        return inner["b"], d
+
+
 class KeysDifferByPath(nn.Module):
     def forward(self, x):
         out = {"y": x}
@@ -208,7 +221,8 @@ class ChangesModuleStateDict(nn.Module):
 
 
 MODELS = [ReturnsDictPerExit, FilledItemByItem, SubmoduleReturnsDict, UpdateAfterABranch, AliasAndHelper,
-          CarriedByAWhile, ReadsAndIterates, HeadsComprehension, AuxNoneOnOnePath, HistoryOfLists, TupleOfLists]
+          CarriedByAWhile, ReadsAndIterates, HeadsComprehension, AuxNoneOnOnePath, HistoryOfLists, TupleOfLists,
+          NestedStoreThroughAnotherName]
 
 
 @pytest.mark.parametrize("model_class", MODELS)

@@ -192,6 +192,19 @@ class ListInDict(nn.Module):
         return len(state["hs"]), state["hs"][-1], len(hs)
 
 
+class ItemStoreThroughAnotherName(nn.Module):
+    """`g` and `rows[0]` are one list: `rows[0][1] = ...`, captured with the read of `g[1]`,
+    shows through `g` (a wrong answer before: the block got two copies of the list)."""
+
+    def forward(self, x):
+        rows = [[x, x], [x]]
+        g = rows[0]
+        if x.sum() > 0:
+            x = x * 2
+        rows[0][1] = x + 1
+        return g[1]
+
+
 class ListInDictBuiltByCall(nn.Module):
     def forward(self, x):
         state = dict(hs=[])
@@ -261,6 +274,10 @@ def test_a_for_over_a_list_its_body_grows_is_refused():
 
 def test_a_list_a_dict_display_holds_is_one_list_with_its_other_names():
     check_paths(ListInDict(), INPUTS)
+
+
+def test_a_list_two_inputs_of_a_captured_block_hold_is_one_list_in_it():
+    check_paths(ItemStoreThroughAnotherName(), INPUTS)
 
 
 def test_a_list_a_constant_dict_holds_is_not_changed_behind_its_back():
