@@ -240,10 +240,21 @@ class Researcher:
         return self.form(form, stage, in_helper)
 
     def list_alias(self, stage: str, fold) -> list[Stmt]:
-        """One list, several holders; a change through one under a runtime condition must show\n        through all (`[[]] * 2`, `g = groups[k]`, `pair = (acc, c)`, `b = a; b += [...]`,\n        `for g in groups`)."""
+        """One list, several holders; a change through one under a runtime condition must show
+        through all (`[[]] * 2`, `g = groups[k]`, `pair = (acc, c)`, `b = a; b += [...]`,
+        `for g in groups`, `g = rows[0]` then `rows[0][1] = ...` and `g[1]`, or the same for a dict)."""
         r, s, form = self.rng, self.summary[stage], "list_alias"
         new_item = r.choice([f"torch.tanh({s})", f"{s} * 0.5", f"F.softmax({s}, -1)"])
-        kind = r.randrange(5)
+        kind = r.randrange(6)
+        if kind == 5:  # a store through the holder, read through another name of the inner list or dict
+            rows, g = self.fresh("rows"), self.fresh("g")
+            make, first, inner = r.choice([
+                (f"[[{s} * 1.0, {s} * 0.5], [{s}]]", "0", "1"),
+                (f"{{'a': {{'b': {s} * 1.0}}, 'c': {s}}}", "'a'", "'b'"),
+            ])
+            return [Research(f"{rows} = {make}\n{g} = {rows}[{first}]", form),
+                    If([(self.a_cond(stage), [Research(self.layer(stage), form)])]),
+                    Research(f"{rows}[{first}][{inner}] = {new_item}\nx = x + 0.1 * {fold(f'{g}[{inner}]')}", form)]
         if kind == 0:  # items of a list of lists, one of them possibly shared (`[[]] * m`)
             rows, i, m = self.fresh("rows"), self.fresh("i"), r.randint(2, 3)
             make = r.choice([f"[[] for _ in range({m})]", f"[[]] * {m}"])

@@ -364,6 +364,8 @@ RESEARCH_SPELLINGS = {
     "e = d, then e['h'] = ... in an if": r"(e\d+) = d\d+\n\s*if .*:\n\s+\1\['h'\] = ",
     "feats.update(...) in an if, then .items()": r"(feats\d+)\.update\(b=(.*\n)*?\s*for k\d+, v\d+ in \1\.items\(\):",
     "del d['b'] in an if": r"del d\d+\['b'\]",
+    "g = rows[0], a store through rows[0][1], a read of g[1]": r"(g\d+) = (rows\d+)\[0\]\n(.*\n)*?\s*\2\[0\]\[1\] = .*\n\s*x = .*\1\[1\]",
+    "g = d['a'], a store through d['a']['b'], a read of g['b']": r"(g\d+) = (rows\d+)\['a'\]\n(.*\n)*?\s*\2\['a'\]\['b'\] = .*\n\s*x = .*\1\['b'\]",
 }
 
 
