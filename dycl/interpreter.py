@@ -123,7 +123,15 @@ class TorchFunctions(InterpreterFunctions):
 
     @impl(t.TensorStaticInfoCastOp)
     def run_static_info_cast(self, interp, op, args):
-        return (args[0],)
+        # A cast to a more specific shape is a claim about the value: a false one is an
+        # error here, as it is where a backend takes the static shape.
+        shape = op.results[0].type.shape
+        value = args[0]
+        if shape is not None and hasattr(value, "shape") and (
+            len(shape) != value.dim() or any(d is not None and d != n for d, n in zip(shape, value.shape))
+        ):
+            raise InterpretationError(f"{op.name}: a tensor of shape {list(value.shape)} where {op.results[0].type} is expected")
+        return (value,)
 
     @impl(t.ToI1Op)
     def run_to_i1(self, interp, op, args):

@@ -50,7 +50,6 @@ from dycl.passes._common import (
     free_values,
     host_functions,
     is_constant,
-    is_static_tensor_type,
     is_tensor,
     is_tensor_compute,
     kept_if_of_chain,
@@ -120,7 +119,7 @@ class Outliner:
         if run.reads_deferred(op):
             self.flush(run)
             run = Run()
-        self.check_static(op)
+        self.check_ranked(op)
         run.add(op)
         return run
 
@@ -173,13 +172,15 @@ class Outliner:
         return False
 
     @staticmethod
-    def check_static(op: Operation) -> None:
+    def check_ranked(op: Operation) -> None:
+        """A sub-DNN's tensors have a known rank and dtype; a dim may be known only at run
+        time (`x[:k]`), which the backends compile as a symbolic size."""
         for value in (*op_operand_values(op), *op.results):
-            if is_tensor(value) and not is_static_tensor_type(value.type):
+            if is_tensor(value) and (value.type.shape is None or value.type.element_type is None):
                 raise error(
                     op,
                     f"tensor of shape {format_type(value.type)} inside a would-be sub-DNN: "
-                    "its shape is not determined by the entry shapes (run dycl-shape-infer, "
+                    "its rank is not determined by the entry shapes (run dycl-shape-infer, "
                     "and dycl-unroll-loops for loops whose carried shapes vary)",
                 )
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.fx
+from torch.export import Dim
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import UnregisteredOp
 from xdsl.ir import Block, Operation, SSAValue
@@ -300,11 +301,26 @@ def _as_tensor(value: Any) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(value))
 
 
+# The example size of a dim known only at run time: export specializes a dim whose example
+# is 0 or 1, and 3 is unlikely to equal a static dim by chance.
+_RUNTIME_DIM_EXAMPLE = 3
+
+
 def example_inputs(subdnn: SubDNN) -> tuple[torch.Tensor, ...]:
-    """Zeros of the argument signature: enough for export (shapes are static)."""
+    """Zeros of the argument signature: enough for export (no sub-DNN reads tensor values
+    to decide anything)."""
     return tuple(
-        torch.zeros(spec.shape, dtype=getattr(torch, spec.dtype)) for spec in subdnn.inputs
+        torch.zeros([_RUNTIME_DIM_EXAMPLE if d is None else d for d in spec.shape], dtype=getattr(torch, spec.dtype))
+        for spec in subdnn.inputs
     )
+
+
+def dynamic_shapes(subdnns: list[SubDNN]) -> dict[str, Any]:
+    """`torch.export`'s `dynamic_shapes` for the dims known only at run time (none: {}).
+    `Dim.DYNAMIC` refuses to specialize them, so a graph that needs a fixed size fails to
+    compile instead of failing on another size at run time."""
+    specs = [{k: Dim.DYNAMIC for k, d in enumerate(spec.shape) if d is None} or None for s in subdnns for spec in s.inputs]
+    return {"dynamic_shapes": tuple(specs)} if any(specs) else {}
 
 
 def rebuild(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.fx.GraphModule:
@@ -317,7 +333,7 @@ def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.ex
     module = rebuild(subdnn, weights, backend)
     try:
         with torch.no_grad():
-            return torch.export.export(module, example_inputs(subdnn), strict=False)
+            return torch.export.export(module, example_inputs(subdnn), strict=False, **dynamic_shapes([subdnn]))
     except Exception as err:  # the op that failed is named in torch's own message
         raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(err)}") from err
 
@@ -347,7 +363,8 @@ def export_side_by_side(
     module = _SideBySide(parts, [len(s.inputs) for s in subdnns])
     arguments = tuple(x for subdnn in subdnns for x in example_inputs(subdnn))
     with torch.no_grad():
-        return torch.export.export(module, arguments, strict=False)
+        shapes = dynamic_shapes(subdnns)  # (one entry: the varargs of forward)
+        return torch.export.export(module, arguments, strict=False, **{k: (v,) for k, v in shapes.items()})
 
 
 def _first_line(err: BaseException) -> str:

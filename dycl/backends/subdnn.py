@@ -23,7 +23,7 @@ from dycl.ir import print_module
 
 @dataclass(frozen=True)
 class TensorSpec:
-    shape: tuple[int, ...]
+    shape: tuple[int | None, ...]  # None: a dim known only at run time (`x[:k]`)
     dtype: str  # numpy/torch dtype name: "float32", "int64", "bool"
 
     def to_json(self) -> dict:
@@ -52,8 +52,8 @@ class SubDNN:
 
 
 def tensor_spec(type_, where: str) -> TensorSpec:
-    if not isinstance(type_, ValueTensorType) or not type_.has_static_shape:
-        raise ValueError(f"{where}: expected a statically shaped !torch.vtensor, got {type_}")
+    if not isinstance(type_, ValueTensorType) or type_.shape is None or type_.element_type is None:
+        raise ValueError(f"{where}: expected a !torch.vtensor of known rank and dtype, got {type_}")
     return TensorSpec(tuple(type_.shape), dtype_name(type_.element_type))
 
 

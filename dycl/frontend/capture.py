@@ -127,6 +127,9 @@ class CapturedRun:
     # Flat inputs the run mutates in place; the spliced values start with their new values.
     mutated_inputs: list[int] = field(default_factory=list)
     mutated_types: list[Attribute] = field(default_factory=list)
+    # The dims known only at run time, grouped by the size export found them to share:
+    # each group lists (flat input position, dim) pairs that are one size.
+    runtime_sizes: list[list[tuple[int, int]]] = field(default_factory=list)
 
 
 class SpecializedInput(Exception):
@@ -279,7 +282,9 @@ class RunCapturer:
             if spec.kind == OutputKind.USER_OUTPUT
         ]
         count = len(mutated)  # the first results are the mutated inputs' new values
-        return CapturedRun(name, result_types[count:], constant[count:], list(mutated), result_types[:count])
+        return CapturedRun(
+            name, result_types[count:], constant[count:], list(mutated), result_types[:count], _runtime_sizes(program)
+        )
 
     def _decompose_unknown_ops(self, program):
         """Decompose only the ops torch-mlir has no named op for (keeps linear/conv2d)."""
@@ -325,6 +330,21 @@ def _batch_norm_no_training(input, weight, bias, running_mean, running_var, mome
 
 
 _DECOMPOSITIONS = {torch.ops.aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training}
+
+
+def _runtime_sizes(program) -> list[list[tuple[int, int]]]:
+    """The symbolic dims of the program's tensor inputs, grouped by their size symbol."""
+    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    user_inputs = [spec for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
+    groups: dict[str, list[tuple[int, int]]] = {}
+    for position, spec in enumerate(user_inputs):
+        value = placeholders[spec.arg.name].meta.get("val") if hasattr(spec.arg, "name") else None
+        if not isinstance(value, torch.Tensor):
+            continue
+        for dim, size in enumerate(value.shape):
+            if isinstance(size, torch.SymInt) and size.node.expr.free_symbols:
+                groups.setdefault(str(size.node.expr), []).append((position, dim))
+    return list(groups.values())
 
 
 class DataDependentShape(Exception):

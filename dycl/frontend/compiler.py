@@ -12,6 +12,8 @@ Walks each statement list with an environment of `values.Const/Dyn/Tup/UNDEF`:
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import builtins
 import contextlib
 import copy
@@ -32,7 +34,7 @@ from dycl.frontend import host_builtins, host_numpy, lists
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, erase_after
-from dycl.frontend.capture import DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
+from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
@@ -1784,7 +1786,19 @@ class FunctionCompiler:
                         runs.container_layout(value for _, value in input_specs),
                     ),
                 )
-                captured = self.capturer.capture(run, runs.distinct_examples(flat_inputs), dynamic, called, cache_key)
+                examples = runs.distinct_examples(flat_inputs)
+                if any(dynamic):  # (export specializes a dim whose example is 0 or 1)
+                    examples = [runs.at_least_two(e, dims) for e, dims in zip(examples, dynamic)]
+                captured = self.capturer.capture(run, examples, dynamic, called, cache_key)
+                self._refuse_rank_by_path(stmts, input_specs, flat_inputs, captured)
+
+                def variant(sizes: dict[tuple[int, int], int]) -> CapturedRun:
+                    """The run captured with the dims of `sizes` that size (0 or 1)."""
+                    fixed = [runs.narrowed(e, [(d, n) for (k, d), n in sizes.items() if k == position]) for position, e in enumerate(examples)]
+                    dims = [[d for d in ds if (position, d) not in sizes] for position, ds in enumerate(dynamic)]
+                    return self.capturer.capture(run, fixed, dims, called, (cache_key[0], (cache_key[1], tuple(sorted(sizes.items())))))
+
+                captured, values = self._splice_by_size(stmts[0], captured, variant, flat_inputs)
             except FrontendError:
                 raise
             except DataDependentShape as error:
@@ -1801,15 +1815,6 @@ class FunctionCompiler:
                 ) from None
             except Exception as error:
                 raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors) from None
-            computed = [k for k, leaf in enumerate(flat_inputs) if runs.shape_depends_on_path(leaf.type)
-                        and self.capturer.computes_with(captured.func_name, k)]
-            if computed and not self.runtime_loop_depth:
-                # sub-networks have static shapes: such a tensor can only be returned or viewed
-                # (in a loop body, it may be a carry that grows, static once dycl-unroll-loops ran)
-                leaf = flat_inputs[computed[0]]
-                name = next(n for n, value in input_specs if any(l is leaf for l in V.leaves(value)))
-                raise RuntimeSize.of(self._shape_by_path_error(stmts, name, leaf))
-            values = self.capturer.splice(captured.func_name, [l.value for l in flat_inputs])
             mutated = len(captured.mutated_inputs)
             memory = [aliases.storage_of(leaf.example) for leaf in flat_inputs]
             seen = {memory[k] for k in captured.mutated_inputs}
@@ -1857,6 +1862,89 @@ class FunctionCompiler:
             return result
         except FrontendError as error:  # located here: the statement that built the value
             raise self.error(stmts[0], error.construct, error.hint) from None
+
+    def _refuse_rank_by_path(self, stmts, input_specs, flat_inputs, captured: CapturedRun) -> None:
+        """Tensor math on a tensor whose rank depends on the path has no sub-DNN (in a loop
+        body, it may be a carry that grows, of one rank once dycl-unroll-loops ran)."""
+        if self.runtime_loop_depth:
+            return
+        for k, leaf in enumerate(flat_inputs):
+            if V.is_tensor_type(leaf.type) and leaf.type.shape is None and self.capturer.computes_with(captured.func_name, k):
+                name = next(n for n, value in input_specs if any(l is leaf for l in V.leaves(value)))
+                raise RuntimeSize.of(self._shape_by_path_error(stmts, name, leaf))
+
+    def _splice_by_size(self, stmt, general: CapturedRun, variant, flat_inputs) -> tuple[CapturedRun, list[ir.Value]]:
+        """Call a captured run whose inputs have dims known only at run time (`x[:k]`).
+
+        Export assumes such a dim is at least 2 (`x.squeeze()` drops nothing, `x + y`
+        broadcasts nothing), which is right only there. So each group of dims export found
+        to be one size is tested at run time: all at least 2 calls the general run; else
+        the run captured with that size 1 (or 0) is called, on inputs cast to that static
+        shape (a group whose dims differ, 1 and 3, fails that cast loudly: never a silent
+        broadcast). The results are joined (`[?, 8]`); a scalar result is a runtime value."""
+        operands = [leaf.value for leaf in flat_inputs]
+        groups = general.runtime_sizes
+        if not groups:
+            return general, self.capturer.splice(general.func_name, operands)
+        if len(groups) > 2:
+            raise self.error(
+                stmt, f"`{source_text(stmt)}` computes with tensors of {len(groups)} unrelated sizes known only at run time",
+                "keep at most two such sizes in one statement (split it)",
+            )
+
+        def choose(sizes: list[int | None]) -> list[ir.Value]:
+            if len(sizes) < len(groups):
+                group = groups[len(sizes)]
+                measured = [self.builder.host_op("torch.aten.size.int", [flat_inputs[k], self.builder.constant(d)], V.INT,
+                                                 flat_inputs[k].example.shape[d]) for k, d in group]
+                smallest = functools.reduce(lambda a, b: self.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)), measured)
+                def at_least(size: V.Dyn, n: int) -> V.Dyn:
+                    return self.builder.host_op("torch.aten.ge.int", [size, self.builder.constant(n)], V.BOOL, size.example >= n)
+                return self._select(at_least(smallest, 2), lambda: choose([*sizes, None]), lambda: self._select(
+                    at_least(measured[0], 1), lambda: choose([*sizes, 1]), lambda: choose([*sizes, 0])))
+            fixed = {where: n for group, n in zip(groups, sizes) if n is not None for where in group}
+            if not fixed:
+                return self.capturer.splice(general.func_name, operands)
+            chosen = variant(fixed)
+            if chosen.mutated_inputs != general.mutated_inputs or len(chosen.result_types) != len(general.result_types):
+                raise self.error(stmt, f"`{source_text(stmt)}` changes other tensors in place when a size is 0 or 1",
+                                 "compute new tensors instead of changing them in place")
+            cast = list(operands)
+            for k, leaf in enumerate(flat_inputs):
+                shape = [fixed.get((k, d), n) for d, n in enumerate(leaf.type.shape or ())]
+                if V.is_tensor_type(leaf.type) and leaf.type.shape is not None and shape != list(leaf.type.shape):
+                    cast[k] = self.builder.cast(leaf, leaf.type.with_shape(shape)).value
+            return self.capturer.splice(chosen.func_name, cast)
+
+        values = choose([])
+        types = [V.parse_type(str(v.type)) for v in values]
+        count = len(general.mutated_inputs)
+        joined = CapturedRun(general.func_name, types[count:], [False] * (len(types) - count), general.mutated_inputs, types[:count])
+        return joined, values
+
+    def _select(self, condition: V.Dyn, then_fn, else_fn) -> list[ir.Value]:
+        """An `scf.if` on a runtime bool whose arms build IR values (`then_fn()`,
+        `else_fn()`: one list each, of one kind item by item); its results, types joined."""
+        draft = ir.Operation.create("scf.if", results=[], operands=[self.builder.to_i1(condition)], regions=2)
+        blocks, arms = [], []
+        for region, build in zip(draft.regions, (then_fn, else_fn)):
+            block = region.blocks.append()
+            with ir.InsertionPoint(block):
+                arms.append([V.Dyn(v, V.parse_type(str(v.type)), None) for v in build()])
+            blocks.append(block)
+        types = [V.join_types(a.type, b.type) for a, b in zip(*arms)]
+        for block, leaves in zip(blocks, arms):
+            with ir.InsertionPoint(block):
+                ir.Operation.create("scf.yield", operands=[self._cast(leaf, t).value for leaf, t in zip(leaves, types)])
+        if_op = ir.Operation.create(
+            "scf.if", results=[self.builder.type(t) for t in types], operands=[draft.operands[0]], regions=2, ip=ir.InsertionPoint(draft)
+        )
+        for old, new in zip(blocks, if_op.regions):
+            new_block = new.blocks.append()
+            for op in list(old.operations):
+                new_block.append(op)
+        draft.erase()
+        return list(if_op.results)
 
     def _rebind_mutated(self, env: dict, live, stmt, mutations: list[tuple[V.Dyn, V.Dyn]]) -> None:
         """Give a tensor mutated in place its new value in every variable bound to it."""
@@ -2390,7 +2478,11 @@ class FunctionCompiler:
     def host_Subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
         holder = self.expression(expr.value, env)
         if not (lists.is_list(holder) or isinstance(holder, V.Tup) or isinstance(holder, V.Const) and isinstance(holder.value, tuple)):
-            return host_numpy.mark(self._apply(expr, env, host_expressions.known_values([expr.value], [holder])), [holder])
+            known = host_expressions.known_values([expr.value], [holder])
+            sliced = self._sliced_on_host(expr, holder, env, known)
+            if sliced is not None:
+                return sliced
+            return host_numpy.mark(self._apply(expr, env, known), [holder])
         if isinstance(holder, V.Tup) and isinstance(holder.kind, V.DictKind):
             return self._dict_item(expr, holder, self.expression(expr.slice, env))
         key = lists.subscript_key(self, expr.slice, env)
@@ -2407,6 +2499,59 @@ class FunctionCompiler:
         if not (isinstance(holder, V.Dyn) and V.is_list_type(holder.type)):
             return self._runtime_index_into_known(expr, env, holder, key)
         return self._runtime_item(expr, holder, key)
+
+    def _sliced_on_host(self, expr: ast.Subscript, holder, env, known: dict) -> V.Dyn | None:
+        """`x[:k]`, `emb[:k, t]`: a tensor indexed by slices (step 1) and ints, some of them
+        runtime ints, as host slices and selects; a dim cut by a runtime bound is known only at
+        run time (`[?, 8]`). Such a view may not be changed in place, nor its tensor while it
+        lives: where it lies in the tensor is a runtime value. None for any other index
+        (computed by a run; the parts computed here are in `known`)."""
+        if not (isinstance(holder, V.Dyn) and V.is_tensor_type(holder.type) and holder.type.shape is not None
+                and isinstance(holder.example, torch.Tensor)):
+            return None
+        parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        keys = []
+        for part in parts:
+            if isinstance(part, ast.Slice):
+                bounds = [None if b is None else self.expression(b, env) for b in (part.lower, part.upper, part.step)]
+                known.update(host_expressions.known_values([b for b in (part.lower, part.upper, part.step) if b is not None], [b for b in bounds if b is not None]))
+                keys.append(slice(*bounds))
+            elif isinstance(part, ast.Starred) or isinstance(part, ast.Constant) and part.value in (None, Ellipsis):
+                return None
+            else:
+                keys.append(self.expression(part, env))
+                known.update(host_expressions.known_values([part], keys[-1:]))
+
+        def index(value) -> bool:
+            return value is None or isinstance(value, V.Const) and _is_index(value.value) or isinstance(value, V.Dyn) and value.type == V.INT
+        flat = [b for k in keys for b in ((k.start, k.stop, k.step) if isinstance(k, slice) else (k,))]
+        steps = [k.step for k in keys if isinstance(k, slice) and k.step is not None]
+        if (len(keys) > holder.type.rank or not all(index(b) for b in flat) or not any(isinstance(b, V.Dyn) for b in flat)
+                or not all(isinstance(k, slice) or k is not None for k in keys) or not all(isinstance(st, V.Const) and st.value == 1 for st in steps)):
+            return None
+        example = lambda b: None if b is None else b.example if isinstance(b, V.Dyn) else b.value
+        value, shape, dim = holder, list(holder.type.shape), 0
+        for key in keys:
+            if isinstance(key, slice):
+                if key.start is None and key.stop is None:
+                    dim += 1
+                    continue
+                picked = value.example[(slice(None),) * dim + (slice(example(key.start), example(key.stop)),)]
+                shape[dim] = None if isinstance(key.start, V.Dyn) or isinstance(key.stop, V.Dyn) or shape[dim] is None else picked.shape[dim]
+                operands = [value, self.builder.constant(dim), *(self._materialize(b, "slice bound") if b is not None else self.builder.constant(None) for b in (key.start, key.stop)), self.builder.constant(1)]
+                value = self.builder.host_op("torch.aten.slice.Tensor", operands, holder.type.with_shape(shape), picked)
+                dim += 1
+            else:
+                at = example(key)
+                if not -value.example.shape[dim] <= at < value.example.shape[dim]:
+                    at = 0 if value.example.shape[dim] else None  # (another path's index: this example is never compared)
+                if at is None:
+                    return None
+                picked = value.example.select(dim, at)
+                del shape[dim]
+                value = self.builder.host_op("torch.aten.select.int", [value, self.builder.constant(dim), self._materialize(key, "index")], holder.type.with_shape(shape), picked)
+        memory = aliases.storage_of(holder.example)
+        return dataclasses.replace(value, may_share=value.may_share | holder.may_share | ({memory} if memory is not None else set()))
 
     def _dict_item(self, expr: ast.Subscript, holder: V.Tup, key: V.EnvValue) -> V.EnvValue:
         """`d[key]` of a dict whose keys are known here."""
@@ -2787,3 +2932,7 @@ def _located(expr: ast.expr) -> ast.expr:
 
 
 __all__ = ["FunctionCompiler"]
+
+
+def _is_index(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

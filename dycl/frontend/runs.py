@@ -189,6 +189,24 @@ class DetachIsIdentity(ast.NodeTransformer):
         return node
 
 
+def at_least_two(example, dims: list[int]):
+    """`example` with each of `dims` at least 2 long (export would take a dim of 0 or 1 for
+    a constant): the values past the example's own are zeros, which export never reads."""
+    for dim in dims:
+        if example.shape[dim] < 2:
+            pad = list(example.shape)
+            pad[dim] = 2 - example.shape[dim]
+            example = torch.cat([example, example.new_zeros(pad)], dim)
+    return example
+
+
+def narrowed(example, sizes: list[tuple[int, int]]):
+    """`example` cut to `size` along each (dim, size) of `sizes`, as a tensor of its own."""
+    for dim, size in sizes:
+        example = example.narrow(dim, 0, size)
+    return example.clone() if sizes else example
+
+
 def distinct_examples(flat_inputs: list[V.Dyn]) -> list:
     """Example inputs for export, one tensor per IR value. Two values may share an example
     (after `if c: y = x else: y = x * 0.5`, the join's example of `y` is `x`'s); export
