@@ -37,6 +37,20 @@ class ParamOp(IRDLOperation):
         return self.param_name.data
 
 
+@irdl_op_definition
+class ErrorOp(IRDLOperation):
+    """Raise `message` at run time: an arm of the program that cannot compute (a sub-DNN
+    that could not be captured for one size a runtime dim may take). An effect: kept where
+    it is, never part of a sub-DNN."""
+
+    name = "dycl.error"
+
+    message = attr_def(StringAttr)
+
+    def __init__(self, message: str):
+        super().__init__(attributes={"message": StringAttr(message)})
+
+
 SUBDNN_ATTR = "dycl.subdnn"
 """Unit attribute on every sub-DNN `func.func`: a conditional-free run of tensor ops that a
 backend compiles (the passes create them, the backends and the host codegen read them)."""
@@ -66,4 +80,4 @@ def mark_kept(op: Operation) -> None:
     op.attributes[KEEP_ATTR] = UnitAttr()
 
 
-Dycl = Dialect("dycl", [ParamOp], [])
+Dycl = Dialect("dycl", [ParamOp, ErrorOp], [])

@@ -456,7 +456,7 @@ _TENSOR_MATH: dict[str, HostSpec] = {
 
 # Effects, and torch-mlir's placeholder for a value no path defines.
 _EFFECTS: dict[str, HostSpec] = dict.fromkeys(
-    ("torch.prim.RaiseException", "torch.prim.Print", "torch.aten.warn", "torch.prim.Uninitialized")
+    ("torch.prim.RaiseException", "torch.prim.Print", "torch.aten.warn", "torch.prim.Uninitialized", "dycl.error")
 )
 
 _CONSTANTS: dict[str, HostSpec] = dict.fromkeys(

@@ -149,6 +149,10 @@ class TorchFunctions(InterpreterFunctions):
     def run_from_i64(self, interp, op, args):
         return (int(args[0]),)
 
+    @impl(dycl_dialect.ErrorOp)
+    def run_error(self, interp, op: dycl_dialect.ErrorOp, args):
+        raise InterpretationError(op.message.data)
+
     @impl(dycl_dialect.ParamOp)
     def run_param(self, interp, op: dycl_dialect.ParamOp, args):
         name = op.weight_name

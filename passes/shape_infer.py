@@ -52,8 +52,13 @@ from dycl.passes._common import (
     refines,
 )
 
-_PROBES = (5, 13)
+_PROBES = (5, 13, 7)
 """Sizes substituted for unknown dims when recomputing shapes on meta tensors."""
+
+_INT_PROBES = (0, 1, 2)
+"""Values substituted for runtime ints (a slice bound `x[:k]`, an index), probe for probe:
+small, so that an index stays inside the dims it may index, and 0, 1 and 2 (a dim that
+`x[:k]` cuts is 0 or 1 long for some k, whatever its length)."""
 
 _MAX_FIXED_POINT_ROUNDS = 16
 
@@ -97,13 +102,13 @@ class _MetaShapes:
         if call is None:
             return None
         unknown = any(
-            is_tensor(v) and (v.type.shape is None or None in v.type.shape)
+            is_tensor(v) and (v.type.shape is None or None in v.type.shape) or _is_runtime_int(v)
             for v in _all_operand_values(op)
         )
         probes = _PROBES if unknown else _PROBES[:1]
         runs = []
-        for probe in probes:
-            args = [_meta_arg(v, probe) for v in op.operands]
+        for probe, int_probe in zip(probes, _INT_PROBES):
+            args = [_meta_arg(v, probe, int_probe) for v in op.operands]
             if any(a is NO_VALUE for a in args):
                 return None
             try:
@@ -145,7 +150,11 @@ def _all_operand_values(op: Operation):
         yield operand
 
 
-def _meta_arg(value: SSAValue, probe: int) -> Any:
+def _is_runtime_int(value: SSAValue) -> bool:
+    return isinstance(value.type, t.IntType) and constant_value(value) is NO_VALUE
+
+
+def _meta_arg(value: SSAValue, probe: int, int_probe: int) -> Any:
     import torch
 
     type_ = value.type
@@ -161,9 +170,9 @@ def _meta_arg(value: SSAValue, probe: int) -> Any:
         shape = [probe if d is None else d for d in type_.shape]
         return torch.empty(shape, dtype=dtype, device="meta")
     if isinstance(value.owner, t.ListConstructOp):
-        elements = [_meta_arg(e, probe) for e in value.owner.elements]
+        elements = [_meta_arg(e, probe, int_probe) for e in value.owner.elements]
         return NO_VALUE if any(e is NO_VALUE for e in elements) else elements
-    return constant_value(value)
+    return int_probe if _is_runtime_int(value) else constant_value(value)
 
 
 # ------------------------------------------------------------------ inference

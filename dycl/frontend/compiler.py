@@ -81,6 +81,7 @@ class FunctionCompiler:
         self.scope: _Scope | None = None
         self._join_node: ast.AST | None = None
         self.runtime_loop_depth = 0  # (a loop the pipeline unrolls may make shapes static again)
+        self.sizes_at_run_time = False  # (see _refuse_size_by_path)
         self._scopes: dict[str, _Scope] = {}
         # Memory that runs must not mutate (aliases.py): the weights, the caller's inputs.
         self.state_guard = aliases.StateGuard(model)
@@ -258,6 +259,8 @@ class FunctionCompiler:
         j = i + 1
         written = written_in([stmt])
         while j < len(stmts):
+            if _reads_tensor_values(stmts[j - 1]):
+                break  # (`n = max(t.tolist())`: n is a runtime int after the run, a size it may give)
             # module attributes as the run so far leaves them
             stmts[j] = self.attributes.bind(stmts[j], env, self.error, written)
             if not self._is_run_statement(stmts[j], env, written) or self._calls_compiled_helper(stmts[j], env):
@@ -293,7 +296,17 @@ class FunctionCompiler:
             name = next((n for n in sorted(read) if isinstance(block.env.get(n), lists.KnownLengths)), None)
             grown = self._grown_length_chain(stmts, read, ir_block) if name is None else None
             if name is None and grown is None:
-                raise
+                if self.sizes_at_run_time:
+                    raise
+                erase_after(ir_block, before)
+                block.env.clear()
+                block.env.update(saved)
+                self.sizes_at_run_time = True  # (sub-DNNs with dims known only at run time)
+                try:
+                    compile_statements()
+                finally:
+                    self.sizes_at_run_time = False
+                return True
         following = block.stmts[block.i + count :]
         if grown is not None:  # undone back to where the earlier chain started
             chain, between = grown
@@ -616,7 +629,8 @@ class FunctionCompiler:
     def host_statement(self, stmt: ast.stmt, env: dict) -> None:
         """A statement the host program runs: `host_<statement class>`."""
         if self.mutates_tensor(stmt, env):
-            self.compile_mutation_with_host_operands(stmt, env)
+            if not self._store_on_host(stmt, env):
+                self.compile_mutation_with_host_operands(stmt, env)
             return
         handler = getattr(self, f"host_{type(stmt).__name__}", None)
         if handler is None:
@@ -1746,10 +1760,9 @@ class FunctionCompiler:
                 if isinstance(error, TypeError) and "slice indices" in str(error):
                     # a runtime int entered as a tensor and met a slice: it is a size
                     raise self.error(
-                        stmts[0], f"`{runs.statement_text(stmts)}` slices with a runtime Python int (`x[:k]`): "
-                        "the slice's size would depend on the data",
-                        "DyCL's sub-networks have static shapes: keep the full shape and mask the "
-                        "rows past k (`x * (torch.arange(n) < k)`), or loop over a constant range",
+                        stmts[0], f"`{runs.statement_text(stmts)}` slices with a runtime Python int (`x[:k]`) "
+                        "that it also uses as a number in tensor math",
+                        "slice in a statement of its own (`y = x[:k]`), then compute with `y`",
                     ) from None
                 raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
             finally:
@@ -1790,7 +1803,7 @@ class FunctionCompiler:
                 if any(dynamic):  # (export specializes a dim whose example is 0 or 1)
                     examples = [runs.at_least_two(e, dims) for e, dims in zip(examples, dynamic)]
                 captured = self.capturer.capture(run, examples, dynamic, called, cache_key)
-                self._refuse_rank_by_path(stmts, input_specs, flat_inputs, captured)
+                self._refuse_size_by_path(stmts, input_specs, flat_inputs, captured)
 
                 def variant(sizes: dict[tuple[int, int], int]) -> CapturedRun:
                     """The run captured with the dims of `sizes` that size (0 or 1)."""
@@ -1798,7 +1811,8 @@ class FunctionCompiler:
                     dims = [[d for d in ds if (position, d) not in sizes] for position, ds in enumerate(dynamic)]
                     return self.capturer.capture(run, fixed, dims, called, (cache_key[0], (cache_key[1], tuple(sorted(sizes.items())))))
 
-                captured, values = self._splice_by_size(stmts[0], captured, variant, flat_inputs)
+                names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
+                captured, values = self._splice_by_size(stmts[0], captured, variant, flat_inputs, names)
             except FrontendError:
                 raise
             except DataDependentShape as error:
@@ -1838,10 +1852,18 @@ class FunctionCompiler:
                 ],
             )
             values = values[mutated:]
+            by_runtime_int = any(isinstance(l, V.Dyn) and l.type == V.INT for v in originals.values() for l in V.leaves(v))
+
+            def placed_at_run_time(example) -> frozenset:
+                """A view of an input whose place a runtime int decides (`x[:k]`, `x[i]`): an
+                in-place change through it, or of its tensor while it lives, is refused."""
+                memory = aliases.storage_of(example) if by_runtime_int and isinstance(example, torch.Tensor) else None
+                return frozenset({memory}) if memory is not None and memory in inputs_memory else frozenset()
+            inputs_memory = {aliases.storage_of(l.example) for l in flat_inputs if isinstance(l.example, torch.Tensor)} - {None}
             for k, value, type_, constant in zip(exported, values, captured.result_types, captured.constant):
                 leaf = out_leaves[k]
                 is_scalar = not isinstance(leaf, torch.Tensor)
-                produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf)
+                produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf, placed_at_run_time(leaf))
         known = {id(l.value) for _, value in input_specs for l in V.leaves(value) if isinstance(l, V.Const)}
         if flat_inputs and any(k not in produced and runs.picked_object(leaf) and id(leaf) not in known for k, leaf in enumerate(out_leaves)):
             # `self.experts[k]` with a runtime k: the example run picked one module, which
@@ -1863,17 +1885,23 @@ class FunctionCompiler:
         except FrontendError as error:  # located here: the statement that built the value
             raise self.error(stmts[0], error.construct, error.hint) from None
 
-    def _refuse_rank_by_path(self, stmts, input_specs, flat_inputs, captured: CapturedRun) -> None:
-        """Tensor math on a tensor whose rank depends on the path has no sub-DNN (in a loop
-        body, it may be a carry that grows, of one rank once dycl-unroll-loops ran)."""
+    def _refuse_size_by_path(self, stmts, input_specs, flat_inputs, captured: CapturedRun) -> None:
+        """Tensor math on a tensor whose shape depends on the path (or a runtime size) raises
+        RuntimeSize, which `_per_length_on_failure` takes first as a chance to compile the
+        statements once per length of a list; failing that, they are compiled again with
+        `sizes_at_run_time` set, and only a rank that depends on the path is refused. (In a
+        loop body it may be a carry that grows, static once dycl-unroll-loops ran.)"""
         if self.runtime_loop_depth:
             return
         for k, leaf in enumerate(flat_inputs):
-            if V.is_tensor_type(leaf.type) and leaf.type.shape is None and self.capturer.computes_with(captured.func_name, k):
-                name = next(n for n, value in input_specs if any(l is leaf for l in V.leaves(value)))
-                raise RuntimeSize.of(self._shape_by_path_error(stmts, name, leaf))
+            if not runs.shape_depends_on_path(leaf.type) or not self.capturer.computes_with(captured.func_name, k):
+                continue
+            if self.sizes_at_run_time and leaf.type.shape is not None:
+                continue
+            name = next(n for n, value in input_specs if any(l is leaf for l in V.leaves(value)))
+            raise RuntimeSize.of(self._shape_by_path_error(stmts, name, leaf))
 
-    def _splice_by_size(self, stmt, general: CapturedRun, variant, flat_inputs) -> tuple[CapturedRun, list[ir.Value]]:
+    def _splice_by_size(self, stmt, general: CapturedRun, variant, flat_inputs, names: list[str]) -> tuple[CapturedRun, list[ir.Value]]:
         """Call a captured run whose inputs have dims known only at run time (`x[:k]`).
 
         Export assumes such a dim is at least 2 (`x.squeeze()` drops nothing, `x + y`
@@ -1905,7 +1933,10 @@ class FunctionCompiler:
             fixed = {where: n for group, n in zip(groups, sizes) if n is not None for where in group}
             if not fixed:
                 return self.capturer.splice(general.func_name, operands)
-            chosen = variant(fixed)
+            try:
+                chosen = variant(fixed)
+            except Exception as failure:  # (an index the example gives is past this size: `x[:k][t]`)
+                return self._error_arm(stmt, failure, fixed, names, general)
             if chosen.mutated_inputs != general.mutated_inputs or len(chosen.result_types) != len(general.result_types):
                 raise self.error(stmt, f"`{source_text(stmt)}` changes other tensors in place when a size is 0 or 1",
                                  "compute new tensors instead of changing them in place")
@@ -1922,9 +1953,26 @@ class FunctionCompiler:
         joined = CapturedRun(general.func_name, types[count:], [False] * (len(types) - count), general.mutated_inputs, types[:count])
         return joined, values
 
+    def _error_arm(self, stmt, failure: Exception, fixed: dict, names: list[str], general: CapturedRun) -> list[ir.Value]:
+        """The arm of a run that could not be captured for some size (0 or 1) of a runtime
+        dim: it raises when the program takes it (it may never) and yields placeholders."""
+        sizes = " and ".join(sorted({f"`{names[k]}` has size {n} in dim {d}" for (k, d), n in fixed.items()}))
+        reason = str(failure).strip().splitlines()[0] if str(failure).strip() else type(failure).__name__
+        message = str(self.error(stmt, f"`{source_text(stmt)}` cannot run when {sizes} (export failed for that size: {reason})"))
+        ir.Operation.create("dycl.error", attributes={"message": ir.StringAttr.get(message)})
+        values = []
+        for type_ in [*general.mutated_types, *general.result_types]:
+            if V.is_tensor_type(type_):
+                example = torch.zeros([0 if d is None else d for d in type_.shape], dtype=V.tensor_dtype(type_))
+            else:
+                example = {V.INT: 0, V.FLOAT: 0.0, V.BOOL: False}[type_]
+            values.append(self.builder.placeholder(type_, example).value)
+        return values
+
     def _select(self, condition: V.Dyn, then_fn, else_fn) -> list[ir.Value]:
         """An `scf.if` on a runtime bool whose arms build IR values (`then_fn()`,
-        `else_fn()`: one list each, of one kind item by item); its results, types joined."""
+        `else_fn()`: one list each, of one kind item by item); its results, types joined.
+        Marked `dycl.by_size`: the frontend made it, no `if` of the user's."""
         draft = ir.Operation.create("scf.if", results=[], operands=[self.builder.to_i1(condition)], regions=2)
         blocks, arms = [], []
         for region, build in zip(draft.regions, (then_fn, else_fn)):
@@ -1937,7 +1985,8 @@ class FunctionCompiler:
             with ir.InsertionPoint(block):
                 ir.Operation.create("scf.yield", operands=[self._cast(leaf, t).value for leaf, t in zip(leaves, types)])
         if_op = ir.Operation.create(
-            "scf.if", results=[self.builder.type(t) for t in types], operands=[draft.operands[0]], regions=2, ip=ir.InsertionPoint(draft)
+            "scf.if", results=[self.builder.type(t) for t in types], operands=[draft.operands[0]], regions=2, ip=ir.InsertionPoint(draft),
+            attributes={BY_SIZE: ir.UnitAttr.get()},
         )
         for old, new in zip(blocks, if_op.regions):
             new_block = new.blocks.append()
@@ -2067,25 +2116,13 @@ class FunctionCompiler:
 
     def _shape_by_path_error(self, stmts, name: str, value: V.Dyn) -> FrontendError:
         """Tensor math on a value whose shape differs between paths (a variable assigned
-        tensors of two shapes, or the stack of a list whose length depends on the path)."""
-        if name.startswith(OPERAND_PREFIX):  # computed for this statement (`torch.stack(outs)`)
-            return self.error(
-                stmts[0], f"`{runs.statement_text(stmts)}` does tensor math on a tensor whose size depends on the "
-                "path taken (e.g. the stack of a list that has another length on another path)",
-                "DyCL's sub-networks have static shapes: reduce as you go (a running sum and a count), "
-                "or pad to a fixed length and mask",
-            )
-        described = V.describe_type(value.type)
-        if not _joined(value):  # made with a size that is a runtime value (`torch.zeros(b, n)`)
-            return self.error(
-                stmts[0], f"`{name}` holds {described} (its size is a number known only at run time), and "
-                f"`{runs.statement_text(stmts)}` computes with it",
-                _STATIC_SIZE_HINT,
-            )
+        tensors of two shapes, the stack of a list whose length depends on the path). Only a
+        rank that differs is final (`_refuse_size_by_path`): sizes compile as runtime dims."""
+        what = ("a tensor whose shape depends on the path taken" if name.startswith(OPERAND_PREFIX)
+                else f"`{name}`, {V.describe_type(value.type)} (its shape depends on the path taken),")
         return self.error(
-            stmts[0], f"`{name}` holds {described} (its shape depends on the path taken), and "
-            f"`{runs.statement_text(stmts)}` computes with it",
-            "give it one shape on every path (reshape or pad it to the same shape in each branch), "
+            stmts[0], f"`{runs.statement_text(stmts)}` computes with {what}",
+            "give it one rank on every path (reshape it to the same number of dims in each branch), "
             "or do the computation inside each branch",
         )
 
@@ -2132,8 +2169,9 @@ class FunctionCompiler:
             failure = self.error(
                 packing, f"`{runs.statement_text([packing])}` packs sequences whose lengths are known only at "
                 "run time: the packed batch has as many rows as the lengths add up to",
-                "DyCL's sub-networks have static shapes: run the RNN on the padded batch and mask the "
-                "steps past each sequence's length",
+                "DyCL does not lower packed sequences whose lengths are runtime values: run the RNN "
+                "on the padded batch and mask the steps past each sequence's length, or step through "
+                "time with a batch that shrinks (`h = cell(x[:bt, t], h[:bt])`)",
             )
             failure.detail = text
             return failure
@@ -2150,10 +2188,10 @@ class FunctionCompiler:
             return failure
         if "conflicts between user-specified ranges" in text or "specialized" in text:
             failure = self.error(
-                stmts[0], f"`{source}` does tensor math on a tensor whose size depends on runtime "
-                "control flow (e.g. the stack of a list that grows until a `break`)",
-                "DyCL's sub-networks have static shapes: reduce as you go (a running sum and a "
-                "count), or pad to a fixed length and mask",
+                stmts[0], f"`{source}` needs a tensor whose size is known only at run time (it depends "
+                "on the path, or on a runtime int) to have one particular size",
+                "give the tensors it combines the same size on every path (pad or slice them to a "
+                "constant size), or do the computation inside each branch",
             )
             failure = RuntimeSize.of(failure)
         elif "data-dependent" in text.lower() or "guard" in text.lower():
@@ -2185,8 +2223,9 @@ class FunctionCompiler:
             return self.error(
                 at or stmts[0], f"`{source}` makes a tensor whose size depends on the data (indexing "
                 "with a boolean mask, `nonzero`, `masked_select`)",
-                "DyCL's sub-networks have static shapes: keep the full shape and select with "
-                "`torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
+                "DyCL compiles sizes that runtime ints give, not sizes that tensor code computes from "
+                "tensor values: keep the full shape and select with `torch.where(mask, a, b)` or "
+                "multiply by the mask (`(x * mask).sum()`)",
             )
         return self.error(
             at or stmts[0], f"`{source}` makes a tensor whose size is a number computed from tensor "
@@ -2218,7 +2257,8 @@ class FunctionCompiler:
 
     def _path_dependent_alias(self, stmt, name: str) -> FrontendError:
         return self.error(
-            stmt, f"in-place change of `{name}`, which shares memory with another variable on some paths only",
+            stmt, f"in-place change of `{name}`, which shares memory with another variable on some paths only "
+            "(or where a runtime int places it: `x[:k]`, `x[i]`)",
             f"copy it where it is assigned on every path (`{name} = other.clone()`), or rebind instead of mutating",
         )
 
@@ -2479,7 +2519,7 @@ class FunctionCompiler:
         holder = self.expression(expr.value, env)
         if not (lists.is_list(holder) or isinstance(holder, V.Tup) or isinstance(holder, V.Const) and isinstance(holder.value, tuple)):
             known = host_expressions.known_values([expr.value], [holder])
-            sliced = self._sliced_on_host(expr, holder, env, known)
+            sliced = self._sliced_on_host(expr, holder, env)
             if sliced is not None:
                 return sliced
             return host_numpy.mark(self._apply(expr, env, known), [holder])
@@ -2500,37 +2540,51 @@ class FunctionCompiler:
             return self._runtime_index_into_known(expr, env, holder, key)
         return self._runtime_item(expr, holder, key)
 
-    def _sliced_on_host(self, expr: ast.Subscript, holder, env, known: dict) -> V.Dyn | None:
+    def _sliced_on_host(self, expr: ast.Subscript, holder, env) -> V.Dyn | None:
         """`x[:k]`, `emb[:k, t]`: a tensor indexed by slices (step 1) and ints, some of them
         runtime ints, as host slices and selects; a dim cut by a runtime bound is known only at
         run time (`[?, 8]`). Such a view may not be changed in place, nor its tensor while it
         lives: where it lies in the tensor is a runtime value. None for any other index
-        (computed by a run; the parts computed here are in `known`)."""
+        (computed by a run)."""
+        keys = self._host_index_keys(expr, holder, env)
+        if keys is None:
+            return None
+        chain = self._host_views(holder, keys)
+        if chain is None:
+            return None
+        value = chain[-1][-1] if chain else holder
+        memory = aliases.storage_of(holder.example)
+        return dataclasses.replace(value, may_share=value.may_share | holder.may_share | ({memory} if memory is not None else set()))
+
+    def _host_index_keys(self, expr: ast.Subscript, holder, env) -> list | None:
+        """The keys of `holder[...]` when the host indexes it: slices of step 1 and ints, some
+        bound or index a runtime int; None otherwise."""
         if not (isinstance(holder, V.Dyn) and V.is_tensor_type(holder.type) and holder.type.shape is not None
                 and isinstance(holder.example, torch.Tensor)):
             return None
         parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        if len(parts) > holder.type.rank or not all(_plain_index(p, env) for p in parts):
+            return None  # (plain parts have no effects: the run that computes it otherwise may compute them again)
         keys = []
         for part in parts:
             if isinstance(part, ast.Slice):
-                bounds = [None if b is None else self.expression(b, env) for b in (part.lower, part.upper, part.step)]
-                known.update(host_expressions.known_values([b for b in (part.lower, part.upper, part.step) if b is not None], [b for b in bounds if b is not None]))
-                keys.append(slice(*bounds))
-            elif isinstance(part, ast.Starred) or isinstance(part, ast.Constant) and part.value in (None, Ellipsis):
-                return None
+                keys.append(slice(*(None if b is None else self.expression(b, env) for b in (part.lower, part.upper, part.step))))
             else:
                 keys.append(self.expression(part, env))
-                known.update(host_expressions.known_values([part], keys[-1:]))
 
         def index(value) -> bool:
             return value is None or isinstance(value, V.Const) and _is_index(value.value) or isinstance(value, V.Dyn) and value.type == V.INT
         flat = [b for k in keys for b in ((k.start, k.stop, k.step) if isinstance(k, slice) else (k,))]
         steps = [k.step for k in keys if isinstance(k, slice) and k.step is not None]
-        if (len(keys) > holder.type.rank or not all(index(b) for b in flat) or not any(isinstance(b, V.Dyn) for b in flat)
+        if (not all(index(b) for b in flat) or not any(isinstance(b, V.Dyn) for b in flat)
                 or not all(isinstance(k, slice) or k is not None for k in keys) or not all(isinstance(st, V.Const) and st.value == 1 for st in steps)):
             return None
+        return keys
+
+    def _host_views(self, holder: V.Dyn, keys: list) -> list[tuple] | None:
+        """The host slices and selects of `holder[keys]`, one (base, dim, key, view) each."""
         example = lambda b: None if b is None else b.example if isinstance(b, V.Dyn) else b.value
-        value, shape, dim = holder, list(holder.type.shape), 0
+        value, shape, dim, chain = holder, list(holder.type.shape), 0, []
         for key in keys:
             if isinstance(key, slice):
                 if key.start is None and key.stop is None:
@@ -2538,20 +2592,59 @@ class FunctionCompiler:
                     continue
                 picked = value.example[(slice(None),) * dim + (slice(example(key.start), example(key.stop)),)]
                 shape[dim] = None if isinstance(key.start, V.Dyn) or isinstance(key.stop, V.Dyn) or shape[dim] is None else picked.shape[dim]
-                operands = [value, self.builder.constant(dim), *(self._materialize(b, "slice bound") if b is not None else self.builder.constant(None) for b in (key.start, key.stop)), self.builder.constant(1)]
-                value = self.builder.host_op("torch.aten.slice.Tensor", operands, holder.type.with_shape(shape), picked)
+                bounds = [self._materialize(b, "slice bound") if b is not None else self.builder.constant(None) for b in (key.start, key.stop)]
+                operands = [self.builder.constant(dim), *bounds, self.builder.constant(1)]
+                view = self.builder.host_op("torch.aten.slice.Tensor", [value, *operands], holder.type.with_shape(shape), picked)
+                chain.append((value, "torch.aten.slice_scatter", operands, view))
                 dim += 1
             else:
                 at = example(key)
                 if not -value.example.shape[dim] <= at < value.example.shape[dim]:
-                    at = 0 if value.example.shape[dim] else None  # (another path's index: this example is never compared)
-                if at is None:
-                    return None
-                picked = value.example.select(dim, at)
+                    if not value.example.shape[dim]:
+                        return None
+                    at = 0  # (another path's index: this example is never compared)
                 del shape[dim]
-                value = self.builder.host_op("torch.aten.select.int", [value, self.builder.constant(dim), self._materialize(key, "index")], holder.type.with_shape(shape), picked)
-        memory = aliases.storage_of(holder.example)
-        return dataclasses.replace(value, may_share=value.may_share | holder.may_share | ({memory} if memory is not None else set()))
+                operands = [self.builder.constant(dim), self._materialize(key, "index")]
+                view = self.builder.host_op("torch.aten.select.int", [value, *operands], holder.type.with_shape(shape), value.example.select(dim, at))
+                chain.append((value, "torch.aten.select_scatter", operands, view))
+            value = view
+        return chain
+
+    def _store_on_host(self, stmt: ast.stmt, env: dict) -> bool:
+        """`out[:k, t] = v` with a runtime slice bound: the host takes the view, stores `v`
+        (broadcast and cast to the view, as `copy_` does) and scatters it back; every alias
+        of `out` sees the change. False (nothing computed) for any other statement."""
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)
+                and isinstance(stmt.targets[0].value, ast.Name)):
+            return False
+        target = stmt.targets[0]
+        holder = env.get(target.value.id)
+        parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        bounds = [b for p in parts if isinstance(p, ast.Slice) for b in (p.lower, p.upper) if b is not None]
+        if not any(isinstance(b, ast.Name) and isinstance(env.get(b.id), V.Dyn) and env[b.id].type == V.INT for b in bounds):
+            return False
+        keys = self._host_index_keys(target, holder, env)
+        chain = self._host_views(holder, keys) if keys is not None else None
+        if not chain:
+            return False
+        if holder.may_share:
+            raise self._path_dependent_alias(stmt, target.value.id)
+        view = chain[-1][-1]
+        source = self.expression(stmt.value, env)
+        if isinstance(source, V.Const) and isinstance(source.value, (bool, int, float)):
+            source = self.written_expression("__dycl_torch.full_like(__view, __value)", stmt, {"__view": view, "__value": source})
+        elif not (isinstance(source, V.Dyn) and source.type == view.type):
+            source = self.written_expression("__value.expand_as(__view).to(__view.dtype)", stmt, {"__view": view, "__value": source})
+        try:  # the store on the examples, as eager makes it (another path's may not fit)
+            with torch.no_grad():
+                view.example.copy_(source.example)
+        except Exception:
+            pass
+        new = source
+        for base, scatter, operands, _ in reversed(chain):
+            new = self.builder.host_op(scatter, [base, new, *operands], base.type, base.example)
+        self._rebind_mutated(env, None, stmt, [(holder, V.Dyn(new.value, holder.type, holder.example))])
+        return True
 
     def _dict_item(self, expr: ast.Subscript, holder: V.Tup, key: V.EnvValue) -> V.EnvValue:
         """`d[key]` of a dict whose keys are known here."""
@@ -2852,9 +2945,12 @@ def _optional_side(value) -> bool:
 
 _PACKING = {"pack_padded_sequence", "pack_sequence"}
 _COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+BY_SIZE = "dycl.by_size"  # (the attribute of an scf.if that picks a run by a runtime size)
 _STATIC_SIZE_HINT = (
-    "DyCL's sub-networks have static shapes: give the tensor a size known when the model is "
-    "imported (a constant, or a size of an input) and mask what lies past the computed one"
+    "DyCL compiles sizes that runtime ints give, not sizes that tensor code computes from "
+    "tensor values: compute the size in a statement of its own (`n = int(t.max())`, then "
+    "`torch.zeros(b, n)`), or give the tensor a size known when the model is imported and "
+    "mask what lies past the computed one"
 )
 
 
@@ -2883,13 +2979,6 @@ def _part_name(name: str, value, path: tuple) -> str:
         name = f"{name}[{key!r}]"
         value = value.items[k] if isinstance(value, V.Tup) else None
     return name
-
-
-def _joined(value: V.Dyn) -> bool:
-    """Whether an IR value is a join of paths: an `scf` op's result or a loop's block argument."""
-    owner = value.value.owner
-    name = getattr(owner, "name", None)
-    return name is None or str(name).startswith("scf.")
 
 
 def _called_name(call: ast.Call) -> str | None:
@@ -2936,3 +3025,22 @@ __all__ = ["FunctionCompiler"]
 
 def _is_index(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _plain_index(node: ast.expr, env) -> bool:
+    """An index part the host may compute before knowing whether it stores: constants and
+    names of Python scalars, in arithmetic and slices."""
+    if isinstance(node, ast.Slice):
+        return all(part is None or _plain_index(part, env) for part in (node.lower, node.upper, node.step))
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and not (isinstance(env.get(sub.id), V.Const) or isinstance(env.get(sub.id), V.Dyn) and not V.is_tensor_type(env[sub.id].type)):
+            return False
+        if not isinstance(sub, (ast.Name, ast.Constant, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop, ast.Load)):
+            return False
+    return True
+
+
+def _reads_tensor_values(stmt: ast.stmt) -> bool:
+    """Whether `stmt` turns tensor values into Python numbers (`t.tolist()`), which inside
+    the run that computes them are data-dependent, and runtime ints after it."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "tolist" for n in ast.walk(stmt))

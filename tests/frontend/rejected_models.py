@@ -99,12 +99,6 @@ class ReturnsString(nn.Module):
         return [x, "done"]  # REJECT
 
 
-class NegativeRuntimeIndex(nn.Module):
-    def forward(self, x):
-        k = int(x.argmax()) - 4  # always negative: -4..-1
-        return x * x[0, k]  # REJECT
-
-
 class IdentityOfTensors(nn.Module):
     def forward(self, x):
         y = x
@@ -119,15 +113,6 @@ class AssignmentExpression(nn.Module):
         if (s := x.sum()) > 0:  # REJECT
             return x * s
         return x
-
-
-class ShapeByPath(nn.Module):
-    def forward(self, x):
-        y = x[:, :2]
-        if x.sum() > 0:
-            y = x[:, :3]
-        total = y.sum() * 2  # REJECT
-        return total
 
 
 class MaskedRowsInRun(nn.Module):
@@ -155,8 +140,6 @@ REJECTED = {
     "size_from_tolist": (SizeFromTolist, "size is a number computed from tensor values"),
     "identity_of_tensors": (IdentityOfTensors, "tests whether two names hold one tensor or value object"),
     "assignment_expression": (AssignmentExpression, "assignment expression (`:=`)"),
-    "shape_by_path": (ShapeByPath, "(its shape depends on the path taken)"),
-    "negative_runtime_index": (NegativeRuntimeIndex, "negative on the example path"),
     "generator": (Generator, "generator"),
     "try": (TryExcept, "`try` statement"),
     "print": (Printing, "`print` in forward"),
