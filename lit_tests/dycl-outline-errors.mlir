@@ -19,21 +19,12 @@
 
 // -----
 
-// A shape the entry shapes do not determine (a loop whose carry grows, kept rolled).
-// CHECK: @dynamic: op 4 (scf.for) / body / op 1 (torch.aten.cat): tensor of shape 1x?:float32 inside a would-be sub-DNN: its shape is not determined by the entry shapes
+// A rank the entry shapes do not determine (a value joined from tensors of two ranks).
+// CHECK: @unranked: op 0 (torch.aten.relu): tensor of shape *:float32 inside a would-be sub-DNN: its rank is not determined by the entry shapes
 "builtin.module"() ({
-  "func.func"() <{sym_name = "dynamic", function_type = (!torch.vtensor<[1,?],f32>) -> !torch.vtensor<[1,?],f32>}> ({
-  ^bb0(%x: !torch.vtensor<[1,?],f32>):
-    %lb = "arith.constant"() <{value = 0 : index}> : () -> index
-    %ub = "arith.constant"() <{value = 3 : index}> : () -> index
-    %st = "arith.constant"() <{value = 1 : index}> : () -> index
-    %one = "torch.constant.int"() <{value = 1 : i64}> : () -> !torch.int
-    %r = "scf.for"(%lb, %ub, %st, %x) ({
-    ^bb1(%i: index, %acc: !torch.vtensor<[1,?],f32>):
-      %l = "torch.prim.ListConstruct"(%acc, %x) : (!torch.vtensor<[1,?],f32>, !torch.vtensor<[1,?],f32>) -> !torch.list<vtensor>
-      %c = "torch.aten.cat"(%l, %one) : (!torch.list<vtensor>, !torch.int) -> !torch.vtensor<[1,?],f32>
-      "scf.yield"(%c) : (!torch.vtensor<[1,?],f32>) -> ()
-    }) : (index, index, index, !torch.vtensor<[1,?],f32>) -> !torch.vtensor<[1,?],f32>
-    "func.return"(%r) : (!torch.vtensor<[1,?],f32>) -> ()
+  "func.func"() <{sym_name = "unranked", function_type = (!torch.vtensor<*,f32>) -> !torch.vtensor<*,f32>}> ({
+  ^bb0(%x: !torch.vtensor<*,f32>):
+    %y = "torch.aten.relu"(%x) : (!torch.vtensor<*,f32>) -> !torch.vtensor<*,f32>
+    "func.return"(%y) : (!torch.vtensor<*,f32>) -> ()
   }) : () -> ()
 }) : () -> ()

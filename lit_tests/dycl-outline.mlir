@@ -191,7 +191,19 @@
     "func.return"(%out) : (!torch.vtensor<[1,4],f32>) -> ()
   }) : () -> ()
 
-// Sub-DNN functions: private, marked, static; weights and constants cloned in.
+// A dim that a runtime int gives (`x[:k]` in the frontend) stays `?` in the sub-DNN: the
+// backends compile it as a symbolic size.
+// CHECK-LABEL: sym_name = "runtime_rows"
+// CHECK-NEXT:    ^{{.*}}(%x: !torch.vtensor<[?,4],f32>):
+// CHECK-NEXT:    %[[R:.*]] = "func.call"(%x) <{callee = @[[ROWS:subdnn_[0-9]+]]}> : (!torch.vtensor<[?,4],f32>) -> !torch.vtensor<[?,4],f32>
+  "func.func"() <{sym_name = "runtime_rows", function_type = (!torch.vtensor<[?,4],f32>) -> !torch.vtensor<[?,4],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[?,4],f32>):
+    %y = "torch.aten.relu"(%x) : (!torch.vtensor<[?,4],f32>) -> !torch.vtensor<[?,4],f32>
+    %z = "torch.aten.tanh"(%y) : (!torch.vtensor<[?,4],f32>) -> !torch.vtensor<[?,4],f32>
+    "func.return"(%z) : (!torch.vtensor<[?,4],f32>) -> ()
+  }) : () -> ()
+
+// Sub-DNN functions: private, marked, ranked; weights and constants cloned in.
 // CHECK-LABEL: sym_name = "subdnn_0", function_type = (!torch.vtensor<[1,4],f32>) -> (!torch.vtensor<[1,4],f32>, !torch.vtensor<[],i1>), sym_visibility = "private"
 // CHECK:         "dycl.param"() {name = "l0.weight"}
 // CHECK:         "torch.aten.gt.Scalar"
@@ -223,4 +235,7 @@
 // CHECK:         }) {dycl.keep}
 // CHECK-NEXT:    %[[T:.*]] = "torch.aten.tanh"(%[[Y]])
 // CHECK-NEXT:    "func.return"(%[[T]])
+// CHECK:       sym_name = "[[ROWS]]", function_type = (!torch.vtensor<[?,4],f32>) -> !torch.vtensor<[?,4],f32>
+// CHECK:         "torch.aten.relu"
+// CHECK-NEXT:    "torch.aten.tanh"
 }) : () -> ()

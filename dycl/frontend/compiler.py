@@ -629,8 +629,7 @@ class FunctionCompiler:
     def host_statement(self, stmt: ast.stmt, env: dict) -> None:
         """A statement the host program runs: `host_<statement class>`."""
         if self.mutates_tensor(stmt, env):
-            if not self._store_on_host(stmt, env):
-                self.compile_mutation_with_host_operands(stmt, env)
+            self.compile_mutation_with_host_operands(stmt, env)
             return
         handler = getattr(self, f"host_{type(stmt).__name__}", None)
         if handler is None:
@@ -1634,7 +1633,8 @@ class FunctionCompiler:
                 scoped[name] = self.expression(operand, env)
                 replacements[id(operand)] = name
         rewritten = replace_nodes(stmt, replacements)
-        self.compile_run([rewritten], scoped, set(scoped))
+        if not self._store_on_host(rewritten, scoped):
+            self.compile_run([rewritten], scoped, set(scoped))
         for name in env:
             if scoped[name] is not env[name]:
                 env[name] = scoped[name]
@@ -1858,8 +1858,13 @@ class FunctionCompiler:
                 """A view of an input whose place a runtime int decides (`x[:k]`, `x[i]`): an
                 in-place change through it, or of its tensor while it lives, is refused."""
                 memory = aliases.storage_of(example) if by_runtime_int and isinstance(example, torch.Tensor) else None
-                return frozenset({memory}) if memory is not None and memory in inputs_memory else frozenset()
-            inputs_memory = {aliases.storage_of(l.example) for l in flat_inputs if isinstance(l.example, torch.Tensor)} - {None}
+                if memory is None or memory not in inputs_geometry or aliases.geometry(example) in inputs_geometry[memory]:
+                    return frozenset()
+                return frozenset({memory})
+            inputs_geometry: dict = {}
+            for leaf in flat_inputs:
+                if isinstance(leaf.example, torch.Tensor) and aliases.storage_of(leaf.example) is not None:
+                    inputs_geometry.setdefault(aliases.storage_of(leaf.example), set()).add(aliases.geometry(leaf.example))
             for k, value, type_, constant in zip(exported, values, captured.result_types, captured.constant):
                 leaf = out_leaves[k]
                 is_scalar = not isinstance(leaf, torch.Tensor)

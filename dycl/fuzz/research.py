@@ -44,7 +44,11 @@ their form (`FORMS`):
   call): `self.mem = torch.tanh(s)` read back, a per-call list `self.probs = []` filled by
   a ModuleList, a counter `self.n = 0` incremented under a runtime condition;
 - module state: `self.saved.append(v)` in forward, in a few programs; DyCL must refuse it
-  with a FrontendError at that line (the oracle counts that refusal as by design).
+  with a FrontendError at that line (the oracle counts that refusal as by design);
+- sizes that runtime ints give: `rows = torch.cat([...])[:k]` with `k` counted from
+  `lengths` (`sum([l > t for l in lengths])`) or from tensor data (`int(...argmax())`), math
+  on those 0..3 rows, `buf[:k] = v` into a tensor, and a batch that shrinks step by step
+  (`h = torch.tanh(lin(h[:bt]))`, `acc[:bt] = acc[:bt] + h`).
 
 Rules that keep every program valid: statements keep the shape of `x` (a stage's summary
 `s` is (1, W): `x` itself for vectors, `x.mean((2, 3))` for images; results of shape (1, W)
@@ -108,6 +112,8 @@ FORMS = (
     "attr_state", "attr_list", "attr_counter",
     # module state changed in forward (refused by design)
     "saved_append",
+    # sizes that runtime ints give: `x[:k]`, `buf[:k] = v`, a batch that shrinks per step
+    "runtime_slice",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -135,7 +141,7 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
-    "dict_state": 0.5,
+    "dict_state": 0.5, "runtime_slice": 0.6,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
@@ -309,6 +315,34 @@ class Researcher:
         return [Research(f"{d} = {{'a': {s} * 1.0, 'b': {new_item}}}", form),
                 If([(self.a_cond(stage), [Research(f"del {d}['b']\n{d}['b'] = {s} * 2.0", form)])]),
                 Research(f"x = x + 0.1 * {fold(f'({d}[{chr(39)}a{chr(39)}] + {d}[{chr(39)}b{chr(39)}])')}", form)]
+
+    def runtime_slice(self, stage: str, fold, in_helper: bool) -> list[Stmt]:
+        """Tensors of 0..3 rows, the count a runtime int: from `lengths` in forward, else from
+        tensor data. The count never grows between steps, so every slice and store is valid."""
+        r, s, w, form = self.rng, self.summary[stage], self.width, "runtime_slice"
+        k = self.fresh("k")
+        if self.lengths and not in_helper and r.random() < 0.6:
+            count = lambda t: f"sum([l > {t} for l in lengths])"  # noqa: E731
+        else:
+            count = lambda t: f"int(F.softmax({s}, -1)[0, :4].argmax()) - {t}"  # noqa: E731
+        stack = r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])", f"torch.stack([{s}[0], {s}[0] * 0.5, torch.sigmoid({s}[0])])"])
+        kind = r.randrange(3)
+        if kind == 0:  # math on the first k rows
+            rows, lin = self.fresh("rows"), self.module(f"nn.Linear({w}, {w})")
+            math = r.choice([f"torch.tanh({lin}({rows}))", f"{rows} * 2.0 + 1.0", f"F.relu({lin}({rows})).squeeze(1)"])
+            return [Research(f"{k} = {count(1)}\n{rows} = {stack}[:{k}]\n{rows} = {math}\n"
+                             f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
+        if kind == 1:  # a store into the first k rows
+            buf = self.fresh("buf")
+            value = r.choice([f"torch.tanh({s})", "0.5", f"{s} * 0.25"])
+            return [Research(f"{k} = {count(0)}\n{buf} = torch.zeros(3, {w})\n{buf}[:{k}] = {value}\n"
+                             f"x = x + 0.1 * {fold(f'{buf}.sum(0, keepdim=True)')}", form)]
+        hs, acc, t, lin = self.fresh("hs"), self.fresh("acc"), self.fresh("t"), self.module(f"nn.Linear({w}, {w})")
+        body = [Research(f"{k} = min({k}, max({count(t)}, 0))\n{hs} = torch.tanh({lin}({hs}[:{k}]))\n"
+                         f"{acc}[:{k}] = {acc}[:{k}] + {hs}", form)]
+        return [Research(f"{hs} = {stack}\n{acc} = torch.zeros(3, {w})\n{k} = 3", form),
+                For(r.randint(2, 3), body, var=t),
+                Research(f"x = x + 0.1 * {fold(f'{acc}.sum(0, keepdim=True)')}", form)]
 
     def form(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:
         r, w = self.rng, self.width
@@ -547,6 +581,8 @@ class Researcher:
                 return [CondLine(f"{m} = 1 if @ else 0\nx = x * (1.0 + 0.5 * {m})", cond, form)]
             orelse = [Research(self.layer(stage), form)] if r.random() < 0.4 else None
             return [If([(cond, [Research(self.layer(stage), form)])], orelse)]
+        if form == "runtime_slice":
+            return self.runtime_slice(stage, fold, in_helper)
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]

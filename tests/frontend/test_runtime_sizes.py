@@ -76,6 +76,18 @@ class SizeFromListArgumentThenMath(nn.Module):
         return y, x
 
 
+class SizeFromTolist(nn.Module):
+    """A caption decoder's `torch.zeros(batch, max(decode_lengths), vocab)` with the lengths
+    from `.tolist()`, then stores into it and math on it."""
+
+    def forward(self, x):
+        y = x * 2
+        lengths = (x.abs() * 3).long().tolist()[0]
+        out = torch.zeros(2, max(lengths)).to(x.device)
+        out[0, : lengths[0]] = 1.0
+        return out * 2 + y.sum(), y
+
+
 class SqueezeAfterSlice(nn.Module):
     def forward(self, x, lengths):
         k = sum([l > 2 for l in lengths])
@@ -144,7 +156,8 @@ def test_a_batch_that_shrinks_per_step_is_exact():
     (SliceByCount, lengths_inputs([2, 0, 1, 3])),
     (TeacherForcing, teacher_inputs()),
     (SizeFromListArgumentThenMath, [(torch.randn(2, 3), lengths) for lengths in ([3, 2], [5, 1], [1, 1])]),
-], ids=["slice_by_count", "teacher_forcing", "size_from_list_argument"])
+    (SizeFromTolist, [(torch.tensor([[0.4, 1.0, 0.1]]),), (torch.tensor([[0.0, 0.2, 2.0]]),), (torch.tensor([[0.1, 0.0, 0.2]]),)]),
+], ids=["slice_by_count", "teacher_forcing", "size_from_list_argument", "size_from_tolist"])
 def test_runtime_sizes_compile_exactly_on_onnxruntime(factory, inputs):
     assert_compiled_exactly(factory, inputs, "onnxruntime")
 

@@ -55,15 +55,17 @@ def test_campaign_seed_1_internal_errors_are_located_diagnostics(index):
     assert LOCATED.match(first) and where in first and message in first, result.stderr
 
 
-def test_campaign_seed_1_case_4580_is_a_diagnostic():
+def test_campaign_seed_1_case_4580_is_no_crash():
     """`insert '>'` made an op name `torch.tensor_static_info_>cast`: dycl-shape-infer raised
-    ValueError ("not enough values to unpack"); now the op has no shape rule and dycl-outline
-    reports the shape it cannot make static."""
+    ValueError ("not enough values to unpack"). The op has no shape rule now; dycl-outline
+    reported the `?` dim it gave as one it could not make static, and since sub-DNNs take
+    dims known only at run time, it outlines the unknown op like any other torch op (a
+    backend would name it when it fails to compile it)."""
     case = MutationCase.make(1, 4580, CAMPAIGN_SEEDS)
     assert case.mutation == "insert '>' at 5253", "the seed files changed"
     result = run_case(case.text, case.pipeline, timeout=120.0)
-    assert result.status == "diagnostic" and result.exit_code == 1, result.stderr
-    assert "error: @growing_carry: op 4 (torch.tensor_static_info_>cast)" in result.stderr
+    assert result.status == "ok" and result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 FUNC = '"func.func"() <{{sym_name = "f", function_type = (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>}}> ({{\n{}}}) : () -> ()\n'

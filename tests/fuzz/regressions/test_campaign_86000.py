@@ -5,7 +5,7 @@ tensor of the same dtype, with IR types in the message ("`!torch.vtensor<[1,8],f
 path and `!torch.vtensor<*,f32>` on another"). The joins compile now: such a value can be
 returned. Tensor math on it (`y.sum()`) was let through the frontend then, and failed later
 in the pipeline with an IR message and no line ("tensor of shape * inside a would-be
-sub-DNN"): sub-networks have static shapes. It is refused at its line now, in Python terms.
+sub-DNN"): a sub-network's tensors have known ranks. It is refused at its line now, in Python terms.
 A join that really mixes kinds says so in Python terms too. (Seed 86032, a masked read-modify-write in a helper, is
 `helper_masked_update` in tests/frontend/mutation_models.py.)"""
 
@@ -59,8 +59,8 @@ def test_tensor_math_on_a_value_whose_rank_depends_on_the_path_is_refused_at_its
         import_module(RankTwiceJoinedThenSummed().eval(), (torch.randn(1, 8, 4, 4),))
     lines, first = inspect.getsourcelines(RankTwiceJoinedThenSummed)
     assert info.value.line == first + next(k for k, text in enumerate(lines) if "# computed with" in text)
-    assert "`y` holds a float32 tensor whose rank depends on the path" in str(info.value)
-    assert "`return y.sum()` computes with it" in str(info.value)
+    assert "computes with `y`, a float32 tensor whose rank depends on the path" in str(info.value)
+    assert "`return y.sum()` computes with `y`" in str(info.value)
     assert "!torch" not in str(info.value)
 
 
