@@ -6,7 +6,7 @@ from __future__ import annotations
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import StringAttr, UnitAttr
 from xdsl.ir import Attribute, Dialect, Operation
-from xdsl.irdl import IRDLOperation, attr_def, irdl_op_definition, result_def, traits_def
+from xdsl.irdl import IRDLOperation, attr_def, irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import ConstantLike, Pure
 
 from dycl.dialects.torch import ValueTensorType
@@ -51,6 +51,21 @@ class ErrorOp(IRDLOperation):
         super().__init__(attributes={"message": StringAttr(message)})
 
 
+@irdl_op_definition
+class NumpyArgsortOp(IRDLOperation):
+    """`np.argsort(x, kind=...)` of a 1-d tensor with one of numpy's unstable sorts (the
+    default quicksort, heapsort), run by the host on numpy: the order in which they put equal
+    items is numpy's own, which no torch op reproduces. int64 indices, as numpy's."""
+
+    name = "dycl.numpy_argsort"
+
+    input = operand_def(ValueTensorType)
+    kind = attr_def(StringAttr)
+    result = result_def(ValueTensorType)
+
+    traits = traits_def(Pure())
+
+
 SUBDNN_ATTR = "dycl.subdnn"
 """Unit attribute on every sub-DNN `func.func`: a conditional-free run of tensor ops that a
 backend compiles (the passes create them, the backends and the host codegen read them)."""
@@ -80,4 +95,4 @@ def mark_kept(op: Operation) -> None:
     op.attributes[KEEP_ATTR] = UnitAttr()
 
 
-Dycl = Dialect("dycl", [ParamOp, ErrorOp], [])
+Dycl = Dialect("dycl", [ParamOp, ErrorOp, NumpyArgsortOp], [])

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnregisteredOp
@@ -148,6 +149,10 @@ class TorchFunctions(InterpreterFunctions):
     @impl(t.FromI64Op)
     def run_from_i64(self, interp, op, args):
         return (int(args[0]),)
+
+    @impl(dycl_dialect.NumpyArgsortOp)
+    def run_numpy_argsort(self, interp, op: dycl_dialect.NumpyArgsortOp, args):
+        return (torch.from_numpy(np.argsort(args[0].numpy(), kind=op.kind.data)),)
 
     @impl(dycl_dialect.ErrorOp)
     def run_error(self, interp, op: dycl_dialect.ErrorOp, args):

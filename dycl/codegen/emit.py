@@ -26,7 +26,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from dycl.codegen.host_python import CodegenError
 from dycl.dialects import torch as t
 from dycl.dialects.dtypes import dtype_name
-from dycl.dialects.dycl import ErrorOp, ParamOp, is_subdnn
+from dycl.dialects.dycl import ErrorOp, NumpyArgsortOp, ParamOp, is_subdnn
 from dycl.dialects.torch_ops import HostCode, op_info
 
 RESERVED = frozenset({"np", "rt", "bind", "subdnns", "constants", "_"}) | frozenset(dir(builtins))
@@ -452,6 +452,12 @@ def _error(gen: HostEmitter, op: ErrorOp, out: list[ast.stmt]) -> None:
     out.append(ast.Raise(exc=ast.Call(ast.Name("RuntimeError", ast.Load()), [ast.Constant(op.message.data)], []), cause=None))
 
 
+def _numpy_argsort(gen: HostEmitter, op: NumpyArgsortOp, out: list[ast.stmt]) -> None:
+    call = ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "argsort", ast.Load()), [gen.expr(op.input)],
+                    [ast.keyword("kind", ast.Constant(op.kind.data))])
+    gen.assign(out, op, call)
+
+
 def _param(gen: HostEmitter, op: ParamOp, out: list[ast.stmt]) -> None:
     # Weights normally stay in sub-DNNs; one that the host reads is shipped beside host.py.
     gen.alias(op, gen.constant(op.weight_name, None))
@@ -515,5 +521,6 @@ _OP_EMITTERS: dict[type[Operation], Callable[[HostEmitter, Operation, list[ast.s
     },
     ParamOp: _param,
     ErrorOp: _error,
+    NumpyArgsortOp: _numpy_argsort,
     t.ValueTensorLiteralOp: _tensor_literal,
 }

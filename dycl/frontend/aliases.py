@@ -105,6 +105,24 @@ def path_dependent_memory(*values: V.EnvValue) -> frozenset:
     return found
 
 
+def placed_by_runtime_int(inputs: list[V.Dyn]):
+    """For a run that reads a runtime int: the memory a result shares with an input as
+    another view of it (`x[:k]`, `x[i]`, placed by the int), which `Dyn.may_share` marks:
+    an in-place change through that view, or of its tensor while it lives, is refused."""
+    views: dict = {}
+    for leaf in inputs:
+        memory = storage_of(leaf.example)
+        if memory is not None:
+            views.setdefault(memory, set()).add(geometry(leaf.example))
+
+    def placed(example) -> frozenset:
+        memory = storage_of(example) if isinstance(example, torch.Tensor) else None
+        if memory is None or memory not in views or geometry(example) in views[memory]:
+            return frozenset()
+        return frozenset({memory})
+    return placed
+
+
 def mark_path_dependent(value: V.EnvValue, memory: frozenset) -> V.EnvValue:
     """The same value, its tensor leaves marked as maybe sharing `memory` (path-dependent)."""
     if isinstance(value, V.Tup):

@@ -1853,22 +1853,11 @@ class FunctionCompiler:
             )
             values = values[mutated:]
             by_runtime_int = any(isinstance(l, V.Dyn) and l.type == V.INT for v in originals.values() for l in V.leaves(v))
-
-            def placed_at_run_time(example) -> frozenset:
-                """A view of an input whose place a runtime int decides (`x[:k]`, `x[i]`): an
-                in-place change through it, or of its tensor while it lives, is refused."""
-                memory = aliases.storage_of(example) if by_runtime_int and isinstance(example, torch.Tensor) else None
-                if memory is None or memory not in inputs_geometry or aliases.geometry(example) in inputs_geometry[memory]:
-                    return frozenset()
-                return frozenset({memory})
-            inputs_geometry: dict = {}
-            for leaf in flat_inputs:
-                if isinstance(leaf.example, torch.Tensor) and aliases.storage_of(leaf.example) is not None:
-                    inputs_geometry.setdefault(aliases.storage_of(leaf.example), set()).add(aliases.geometry(leaf.example))
+            placed = aliases.placed_by_runtime_int(flat_inputs) if by_runtime_int else lambda example: frozenset()
             for k, value, type_, constant in zip(exported, values, captured.result_types, captured.constant):
                 leaf = out_leaves[k]
                 is_scalar = not isinstance(leaf, torch.Tensor)
-                produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf, placed_at_run_time(leaf))
+                produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf, placed(leaf))
         known = {id(l.value) for _, value in input_specs for l in V.leaves(value) if isinstance(l, V.Const)}
         if flat_inputs and any(k not in produced and runs.picked_object(leaf) and id(leaf) not in known for k, leaf in enumerate(out_leaves)):
             # `self.experts[k]` with a runtime k: the example run picked one module, which
@@ -2523,11 +2512,10 @@ class FunctionCompiler:
     def host_Subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
         holder = self.expression(expr.value, env)
         if not (lists.is_list(holder) or isinstance(holder, V.Tup) or isinstance(holder, V.Const) and isinstance(holder.value, tuple)):
-            known = host_expressions.known_values([expr.value], [holder])
             sliced = self._sliced_on_host(expr, holder, env)
             if sliced is not None:
-                return sliced
-            return host_numpy.mark(self._apply(expr, env, known), [holder])
+                return host_numpy.mark(sliced, [holder])
+            return host_numpy.mark(self._apply(expr, env, host_expressions.known_values([expr.value], [holder])), [holder])
         if isinstance(holder, V.Tup) and isinstance(holder.kind, V.DictKind):
             return self._dict_item(expr, holder, self.expression(expr.slice, env))
         key = lists.subscript_key(self, expr.slice, env)
@@ -2570,12 +2558,15 @@ class FunctionCompiler:
         parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
         if len(parts) > holder.type.rank or not all(_plain_index(p, env) for p in parts):
             return None  # (plain parts have no effects: the run that computes it otherwise may compute them again)
+        def value(node):  # (a numpy integer, `order[0]`, indexes as the Python int it is)
+            found = self.expression(node, env)
+            return host_numpy.integer_item(self, found) or found if host_numpy.is_numpy(found) else found
         keys = []
         for part in parts:
             if isinstance(part, ast.Slice):
-                keys.append(slice(*(None if b is None else self.expression(b, env) for b in (part.lower, part.upper, part.step))))
+                keys.append(slice(*(None if b is None else value(b) for b in (part.lower, part.upper, part.step))))
             else:
-                keys.append(self.expression(part, env))
+                keys.append(value(part))
 
         def index(value) -> bool:
             return value is None or isinstance(value, V.Const) and _is_index(value.value) or isinstance(value, V.Dyn) and value.type == V.INT
@@ -3037,8 +3028,11 @@ def _plain_index(node: ast.expr, env) -> bool:
     names of Python scalars, in arithmetic and slices."""
     if isinstance(node, ast.Slice):
         return all(part is None or _plain_index(part, env) for part in (node.lower, node.upper, node.step))
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and host_numpy.is_numpy(env.get(node.value.id)):
+        return _plain_index(node.slice, env)  # an item of a numpy array (`order[0]`)
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and not (isinstance(env.get(sub.id), V.Const) or isinstance(env.get(sub.id), V.Dyn) and not V.is_tensor_type(env[sub.id].type)):
+        if isinstance(sub, ast.Name) and not (isinstance(env.get(sub.id), V.Const) or isinstance(env.get(sub.id), V.Dyn) and (
+                not V.is_tensor_type(env[sub.id].type) or host_numpy.is_numpy(env[sub.id]) and not env[sub.id].type.shape)):
             return False
         if not isinstance(sub, (ast.Name, ast.Constant, ast.UnaryOp, ast.BinOp, ast.operator, ast.unaryop, ast.Load)):
             return False

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch_mlir import ir
 
 from dycl.frontend import lists
 from dycl.frontend import values as V
@@ -284,11 +285,13 @@ def where(c, call: ast.Call, env):
 
 
 _STABLE_SORTS = ("stable", "mergesort")
+_UNSTABLE_SORTS = {None: "quicksort", "quicksort": "quicksort", "heapsort": "heapsort"}
 
 
 def argsort(c, call: ast.Call, env):
-    """np.argsort(a, kind='stable') of a 1-d array. numpy's default sort (a vectorized
-    quicksort) puts equal items in an order of its own, which no torch op reproduces."""
+    """np.argsort(a) of a 1-d array. A stable sort is tensor code; numpy's default sort (a
+    vectorized quicksort) and heapsort put equal items in an order of their own, which no
+    torch op reproduces: the host runs numpy itself on them (`dycl.numpy_argsort`)."""
     if len(call.args) != 1 or any(k.arg != "kind" for k in call.keywords):
         raise c.error(call, f"{_describe(call)}: np.argsort with these options on a runtime value", "np.argsort(a) or np.argsort(a, kind='stable') of a 1-d array")
     kind = _options(c, call, env, ("kind",), []).get("kind")
@@ -296,10 +299,13 @@ def argsort(c, call: ast.Call, env):
     if tensor.example.dim() != 1:
         raise c.error(call, f"{_describe(call)} of a {tensor.example.dim()}-d array", "sort a 1-d array (`a.reshape(-1)`), or use torch.argsort")
     if kind not in _STABLE_SORTS:
-        raise c.error(
-            call, f"{_describe(call)} with numpy's default sort (equal items come out in an order DyCL cannot reproduce)",
-            "pass kind='stable': the order of equal items is then their order in the array",
-        )
+        if kind not in _UNSTABLE_SORTS:
+            raise c.error(call, f"{_describe(call)}: np.argsort with kind={kind!r}", "kind='stable', 'quicksort' or 'heapsort'")
+        kind = _UNSTABLE_SORTS[kind]
+        order = torch.from_numpy(np.argsort(tensor.example.detach().numpy(), kind=kind))
+        op = c.builder.op("dycl.numpy_argsort", [tensor.value], [V.type_of_example(order)],
+                          {"kind": ir.StringAttr.get(kind)})
+        return NumpyValue(op.result, V.type_of_example(order), order)
     # A stable argsort from comparisons (torch's sort.stable has no ONNX/TVM lowering): the
     # rank of item i counts the items before it in numpy's order (smaller, or equal and
     # earlier; NaN after everything, as numpy sorts it); the order puts i at its rank.

@@ -28,7 +28,8 @@ their form (`FORMS`):
 - a module of a ModuleList picked by a runtime index: `k = int(s[0, :n].argmax())` (or
   `np.argmax(...)`, or from the end with a negative `k`), then `self.heads[k](s)`;
 - runtime trip counts: `for i in range(n)` with `n = int(s[0, :3].argmax()) + 1` (maybe a
-  `break`), `for t in toks` over a runtime list of ints, `for v in s[0].detach().numpy()`,
+  `break`), `for t in toks` over a runtime list of ints, `for v in s[0].detach().numpy()`
+  (or over `np.argsort(...)`, stable or numpy's default sort),
   `while (x.abs() > c).any():` shrinking x; a list of bools stored into (`flags[b] = True`
   under a runtime condition), then `sum(flags)`;
 - `hits = np.where(mask)[0]`, then `len(hits)`, `hits[0]` or `for h in hits`;
@@ -446,7 +447,7 @@ class Researcher:
                              f"for {t} in {toks}:\n    x = x + 0.05 * {t}", form)]
         if form == "iterate_array":
             v, acc = self.fresh("v"), self.fresh("acc")
-            source = r.choice([f"{s}[0].detach().numpy()", f"{s}[0, :3].cpu().numpy()", f"np.argsort({s}[0].detach().numpy(), kind='stable')"])
+            source = r.choice([f"{s}[0].detach().numpy()", f"{s}[0, :3].cpu().numpy()", f"np.argsort({s}[0].detach().numpy(), kind='stable')", f"np.argsort(-{s}[0].detach().numpy())"])
             use = r.choice([f"    {acc} = {acc} + float({v})", f"    if {v} > 0:\n        {acc} = {acc} + 0.1"])
             return [Research(f"{acc} = 0.0\nfor {v} in {source}:\n{use}\nx = x * (1.0 + 0.01 * {acc})", form)]
         if form == "while_tensor":

@@ -50,9 +50,13 @@ class CutAtEnd(nn.Module):
 
 
 class DefaultSortOrder(nn.Module):
+    """`np.argsort` with numpy's default sort on values with ties (rounded): numpy's own order
+    of equal items, which the host gets by running numpy itself."""
+
     def forward(self, x):
-        order = np.argsort(x.detach().numpy()[0])  # REFUSED
-        return x, order
+        keys = (x * 2).round().detach().numpy()[0]
+        order = np.argsort(keys)
+        return x * 2, torch.from_numpy(order), x[0, order[0]] + x[0, order[-1]]
 
 
 class ChangeRowsInPlace(nn.Module):

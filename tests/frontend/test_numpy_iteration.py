@@ -1,6 +1,6 @@
 """`for` over a runtime numpy array or tensor (unrolled over its static rows; numpy integers
-as Python ints) and `np.argsort(kind='stable')`: exact on every path; numpy's default sort
-order and in-place changes of the rows are refused at their line."""
+as Python ints), `np.argsort(kind='stable')` and `np.argsort` with numpy's default sort (the
+host runs numpy): exact on every path; in-place changes of the rows are refused at their line."""
 
 import pytest
 import torch
@@ -12,7 +12,7 @@ from tests.frontend.test_desugar_support import check_paths, marked_line, refuse
 INPUTS = scaled_inputs(1, 4, scales=(-3.0, -1.0, -0.3, 0.3, 1.0, 3.0), seeds=(0, 1, 2))
 
 
-@pytest.mark.parametrize("model", [M.RouterStableOrder, M.CutAtEnd, M.WhereFirstHit, M.WhereLayerList], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("model", [M.RouterStableOrder, M.CutAtEnd, M.WhereFirstHit, M.WhereLayerList, M.DefaultSortOrder], ids=lambda m: m.__name__)
 def test_loops_over_runtime_arrays_are_exact(model):
     torch.manual_seed(0)
     check_paths(model(), INPUTS, all_branches=False)
@@ -20,6 +20,9 @@ def test_loops_over_runtime_arrays_are_exact(model):
 
 def test_inputs_take_several_orders_and_lengths():
     with torch.no_grad():
+        ties = [(M.DefaultSortOrder()(*args)[1].tolist(), ((args[0] * 2).round()[0]).tolist()) for args in INPUTS]
+        assert any(len(set(keys)) < len(keys) for _, keys in ties), "no input has equal keys"
+        assert len({tuple(order) for order, _ in ties}) >= 3
         torch.manual_seed(0)
         router = M.RouterStableOrder().eval()
         assert len({tuple(router(*args)[2].tolist()) for args in INPUTS}) >= 3
@@ -38,7 +41,7 @@ def test_np_where_inputs_take_every_number_of_hits():
         assert len({tuple(layers(*args)[1]) for args in INPUTS}) >= 4
 
 
-@pytest.mark.parametrize("model", [M.RouterStableOrder, M.WhereFirstHit, M.WhereLayerList], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("model", [M.RouterStableOrder, M.WhereFirstHit, M.WhereLayerList, M.DefaultSortOrder], ids=lambda m: m.__name__)
 def test_compiles_exactly(model):
     assert_compiled_exactly(model, INPUTS, "onnxruntime")
 
@@ -46,7 +49,6 @@ def test_compiles_exactly(model):
 @pytest.mark.parametrize(
     "cls, construct, hint",
     [
-        (M.DefaultSortOrder, "with numpy's default sort", "kind='stable'"),
         (M.ChangeRowsInPlace, "an in-place change inside a `for` over the rows", "range(len(t))"),
         (M.WhereArithmetic, "`hits + 1` on `hits`, the index array of `np.where(cond)`", "len(hits) > 0"),
         (M.WhereTruth, "on `hits`, the index array of `np.where(cond)`", "len(hits) > 0"),

@@ -1,0 +1,63 @@
+"""A sub-DNN dim known only at run time (`?`) is a symbolic size in the compiled code: one
+compile runs every size the frontend calls it with (2 and up), the same as the interpreter."""
+
+import numpy as np
+import pytest
+import torch
+
+from dycl.backends import compile_subdnns, subdnns_of
+from dycl.interpreter import run_function
+from dycl.ir import make_context, parse_module
+from dycl.passes.pipeline import PipelinePass
+from dycl.runtime import RuntimeOptions
+from dycl.runtime.runners import ort_runner, tvm_runner
+
+V = "!torch.vtensor"
+ROWS = f"""
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}<[?,4],f32>, {V}<[?,4],f32>) -> ({V}<[?,3],f32>, {V}<[4],f32>)}}> ({{
+  ^bb0(%x: {V}<[?,4],f32>, %y: {V}<[?,4],f32>):
+    %w = "dycl.param"() {{name = "fc.weight"}} : () -> {V}<[3,4],f32>
+    %b = "dycl.param"() {{name = "fc.bias"}} : () -> {V}<[3],f32>
+    %one = "torch.constant.int"() <{{value = 1 : i64}}> : () -> !torch.int
+    %s = "torch.aten.add.Tensor"(%x, %y, %one) : ({V}<[?,4],f32>, {V}<[?,4],f32>, !torch.int) -> {V}<[?,4],f32>
+    %h = "torch.aten.linear"(%s, %w, %b) : ({V}<[?,4],f32>, {V}<[3,4],f32>, {V}<[3],f32>) -> {V}<[?,3],f32>
+    %t = "torch.aten.tanh"(%h) : ({V}<[?,3],f32>) -> {V}<[?,3],f32>
+    %zero = "torch.constant.int"() <{{value = 0 : i64}}> : () -> !torch.int
+    %l = "torch.prim.ListConstruct"(%zero) : (!torch.int) -> !torch.list<int>
+    %false = "torch.constant.bool"() <{{value = false}}> : () -> !torch.bool
+    %none = "torch.constant.none"() : () -> !torch.none
+    %m = "torch.aten.sum.dim_IntList"(%s, %l, %false, %none) : ({V}<[?,4],f32>, !torch.list<int>, !torch.bool, !torch.none) -> {V}<[4],f32>
+    "func.return"(%t, %m) : ({V}<[?,3],f32>, {V}<[4],f32>) -> ()
+  }}) : () -> ()
+}}) : () -> ()
+"""
+
+
+def outlined():
+    module = parse_module(ROWS)
+    PipelinePass().apply(make_context(), module)
+    return module
+
+
+WEIGHTS = {"fc.weight": np.arange(12, dtype=np.float32).reshape(3, 4) / 10, "fc.bias": np.array([0.1, -0.2, 0.3], np.float32)}
+RUNNERS = {"onnxruntime": ort_runner, "tvm": tvm_runner}
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", pytest.param("tvm", marks=pytest.mark.slow)])
+def test_one_compile_runs_every_size(backend, tmp_path):
+    module = outlined()
+    (subdnn,) = subdnns_of(module)
+    assert [spec.shape for spec in subdnn.inputs] == [(None, 4), (None, 4)]
+    compiled = compile_subdnns([subdnn], WEIGHTS, backend, cache_dir=tmp_path / "cache", progress=False)[subdnn.name]
+    (name, data), = compiled.files.items()
+    (tmp_path / name).write_bytes(data)
+    run = RUNNERS[backend](tmp_path / name, compiled.meta, RuntimeOptions(threads=1))
+    rng = np.random.default_rng(0)
+    for rows in (2, 3, 7):
+        x, y = (rng.standard_normal((rows, 4)).astype(np.float32) for _ in range(2))
+        expected = run_function(module, [torch.from_numpy(x), torch.from_numpy(y)], {k: torch.from_numpy(v) for k, v in WEIGHTS.items()}, "forward")
+        got = run(x, y)
+        assert [g.shape for g in got] == [(rows, 3), (4,)]
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-6)
