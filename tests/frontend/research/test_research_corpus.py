@@ -36,7 +36,6 @@ EXPECTED_FAILURES: dict[str, tuple[type[BaseException], str]] = {
     'BlockDropAgentNumpy': (dycl.FrontendError, "`self.saved_actions.append(...)`: module state that persists across calls (refused by design): policy.py:118: a change of the module's state `self.saved_actions` in forward (it outlives the call): module state must not change in forward: return the val..."),
     'BernoulliPolicySaved': (dycl.FrontendError, "`self.saved_actions.append(...)`: module state that persists across calls (refused by design): policy.py:247: a change of the module's state `self.saved_actions` in forward (it outlives the call): module state must not change in forward: return the val..."),
     'ShowTellPacked': (dycl.FrontendError, 'pack_padded_sequence with a Python list of lengths (a packed batch whose row count is a runtime value; DyCL does not lower packed sequences): decoders.py:84: `pack_padded_sequence(embeddings, <runtime value>, batch_f...` packs sequences whose lengths are known only at run time: the packed batch has...'),
-    'RouterNumpyArgsort': (dycl.FrontendError, "`np.argsort` on a runtime value, loop over the order: halting_routing.py:245: `np.argsort(-scores)` with numpy's default sort (equal items come out in an order DyCL cannot reproduce): pass kind='stable': the ord..."),
 }
 
 
