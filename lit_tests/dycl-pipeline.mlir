@@ -10,8 +10,11 @@
 // CHECK-NOT:     "scf.for"
 // CHECK:         %[[R:.*]] = "func.call"(%x) <{callee = @[[G:subdnn_[0-9]+]]}> : (!torch.vtensor<[1,2],f32>) -> !torch.vtensor<[1,8],f32>
 // CHECK-NEXT:    "func.return"(%[[R]])
-// With the loop too long to unroll, its shapes stay unknown: a located diagnostic.
-// ROLLED: @growing: op 5 (scf.for) / body / op 1 (torch.aten.cat): tensor of shape 1x?:float32 inside a would-be sub-DNN
+// With the loop too long to unroll, the carry keeps a width known only at run time: the
+// body is one sub-DNN, which the backends compile with a symbolic width.
+// ROLLED-LABEL: sym_name = "growing"
+// ROLLED:         "scf.for"
+// ROLLED:           "func.call"(%acc, %x) <{callee = @subdnn_{{[0-9]+}}}> : (!torch.vtensor<[1,?],f32>, !torch.vtensor<[1,2],f32>) -> !torch.vtensor<[1,?],f32>
   "func.func"() <{sym_name = "growing", function_type = (!torch.vtensor<[1,2],f32>) -> !torch.vtensor<[1,?],f32>}> ({
   ^bb0(%x: !torch.vtensor<[1,2],f32>):
     %lb = "arith.constant"() <{value = 0 : index}> : () -> index

@@ -52,13 +52,14 @@ from dycl.passes._common import (
     refines,
 )
 
-_PROBES = (5, 13, 7)
+_PROBES = (5, 13)
 """Sizes substituted for unknown dims when recomputing shapes on meta tensors."""
 
-_INT_PROBES = (0, 1, 2)
-"""Values substituted for runtime ints (a slice bound `x[:k]`, an index), probe for probe:
-small, so that an index stays inside the dims it may index, and 0, 1 and 2 (a dim that
-`x[:k]` cuts is 0 or 1 long for some k, whatever its length)."""
+_INT_BASE, _INT_PROBES = 1, (0, 2, 3, -1)
+"""Values substituted for runtime ints (a slice bound `x[:k]`, an index): all `_INT_BASE`,
+then each int in turn takes each of `_INT_PROBES` (0 and 1: a dim that `x[:k]` cuts is 0
+or 1 long for some k; -1: from the end). A dim that no probe changes is static; a probe
+that fails (an index past the end) leaves the declared type."""
 
 _MAX_FIXED_POINT_ROUNDS = 16
 
@@ -102,13 +103,16 @@ class _MetaShapes:
         if call is None:
             return None
         unknown = any(
-            is_tensor(v) and (v.type.shape is None or None in v.type.shape) or _is_runtime_int(v)
+            is_tensor(v) and (v.type.shape is None or None in v.type.shape)
             for v in _all_operand_values(op)
         )
-        probes = _PROBES if unknown else _PROBES[:1]
+        ints = [v for v in _all_operand_values(op) if _is_runtime_int(v)]
+        base = {v: _INT_BASE for v in ints}
+        probes = [(size, base) for size in (_PROBES if unknown else _PROBES[:1])]
+        probes += [(_PROBES[0], {**base, v: n}) for v in ints for n in _INT_PROBES]
         runs = []
-        for probe, int_probe in zip(probes, _INT_PROBES):
-            args = [_meta_arg(v, probe, int_probe) for v in op.operands]
+        for probe, int_values in probes:
+            args = [_meta_arg(v, probe, int_values) for v in op.operands]
             if any(a is NO_VALUE for a in args):
                 return None
             try:
@@ -150,11 +154,20 @@ def _all_operand_values(op: Operation):
         yield operand
 
 
+def _with_known_dims(inferred: Attribute, declared: Attribute) -> Attribute:
+    """`inferred` with the dims it leaves unknown taken from `declared` (of the same rank)."""
+    if not (isinstance(inferred, t.ValueTensorType) and isinstance(declared, t.ValueTensorType)):
+        return inferred
+    if inferred.shape is None or declared.shape is None or len(inferred.shape) != len(declared.shape):
+        return inferred if inferred.shape is not None else declared
+    return inferred.with_shape([d if d is not None else c for d, c in zip(inferred.shape, declared.shape)])
+
+
 def _is_runtime_int(value: SSAValue) -> bool:
     return isinstance(value.type, t.IntType) and constant_value(value) is NO_VALUE
 
 
-def _meta_arg(value: SSAValue, probe: int, int_probe: int) -> Any:
+def _meta_arg(value: SSAValue, probe: int, int_values: dict) -> Any:
     import torch
 
     type_ = value.type
@@ -170,9 +183,9 @@ def _meta_arg(value: SSAValue, probe: int, int_probe: int) -> Any:
         shape = [probe if d is None else d for d in type_.shape]
         return torch.empty(shape, dtype=dtype, device="meta")
     if isinstance(value.owner, t.ListConstructOp):
-        elements = [_meta_arg(e, probe, int_probe) for e in value.owner.elements]
+        elements = [_meta_arg(e, probe, int_values) for e in value.owner.elements]
         return NO_VALUE if any(e is NO_VALUE for e in elements) else elements
-    return int_probe if _is_runtime_int(value) else constant_value(value)
+    return int_values[value] if value in int_values else constant_value(value)
 
 
 # ------------------------------------------------------------------ inference
@@ -185,6 +198,10 @@ class ShapeInference:
     notes: list[ShapeNote] = field(default_factory=list)
     refined: set[SSAValue] = field(default_factory=set)
     """Values whose type this run changed: their users get their types recomputed."""
+    declared: dict[tuple[int, int], Attribute] = field(default_factory=dict)
+    """Each torch op result's type as the IR gave it (before this run changed it): a claim
+    about every value it takes, so a dim it declares static stays static. A dim export knew
+    static must never become `?`, which a backend compiles as a size of at least 2."""
 
     def set_type(self, value: SSAValue, new_type: Attribute) -> SSAValue:
         if value.type == new_type:
@@ -233,26 +250,16 @@ class ShapeInference:
         )
         if not changed and not unknown:
             return
+        declared = [self.declared.setdefault((id(op), k), r.type) for k, r in enumerate(op.results)]
         types = _MetaShapes.result_types(op)
         if types is None:
-            if changed:
-                self.widen_unknowable(op)
-            return
-        for result, type_ in zip(list(op.results), types):
+            if changed:  # (operands a loop's fixed point refined, then joined again)
+                types = declared
+            else:
+                return
+        for result, type_, claim in zip(list(op.results), types, declared):
             if is_tensor(result):
-                self.set_type(result, type_)
-
-    def widen_unknowable(self, op: Operation) -> None:
-        """An op whose shape cannot be recomputed, on operands that lost static dims:
-        its declared static result dims can no longer be trusted."""
-        if not any(
-            is_tensor(v) and not v.type.has_static_shape for v in _all_operand_values(op)
-        ):
-            return
-        for result in list(op.results):
-            type_ = result.type
-            if isinstance(type_, t.ValueTensorType) and type_.shape is not None:
-                self.set_type(result, type_.with_shape([None] * len(type_.shape)))
+                self.set_type(result, _with_known_dims(type_, claim))
 
     def look_through_cast(self, op: t.TensorStaticInfoCastOp) -> None:
         if refines(op.operand.type, op.result.type):

@@ -2607,13 +2607,13 @@ class FunctionCompiler:
         return chain
 
     def _store_on_host(self, stmt: ast.stmt, env: dict) -> bool:
-        """`out[:k, t] = v` with a runtime slice bound: the host takes the view, stores `v`
+        """`out[:k, t] = v` (or `+=`) with a runtime slice bound: the host takes the view, stores `v`
         (broadcast and cast to the view, as `copy_` does) and scatters it back; every alias
         of `out` sees the change. False (nothing computed) for any other statement."""
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)
-                and isinstance(stmt.targets[0].value, ast.Name)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AugAssign) else []
+        if not (len(targets) == 1 and isinstance(targets[0], ast.Subscript) and isinstance(targets[0].value, ast.Name)):
             return False
-        target = stmt.targets[0]
+        target = targets[0]
         holder = env.get(target.value.id)
         parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         bounds = [b for p in parts if isinstance(p, ast.Slice) for b in (p.lower, p.upper) if b is not None]
@@ -2627,6 +2627,12 @@ class FunctionCompiler:
             raise self._path_dependent_alias(stmt, target.value.id)
         view = chain[-1][-1]
         source = self.expression(stmt.value, env)
+        if isinstance(stmt, ast.AugAssign):  # `out[:k] += v`: the view's new value, of its dtype (as torch's in-place op)
+            combined = ast.unparse(ast.BinOp(ast.Name("__view", ast.Load()), stmt.op, ast.Name("__value", ast.Load())))
+            source = self.written_expression(combined, stmt, {"__view": view, "__value": source})
+            if not (isinstance(source, V.Dyn) and V.is_tensor_type(source.type) and source.type.element_type == view.type.element_type):
+                raise self.error(stmt, f"`{source_text(stmt)}` makes a {V.describe_type(source.type)} that `{target.value.id}` cannot hold in place",
+                                 f"convert it first (`... = (...).to({target.value.id}.dtype)`)")
         if isinstance(source, V.Const) and isinstance(source.value, (bool, int, float)):
             source = self.written_expression("__dycl_torch.full_like(__view, __value)", stmt, {"__view": view, "__value": source})
         elif not (isinstance(source, V.Dyn) and source.type == view.type):

@@ -88,6 +88,29 @@ class SizeFromTolist(nn.Module):
         return out * 2 + y.sum(), y
 
 
+class AugmentedStore(nn.Module):
+    def forward(self, x, lengths):
+        k = sum([l > 2 for l in lengths])
+        buf = torch.zeros(3, 4)
+        buf[:k] += x[:k] * 2
+        return buf
+
+
+class ColumnsAndOffsets(nn.Module):
+    """Runtime bounds on the second dim, from the end, and both bounds runtime ints (whose
+    difference no probe of the shape inference may take for a constant)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x, lengths):
+        k = sum([l > 2 for l in lengths])
+        y = x[:, :k].sum(1) + x[:, k:].mean(1)
+        a, b = lengths[0] % 3, lengths[1] % 4
+        return y, x[1 : k + 1].relu(), self.fc(x[a:b]), x[a:b].shape[0]
+
+
 class SqueezeAfterSlice(nn.Module):
     def forward(self, x, lengths):
         k = sum([l > 2 for l in lengths])
@@ -146,6 +169,11 @@ def assert_every_size_arm_exact(factory, inputs):
 
 def test_a_runtime_slice_then_math_is_exact_for_every_count():
     assert_every_size_arm_exact(SliceByCount, lengths_inputs([2, 0, 1, 3]))
+
+
+@pytest.mark.parametrize("factory", [AugmentedStore, ColumnsAndOffsets], ids=lambda f: f.__name__)
+def test_more_runtime_bounds_are_exact(factory):
+    assert_imported_exactly(factory, lengths_inputs([2, 0, 1, 3]) + [(torch.randn(3, 4), [1, 3, 5]), (torch.randn(3, 4), [2, 2, 0])])
 
 
 def test_a_batch_that_shrinks_per_step_is_exact():
