@@ -2030,6 +2030,8 @@ class FunctionCompiler:
             return value
         if value.value in new_values:
             return new_values[value.value]
+        if isinstance(value, lists.StaticList):  # (`outs.append(x)`, then `x.relu_()`)
+            return self._list_after_mutation(value, name, new_values, changed, stmt, strict, views)
         if not strict:
             memory = aliases.storage_of(value.example)
             exact = memory in changed and not value.may_share and aliases.geometry(value.example) == aliases.geometry(changed[memory][0].example)
@@ -2059,6 +2061,16 @@ class FunctionCompiler:
                 f"or write the new `{name}` explicitly (e.g. `{name} = {name}.clone()` before taking the view)",
             )
         return seen
+
+    def _list_after_mutation(self, value, name, new_values, changed, stmt, strict: bool, views: dict):
+        """A list whose items are known here, after a change of a tensor it holds: the list
+        of the items' new values. Every name bound to the list gets the one new list."""
+        key = ("list", value.value, strict)
+        if key not in views:
+            items = [self._after_mutation(i, name, new_values, changed, stmt, strict, views) for i in value.items]
+            same = all(a is b for a, b in zip(items, value.items))
+            views[key] = value if same else lists.static_list(self, items, value.type)
+        return views[key]
 
     def _other_view_after_mutation(self, value: V.Dyn, old: V.Dyn, new: V.Dyn, stmt) -> V.Dyn | None:
         """The new value of `value`, a different view of the memory of `old`, which a run

@@ -227,6 +227,28 @@ class TransposedViewStore(nn.Module):
         return t, tt
 
 
+class ListHeldChangedInPlace(nn.Module):
+    """A tensor appended (twice) to a list, then changed in place (`index_put_`, an in-place
+    ReLU): the list's items see the change, through every name of the list."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        outs = []
+        x = self.fc(x)
+        outs.append(x)
+        outs.append(x)
+        x.index_put_((torch.tensor([0]), torch.tensor([1])), torch.tensor(0.5))
+        same = outs
+        outs.append(x * 2)
+        F.relu(x, inplace=True)
+        if x.sum() > 1.0:
+            same.append(x)
+        return torch.stack(outs[:3]), len(same)
+
+
 def _vec(*values):
     return torch.tensor([values], dtype=torch.float32)
 
@@ -247,6 +269,7 @@ CASES = {
     "base_changed_view_read": (BaseChangedViewRead, [(_vec(1.0, 2.0, 3.0, 4.0),), (_vec(-1.0, -2.0, -3.0, -4.0),)]),
     "disjoint_chunks": (DisjointChunks, [(_vec(1.0, 2.0, 3.0, 4.0),), (_vec(-3.0, -2.0, 3.0, 4.0),)]),
     "transposed_view_store": (TransposedViewStore, [(_vec(1.0, 2.0, 3.0, 4.0, 5.0, 6.0),), (-_vec(1.0, 2.0, 3.0, 4.0, 5.0, 6.0),)]),
+    "list_held_changed_in_place": (ListHeldChangedInPlace, [(_vec(1.0, 2.0, 3.0, 4.0),), (-_vec(1.0, 2.0, 3.0, 4.0),)]),
 }
 
 
