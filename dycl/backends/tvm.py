@@ -309,7 +309,8 @@ def _converters(importer) -> dict:
         (tensor,) = importer.retrieve_args(node)[:1]
         emit = importer.block_builder.emit
         dtype = str(node.args[0].meta["val"].dtype).removeprefix("torch.")
-        nonzero = emit(relax.op.not_equal(tensor, relax.const(0, dtype)))
+        # (a bool tensor is its own test: LLVM rejects the float compare TVM makes of `!= False`)
+        nonzero = tensor if dtype == "bool" else emit(relax.op.not_equal(tensor, relax.const(0, dtype)))
         return emit(relax.op.astype(emit(relax.op.max(emit(relax.op.astype(nonzero, "int8")))), "bool"))
 
     def convert_element_type(node, _importer=None):
