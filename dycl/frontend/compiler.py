@@ -996,10 +996,21 @@ class FunctionCompiler:
             source = parse_function(function)
         except FrontendError:
             return None
-        must = has_control_flow(source.node) or self.attributes.concerns(source.node) or changes_an_argument_list(source.node)
+        must = (has_control_flow(source.node) or self.attributes.concerns(source.node) or changes_an_argument_list(source.node)
+                or self._passes_runtime_scalars(call_node, env))
         if not must and (nested or not _desugared(source.node)):
             return None  # runs inside a captured block
         return source, receiver
+
+    @staticmethod
+    def _passes_runtime_scalars(call: ast.Call, env) -> bool:
+        """Whether a call passes Python numbers known only at run time (`ks(x, lengths)` with
+        `lengths` a list argument): inlined, they stay numbers (a size, an index), where a
+        captured block would take them as tensors."""
+        def runtime_scalar(leaf) -> bool:
+            return isinstance(leaf, V.Dyn) and not V.is_tensor_type(leaf.type) and not V.is_list_type(leaf.type) and leaf.type != V.NONE
+        names = [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
+        return any(runtime_scalar(leaf) for n in names if n in env for leaf in V.leaves(env[n]))
 
     def _hoist_nested_call(self, stmt: ast.stmt, expr: ast.expr, env, nested: bool = True) -> list[ast.stmt] | None:
         """`return self.forward_single(x, p), p`: a call of a helper DyCL compiles, inside an
@@ -2223,7 +2234,7 @@ class FunctionCompiler:
         """A tensor whose size export could only name by a symbol of the data, at the
         statement that made it (the innermost frame of the user's file among the run's)."""
         lines = [line for file, line in error.frames if file == self.scope.source.file]
-        at = next((s for line in reversed(lines) for s in stmts if s.lineno <= line <= s.end_lineno), None)
+        at = next((s for line in reversed(lines) for s in stmts if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
         source = runs.statement_text([at] if at is not None else stmts)
         if error.from_mask:
             return self.error(

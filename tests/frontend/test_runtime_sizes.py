@@ -88,6 +88,20 @@ class SizeFromTolist(nn.Module):
         return out * 2 + y.sum(), y
 
 
+def rows_over(lengths, t):
+    return sum([l > t for l in lengths])
+
+
+class CountByHelper(nn.Module):
+    """The count from a plain helper function: inlined (it takes runtime ints), it stays an
+    int, so `x[:k]` is a runtime slice (captured as tensor code, it was a 0-d tensor, and the
+    slice's size data-dependent)."""
+
+    def forward(self, x, lengths):
+        k = rows_over(lengths, 2)
+        return torch.softmax(x[:k], 0), x[:k].sum(0)
+
+
 class AugmentedStore(nn.Module):
     def forward(self, x, lengths):
         k = sum([l > 2 for l in lengths])
@@ -171,7 +185,7 @@ def test_a_runtime_slice_then_math_is_exact_for_every_count():
     assert_every_size_arm_exact(SliceByCount, lengths_inputs([2, 0, 1, 3]))
 
 
-@pytest.mark.parametrize("factory", [AugmentedStore, ColumnsAndOffsets], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("factory", [AugmentedStore, ColumnsAndOffsets, CountByHelper], ids=lambda f: f.__name__)
 def test_more_runtime_bounds_are_exact(factory):
     assert_imported_exactly(factory, lengths_inputs([2, 0, 1, 3]) + [(torch.randn(3, 4), [1, 3, 5]), (torch.randn(3, 4), [2, 2, 0])])
 
