@@ -160,14 +160,14 @@
 // Slices between two runtime ints (`x[a:b]`): the rows are unknown, whatever value the
 // probes give both ints at once; a declared static dim (the columns) stays static.
 // CHECK-LABEL: sym_name = "runtime_bounds"
-// CHECK:         "torch.aten.slice.Tensor"(%x, %{{.*}}, %a, %b, %{{.*}}) : (!torch.vtensor<[3,4],f32>, !torch.int, !torch.int, !torch.int, !torch.int) -> !torch.vtensor<[?,4],f32>
-// CHECK:         "torch.aten.select.int"(%x, %{{.*}}, %a) : (!torch.vtensor<[3,4],f32>, !torch.int, !torch.int) -> !torch.vtensor<[4],f32>
-  "func.func"() <{sym_name = "runtime_bounds", function_type = (!torch.vtensor<[3,4],f32>, !torch.int, !torch.int) -> (!torch.vtensor<[?,4],f32>, !torch.vtensor<[4],f32>)}> ({
-  ^bb0(%x: !torch.vtensor<[3,4],f32>, %a: !torch.int, %b: !torch.int):
+// CHECK:         "torch.aten.slice.Tensor"(%x, %{{.*}}, %a, %b, %{{.*}}) : (!torch.vtensor<[5,4],f32>, !torch.int, !torch.int, !torch.int, !torch.int) -> !torch.vtensor<[?,4],f32>
+// CHECK:         "torch.aten.select.int"(%x, %{{.*}}, %a) : (!torch.vtensor<[5,4],f32>, !torch.int, !torch.int) -> !torch.vtensor<[4],f32>
+  "func.func"() <{sym_name = "runtime_bounds", function_type = (!torch.vtensor<[5,4],f32>, !torch.int, !torch.int) -> (!torch.vtensor<[?,4],f32>, !torch.vtensor<[4],f32>)}> ({
+  ^bb0(%x: !torch.vtensor<[5,4],f32>, %a: !torch.int, %b: !torch.int):
     %zero = "torch.constant.int"() <{value = 0 : i64}> : () -> !torch.int
     %one = "torch.constant.int"() <{value = 1 : i64}> : () -> !torch.int
-    %rows = "torch.aten.slice.Tensor"(%x, %zero, %a, %b, %one) : (!torch.vtensor<[3,4],f32>, !torch.int, !torch.int, !torch.int, !torch.int) -> !torch.vtensor<[?,4],f32>
-    %row = "torch.aten.select.int"(%x, %zero, %a) : (!torch.vtensor<[3,4],f32>, !torch.int, !torch.int) -> !torch.vtensor<[4],f32>
+    %rows = "torch.aten.slice.Tensor"(%x, %zero, %a, %b, %one) : (!torch.vtensor<[5,4],f32>, !torch.int, !torch.int, !torch.int, !torch.int) -> !torch.vtensor<[?,4],f32>
+    %row = "torch.aten.select.int"(%x, %zero, %a) : (!torch.vtensor<[5,4],f32>, !torch.int, !torch.int) -> !torch.vtensor<[4],f32>
     "func.return"(%rows, %row) : (!torch.vtensor<[?,4],f32>, !torch.vtensor<[4],f32>) -> ()
   }) : () -> ()
 }) : () -> ()
