@@ -233,3 +233,21 @@ def test_dycl_compile_checks_its_tuning_flags_before_loading_the_model(flags, me
 
     assert main(["zoo:no_such_network", "-o", "unused", *flags]) == 1
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow  # one short search (~50 s on 2 cores)
+def test_a_sub_dnn_with_a_runtime_dim_is_built_untuned_beside_tuned_ones(tmp_path):
+    """MetaSchedule searches static shapes only (on a symbolic one it fails: "parallel_for_dynamic
+    error"): the sub-DNN whose rows `x[:k]` gives is built untuned, the size-1 and size-0 ones
+    are tuned, and the model is exact for every count."""
+    import dycl
+    from tests.frontend.helpers import max_abs_error
+    from tests.frontend.test_runtime_sizes import SliceByCount, lengths_inputs
+
+    model = SliceByCount().eval()
+    inputs = lengths_inputs([2, 0, 1, 3])
+    tune = TuneOptions(minutes=0.5, trials_per_task=4, trials_per_round=2, population=8)
+    compiled = dycl.compile(model, inputs[0], backend="tvm", tune=tune, cache_dir=tmp_path, progress=False)
+    assert compiled.compile_report["tuning"]["tasks"] >= 1
+    for args in inputs:  # (a tuned schedule may sum in another order: float rounding)
+        assert max_abs_error(model(*args), compiled(*args)) <= 1e-5
