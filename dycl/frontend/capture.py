@@ -250,6 +250,12 @@ class RunCapturer:
                 pending.extend(op.results)
         return False
 
+    def only_returns(self, func_name: str, position: int) -> bool:
+        """Whether a captured run does nothing with its input at `position` but return it."""
+        func = self.importer.symbol_table[func_name]
+        argument = func.regions[0].blocks[0].arguments[position]
+        return all(use.owner.operation.name == "func.return" for use in argument.uses)
+
     def splice(self, func_name: str, operands: Sequence[ir.Value]) -> list[ir.Value]:
         """Move a run's body to the current insertion point (its arguments become
         `operands`), erase its func and return what it returned. Calls it makes (branches of

@@ -1896,12 +1896,16 @@ class FunctionCompiler:
         statements once per length of a list; failing that, they are compiled again with
         `sizes_at_run_time` set, and only a rank that depends on the path is refused. (In a
         loop body it may be a carry that grows, static once dycl-unroll-loops ran.)"""
-        if self.runtime_loop_depth:
-            return
         for k, leaf in enumerate(flat_inputs):
-            if not runs.shape_depends_on_path(leaf.type) or not self.capturer.computes_with(captured.func_name, k):
+            if not runs.shape_depends_on_path(leaf.type):
                 continue
-            if self.sizes_at_run_time and leaf.type.shape is not None:
+            if leaf.type.shape is None:
+                # export would read the example's rank and shape as constants (`y.dim()`,
+                # `y.shape[0]`, `y[0]`), in loops too: only passing it on is compiled
+                names = [n for n, value in input_specs if any(l is leaf for l in V.leaves(value))]
+                if self.capturer.only_returns(captured.func_name, k) and not any(_reads_beyond_passing(stmts, n) for n in names):
+                    continue
+            elif self.runtime_loop_depth or not self.capturer.computes_with(captured.func_name, k) or self.sizes_at_run_time:
                 continue
             name = next(n for n, value in input_specs if any(l is leaf for l in V.leaves(value)))
             raise RuntimeSize.of(self._shape_by_path_error(stmts, name, leaf))
@@ -2136,7 +2140,7 @@ class FunctionCompiler:
         tensors of two shapes, the stack of a list whose length depends on the path). Only a
         rank that differs is final (`_refuse_size_by_path`): sizes compile as runtime dims."""
         what = ("a tensor whose shape depends on the path taken" if name.startswith(OPERAND_PREFIX)
-                else f"`{name}`, {V.describe_type(value.type)} (its shape depends on the path taken),")
+                else f"`{name}`, {V.describe_type(value.type)}")
         return self.error(
             stmts[0], f"`{runs.statement_text(stmts)}` computes with {what}",
             "give it one rank on every path (reshape it to the same number of dims in each branch), "
@@ -3072,3 +3076,23 @@ def _reads_tensor_values(stmt: ast.stmt) -> bool:
     """Whether `stmt` turns tensor values into Python numbers (`t.tolist()`), which inside
     the run that computes them are data-dependent, and runtime ints after it."""
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "tolist" for n in ast.walk(stmt))
+
+
+def _reads_beyond_passing(stmts, name: str) -> bool:
+    """Whether the statements read `name` other than to pass it on whole: as the value (or
+    an item of a tuple or list display) that an assignment binds or a `return` returns."""
+    passed: set[int] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Assign, ast.Return, ast.AnnAssign)) and node.value is not None:
+                pending = [node.value]
+                while pending:
+                    value = pending.pop()
+                    if isinstance(value, (ast.Tuple, ast.List)):
+                        pending.extend(value.elts)
+                    elif isinstance(value, ast.Starred):
+                        pending.append(value.value)
+                    elif isinstance(value, ast.Name):
+                        passed.add(id(value))
+    return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and id(node) not in passed
+               for stmt in stmts for node in ast.walk(stmt))

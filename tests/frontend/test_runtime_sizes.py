@@ -132,6 +132,28 @@ class SqueezeAfterSlice(nn.Module):
         return y * 2  # REFUSED
 
 
+class RankByPathQueried(nn.Module):
+    """A WRONG ANSWER before: `y.dim()` and `y.shape[0]` of a tensor whose rank depends on the
+    path were the example path's constants (export reads them in Python, not in the graph)."""
+
+    def forward(self, x, lengths):
+        if x.sum() > 0:
+            y = x[0]
+        else:
+            y = x
+        return y.dim(), y.shape[0], y  # REFUSED
+
+
+class RankByPathReturned(nn.Module):
+    def forward(self, x, lengths):
+        if x.sum() > 0:
+            y = x[0]
+        else:
+            y = x * 2
+        z = y
+        return z, x.shape[0]
+
+
 class InPlaceThroughRuntimeSlice(nn.Module):
     def forward(self, x, lengths):
         y = x * 1
@@ -210,6 +232,11 @@ def test_runtime_sizes_compile_exactly_on_tvm():
     assert_compiled_exactly(SliceByCount, lengths_inputs([2, 0, 1, 3]), "tvm")
 
 
+def test_a_value_whose_rank_depends_on_the_path_can_be_passed_on():
+    inputs = [(torch.ones(3, 4), [5, 1, 1]), (-torch.ones(3, 4), [5, 1, 1])]
+    assert_imported_exactly(RankByPathReturned, inputs)
+
+
 def test_two_widths_by_path_then_math_is_exact():
     inputs = [(torch.randn(1, 4) + 2.0,), (torch.randn(1, 4) - 2.0,)]
     assert_compiled_exactly(ShapeByPath, inputs, "onnxruntime")
@@ -228,6 +255,7 @@ def marked(model_class, mark: str) -> int:
 @pytest.mark.parametrize("model_class, construct", [
     (SqueezeAfterSlice, "whose rank depends on the path"),
     (InPlaceThroughRuntimeSlice, "in-place change of `head`"),
+    (RankByPathQueried, "computes with `y`, a float32 tensor whose rank depends on the path"),
 ])
 def test_what_a_runtime_size_cannot_follow_is_refused_at_its_line(model_class, construct):
     with pytest.raises(dycl.FrontendError) as caught:
