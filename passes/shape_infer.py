@@ -198,7 +198,7 @@ class ShapeInference:
     notes: list[ShapeNote] = field(default_factory=list)
     refined: set[SSAValue] = field(default_factory=set)
     """Values whose type this run changed: their users get their types recomputed."""
-    declared: dict[tuple[int, int], Attribute] = field(default_factory=dict)
+    declared: dict[tuple[Operation, int], Attribute] = field(default_factory=dict)
     """Each torch op result's type as the IR gave it (before this run changed it): a claim
     about every value it takes, so a dim it declares static stays static. A dim export knew
     static must never become `?`, which a backend compiles as a size of at least 2."""
@@ -250,7 +250,7 @@ class ShapeInference:
         )
         if not changed and not unknown:
             return
-        declared = [self.declared.setdefault((id(op), k), r.type) for k, r in enumerate(op.results)]
+        declared = [self.declared.setdefault((op, k), r.type) for k, r in enumerate(op.results)]
         types = _MetaShapes.result_types(op)
         if types is None:
             if changed:  # (operands a loop's fixed point refined, then joined again)

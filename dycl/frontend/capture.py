@@ -338,13 +338,18 @@ def _batch_norm_no_training(input, weight, bias, running_mean, running_var, mome
 _DECOMPOSITIONS = {torch.ops.aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training}
 
 
+def _user_inputs(program) -> list[tuple[object, object]]:
+    """(input spec, placeholder node or None) of each user input, in the run's order."""
+    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    return [(spec, placeholders.get(getattr(spec.arg, "name", None)))
+            for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
+
+
 def _runtime_sizes(program) -> list[list[tuple[int, int]]]:
     """The symbolic dims of the program's tensor inputs, grouped by their size symbol."""
-    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
-    user_inputs = [spec for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
     groups: dict[str, list[tuple[int, int]]] = {}
-    for position, spec in enumerate(user_inputs):
-        value = placeholders[spec.arg.name].meta.get("val") if hasattr(spec.arg, "name") else None
+    for position, (_, node) in enumerate(_user_inputs(program)):
+        value = node.meta.get("val") if node is not None else None
         if not isinstance(value, torch.Tensor):
             continue
         for dim, size in enumerate(value.shape):
@@ -401,12 +406,9 @@ def _check_int_inputs_used(program) -> None:
     as a number in tensor math must enter as a tensor."""
     from torch.export.graph_signature import SymIntArgument
 
-    user_inputs = [spec for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
-    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
-    for position, spec in enumerate(user_inputs):
+    for position, (spec, node) in enumerate(_user_inputs(program)):
         if not isinstance(spec.arg, SymIntArgument):
             continue
-        node = placeholders[spec.arg.name]
         value = node.meta.get("val")
         if not node.users or (isinstance(value, torch.SymInt) and not value.node.expr.free_symbols):
             # unused, or replaced by its example: export specializes an int whose example

@@ -464,23 +464,7 @@ class FunctionCompiler:
             shapes.append((name, path, structure, start, len(a_leaves)))
             then_ops.extend(a_leaves)
             else_ops.extend(b_leaves)
-        for block, leaves in zip(blocks, (then_ops, else_ops)):
-            with ir.InsertionPoint(block):
-                operands = [self._cast(leaf, t).value for leaf, t in zip(leaves, types)]
-                ir.Operation.create("scf.yield", operands=operands)
-        if_op = ir.Operation.create(
-            "scf.if",
-            results=[self.builder.type(t) for t in types],
-            operands=[flag],
-            regions=2,
-            ip=ir.InsertionPoint(draft),
-        )
-        for old, new in zip(blocks, if_op.regions):
-            new_block = new.blocks.append()
-            for op in list(old.operations):
-                new_block.append(op)
-        draft.erase()
-        results = list(if_op.results)
+        results = self._close_if(draft, blocks, (then_ops, else_ops), types)
         for name, path, structure, start, count in shapes:
             leaves = [V.Dyn(results[k], types[k], examples[k]) for k in range(start, start + count)]
             part = V.rebuild(structure, leaves)
@@ -1899,16 +1883,15 @@ class FunctionCompiler:
         for k, leaf in enumerate(flat_inputs):
             if not runs.shape_depends_on_path(leaf.type):
                 continue
+            names = [n for n, value in input_specs if any(l is leaf for l in V.leaves(value))]
             if leaf.type.shape is None:
                 # export would read the example's rank and shape as constants (`y.dim()`,
                 # `y.shape[0]`, `y[0]`), in loops too: only passing it on is compiled
-                names = [n for n, value in input_specs if any(l is leaf for l in V.leaves(value))]
                 if self.capturer.only_returns(captured.func_name, k) and not any(_reads_beyond_passing(stmts, n) for n in names):
                     continue
             elif self.runtime_loop_depth or not self.capturer.computes_with(captured.func_name, k) or self.sizes_at_run_time:
                 continue
-            name = next(n for n, value in input_specs if any(l is leaf for l in V.leaves(value)))
-            raise RuntimeSize.of(self._shape_by_path_error(stmts, name, leaf))
+            raise RuntimeSize.of(self._shape_by_path_error(stmts, names[0], leaf))
 
     def _splice_by_size(self, stmt, general: CapturedRun, variant, flat_inputs, names: list[str]) -> tuple[CapturedRun, list[ir.Value]]:
         """Call a captured run whose inputs have dims known only at run time (`x[:k]`).
@@ -1990,12 +1973,18 @@ class FunctionCompiler:
                 arms.append([V.Dyn(v, V.parse_type(str(v.type)), None) for v in build()])
             blocks.append(block)
         types = [V.join_types(a.type, b.type) for a, b in zip(*arms)]
+        return self._close_if(draft, blocks, arms, types, {BY_SIZE: ir.UnitAttr.get()})
+
+    def _close_if(self, draft: ir.Operation, blocks, arms, types, attributes=None) -> list[ir.Value]:
+        """The results of the `scf.if` that `draft` (result-less, its two regions built in
+        `blocks`) stands for: each block yields its leaves of `arms` cast to the joined
+        `types`, the ops move into the real op, made in the draft's place, and the draft goes."""
         for block, leaves in zip(blocks, arms):
             with ir.InsertionPoint(block):
                 ir.Operation.create("scf.yield", operands=[self._cast(leaf, t).value for leaf, t in zip(leaves, types)])
         if_op = ir.Operation.create(
-            "scf.if", results=[self.builder.type(t) for t in types], operands=[draft.operands[0]], regions=2, ip=ir.InsertionPoint(draft),
-            attributes={BY_SIZE: ir.UnitAttr.get()},
+            "scf.if", results=[self.builder.type(t) for t in types], operands=[draft.operands[0]], regions=2,
+            attributes=attributes or {}, ip=ir.InsertionPoint(draft),
         )
         for old, new in zip(blocks, if_op.regions):
             new_block = new.blocks.append()
@@ -2570,9 +2559,9 @@ class FunctionCompiler:
         if keys is None:
             return None
         chain = self._host_views(holder, keys)
-        if chain is None:
+        if not chain:
             return None
-        value = chain[-1][-1] if chain else holder
+        value = chain[-1][-1]
         memory = aliases.storage_of(holder.example)
         return dataclasses.replace(value, may_share=value.may_share | holder.may_share | ({memory} if memory is not None else set()))
 
@@ -2596,7 +2585,7 @@ class FunctionCompiler:
                 keys.append(value(part))
 
         def index(value) -> bool:
-            return value is None or isinstance(value, V.Const) and _is_index(value.value) or isinstance(value, V.Dyn) and value.type == V.INT
+            return value is None or isinstance(value, V.Const) and lists.is_int(value.value) or isinstance(value, V.Dyn) and value.type == V.INT
         flat = [b for k in keys for b in ((k.start, k.stop, k.step) if isinstance(k, slice) else (k,))]
         steps = [k.step for k in keys if isinstance(k, slice) and k.step is not None]
         if (not all(index(b) for b in flat) or not any(isinstance(b, V.Dyn) for b in flat)
@@ -2793,19 +2782,9 @@ class FunctionCompiler:
             raise
         finally:
             self._join_node = saved
-        for block, leaves in zip(blocks, (then_leaves, else_leaves)):
-            with ir.InsertionPoint(block):
-                ir.Operation.create("scf.yield", operands=[self._cast(leaf, t).value for leaf, t in zip(leaves, types)])
-        if_op = ir.Operation.create(
-            "scf.if", results=[self.builder.type(t) for t in types], operands=[flag], regions=2, ip=ir.InsertionPoint(draft)
-        )
-        for old, new in zip(blocks, if_op.regions):
-            new_block = new.blocks.append()
-            for op in list(old.operations):
-                new_block.append(op)
-        draft.erase()
+        results = self._close_if(draft, blocks, (then_leaves, else_leaves), types)
         taken = then_leaves if test.example else else_leaves  # the example path's values
-        leaves = [V.Dyn(result, t, leaf.example) for result, t, leaf in zip(if_op.results, types, taken)]
+        leaves = [V.Dyn(result, t, leaf.example) for result, t, leaf in zip(results, types, taken)]
         if mixed:
             (leaf,) = leaves
             return host_expressions.TruthValue(leaf.value, leaf.type, leaf.example, source=name)
@@ -3050,10 +3029,6 @@ def _located(expr: ast.expr) -> ast.expr:
 
 
 __all__ = ["FunctionCompiler"]
-
-
-def _is_index(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _plain_index(node: ast.expr, env) -> bool:

@@ -303,9 +303,9 @@ def argsort(c, call: ast.Call, env):
             raise c.error(call, f"{_describe(call)}: np.argsort with kind={kind!r}", "kind='stable', 'quicksort' or 'heapsort'")
         kind = _UNSTABLE_SORTS[kind]
         order = torch.from_numpy(np.argsort(tensor.example.detach().numpy(), kind=kind))
-        op = c.builder.op("dycl.numpy_argsort", [tensor.value], [V.type_of_example(order)],
-                          {"kind": ir.StringAttr.get(kind)})
-        return NumpyValue(op.result, V.type_of_example(order), order)
+        type_ = V.type_of_example(order)
+        op = c.builder.op("dycl.numpy_argsort", [tensor.value], [type_], {"kind": ir.StringAttr.get(kind)})
+        return NumpyValue(op.result, type_, order)
     # A stable argsort from comparisons (torch's sort.stable has no ONNX/TVM lowering): the
     # rank of item i counts the items before it in numpy's order (smaller, or equal and
     # earlier; NaN after everything, as numpy sorts it); the order puts i at its rank.

@@ -204,17 +204,17 @@ def const_key(key):
         for bound in (key.start, key.stop, key.step):
             if bound is None or (isinstance(bound, V.Const) and bound.value is None):
                 bounds.append(None)
-            elif isinstance(bound, V.Const) and _is_int(bound.value):
+            elif isinstance(bound, V.Const) and is_int(bound.value):
                 bounds.append(bound.value)
             else:
                 return None
         return slice(*bounds)
-    if isinstance(key, V.Const) and (_is_int(key.value) or isinstance(key.value, slice)):
+    if isinstance(key, V.Const) and (is_int(key.value) or isinstance(key.value, slice)):
         return key.value
     return None
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -437,7 +437,7 @@ class ListOps:
     def pop(self, lst, key):
         """(new list, popped item); key None is the last item."""
         constant = -1 if key is None else const_key(key)
-        if items_of(lst) is not None and _is_int(constant):
+        if items_of(lst) is not None and is_int(constant):
             items, popped = self.python(lst, lambda values: values.pop(constant))
             return self.rebuild(lst, items), popped
         lst = self.runtime(lst)
@@ -504,7 +504,7 @@ class ListOps:
 
     def insert(self, lst, key, item):
         constant = const_key(key)
-        if items_of(lst) is not None and _is_int(constant):
+        if items_of(lst) is not None and is_int(constant):
             items, _ = self.python(lst, lambda values: values.insert(constant, item))
             return self.rebuild(lst, items)
         lst = self.runtime(lst)
@@ -552,11 +552,11 @@ class ListOps:
         )
 
     def int(self, value):
-        if isinstance(value, V.Const) and _is_int(value.value):
+        if isinstance(value, V.Const) and is_int(value.value):
             return value.value
         if isinstance(value, V.Dyn) and value.type == V.INT:
             return value
-        if _is_int(value):
+        if is_int(value):
             return value
         raise self.error(f"{self.what}: a list position that is not an int", "index lists with ints")
 
