@@ -30,7 +30,7 @@ from xdsl.ir import Attribute
 from dycl.frontend import aliases
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
-from dycl.frontend import host_builtins, host_numpy, lists
+from dycl.frontend import host_builtins, host_numpy, lists, packed
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, erase_after
@@ -186,6 +186,8 @@ class FunctionCompiler:
                 raise self.error(where, f"forward returns a {type(item.value).__name__}", "return tensors, tuples, lists, dicts or Python scalars")
             if item is V.UNDEF:
                 raise self.error(where, "forward does not return a value on every path")
+            if isinstance(item, V.Packed):
+                raise packed.refuse(self, where, "returns")
             outputs.append(self.builder.materialize(item))
             return len(outputs) - 1
 
@@ -836,7 +838,7 @@ class FunctionCompiler:
                 sub = ast.Name(sub.target.id, ast.Load())  # `n += 1` reads n
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in written_in_run:
                 value = env.get(sub.id)
-                if isinstance(value, V.Dyn) and not V.is_tensor_type(value.type):
+                if isinstance(value, V.Dyn) and not V.is_tensor_type(value.type) or isinstance(value, V.Packed):
                     return True
                 if isinstance(value, V.Tup) and any(
                     isinstance(l, V.Dyn) and not V.is_tensor_type(l.type) for l in V.leaves(value)
@@ -853,6 +855,8 @@ class FunctionCompiler:
                 func = self._try_constant(sub.func, env, quiet=True)
                 if X.known(X.REJECTED_CALLS, func):
                     raise self.error(sub, *X.REJECTED_CALLS[func])
+                if packed.packs_runtime_lengths(self, sub, func, env):
+                    return True
                 if X.known(X.SCALAR_BUILTINS, func) or X.known(X.HOST_TORCH_FUNCTIONS, func) or func is builtins.len:
                     return True
                 # any()/all() (and max/min with a key or over a comprehension) decide with
@@ -1660,6 +1664,7 @@ class FunctionCompiler:
         namespace = dict(self.scope.namespace)
         namespace[runs.MaskedUpdate.HELPER] = runs.masked_update
         namespace[runs.MaskedUpdate.STORE] = runs.subscript_store
+        namespace.update(packed.RUN_HELPERS)
         exec(compile(module, self.scope.source.file, "exec"), namespace)
         function = namespace.pop("forward")
         if "forward" in self.scope.namespace:  # a global of that name, which the run may read
@@ -1694,6 +1699,9 @@ class FunctionCompiler:
                     stmts[0], f"`{shown}` is None on some paths and a tensor or number on others, and `{runs.statement_text(stmts)}` computes with it",
                     f"test `{shown} is None` first (`if {shown} is not None:`), or give it the same kind on every path",
                 )
+        for name in names:
+            if any(isinstance(leaf, V.Packed) for leaf in V.leaves(inputs[name])):
+                raise packed.refuse(self, stmts[0], "computes with")
         originals = dict(inputs)
         converted: dict = {}  # (one value held by two inputs stays one value)
         for name in names:
@@ -1960,6 +1968,14 @@ class FunctionCompiler:
                 example = {V.INT: 0, V.FLOAT: 0.0, V.BOOL: False}[type_]
             values.append(self.builder.placeholder(type_, example).value)
         return values
+
+    def runtime_check(self, condition: V.Dyn, node: ast.AST, message: str) -> None:
+        """Raise `message` (located at `node`) at run time where `condition` is false: a
+        check eager makes (`pack_padded_sequence`'s lengths)."""
+        def fail() -> list:
+            ir.Operation.create("dycl.error", attributes={"message": ir.StringAttr.get(str(self.error(node, message)))})
+            return []
+        self._select(condition, lambda: [], fail)
 
     def _select(self, condition: V.Dyn, then_fn, else_fn) -> list[ir.Value]:
         """An `scf.if` on a runtime bool whose arms build IR values (`then_fn()`,
@@ -2304,6 +2320,9 @@ class FunctionCompiler:
             if result is not None:
                 return result
         args = [self.expression(a, env) for a in expr.args]
+        made_or_read = packed.call(self, expr, env, func, args)
+        if made_or_read is not None:
+            return made_or_read
         if X.known(X.SCALAR_BUILTINS, func) and len(args) == 1 and not expr.keywords:
             (arg,) = args
             arg = self._materialize(arg, "argument")
@@ -2527,6 +2546,11 @@ class FunctionCompiler:
 
     def host_Subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
         holder = self.expression(expr.value, env)
+        if isinstance(holder, V.Packed):
+            key = self._try_constant(expr.slice, env, quiet=True)
+            if type(key) is not int:
+                raise packed.refuse(self, expr, "indexes with something other than a constant int")
+            return packed.read(self, expr, holder, key)
         if not (lists.is_list(holder) or isinstance(holder, V.Tup) or isinstance(holder, V.Const) and isinstance(holder.value, tuple)):
             sliced = self._sliced_on_host(expr, holder, env)
             if sliced is not None:
@@ -2716,6 +2740,8 @@ class FunctionCompiler:
 
     def host_Attribute(self, expr: ast.Attribute, env) -> V.EnvValue:
         value = self.expression(expr.value, env)
+        if isinstance(value, V.Packed):
+            return packed.read(self, expr, value, expr.attr)
         result = host_numpy.attribute(self, expr, value)
         if result is not None:
             return result

@@ -88,6 +88,23 @@ class Maybe:
     value: Any  # Dyn or Const
 
 
+@dataclass(frozen=True)
+class Packed:
+    """A `PackedSequence` whose lengths are runtime ints (`pack_padded_sequence(x, lengths)`
+    with `lengths` a list argument): its rows add up to a runtime count, so it is kept as
+    what it is made from (packed.py). `padded` is batch-first or time-major as `batch_first`
+    says, and a position past its sequence's length holds anything; `lengths` are the int
+    values in batch order, `lengths_tensor` the same as an int64 tensor. `in_order`: the
+    batch is sorted by decreasing length (`enforce_sorted`), so the packed rows are in batch
+    order."""
+
+    padded: Any  # Dyn
+    lengths: tuple
+    lengths_tensor: Any  # Dyn
+    batch_first: bool
+    in_order: bool
+
+
 class _Undef:
     def __repr__(self) -> str:
         return "UNDEF"
@@ -98,7 +115,7 @@ UNDEF = _Undef()
 # "No value": what `FunctionCompiler._try_constant` answers for a runtime expression.
 MISSING = object()
 
-EnvValue = Union[Const, Dyn, Tup, Maybe, _Undef]
+EnvValue = Union[Const, Dyn, Tup, Maybe, Packed, _Undef]
 
 INT, FLOAT, BOOL, NONE = IntType(), FloatType(), BoolType(), NoneType()
 TENSOR_LIST = ListType(ValueTensorType(None, None))
@@ -218,6 +235,8 @@ def kind_of(value: EnvValue, detailed: bool = False) -> str:
         return f"{value.kind} {len(value.items)}" if detailed else value.kind
     if isinstance(value, Maybe):
         return "optional"
+    if isinstance(value, Packed):
+        return "PackedSequence"
     return "other"
 
 
@@ -243,7 +262,7 @@ def holds_maybe(value: EnvValue) -> bool:
 
 def has_dyn(value: EnvValue) -> bool:
     """Whether `value` holds an IR value anywhere (else it is known at import time)."""
-    return any(isinstance(leaf, Dyn) for leaf in leaves(value))
+    return any(isinstance(leaf, (Dyn, Packed)) for leaf in leaves(value))
 
 
 def same_structure(a: EnvValue, b: EnvValue) -> bool:

@@ -1,0 +1,301 @@
+"""Packed sequences whose lengths are runtime ints: `pack_padded_sequence(x, lengths)` with
+`lengths` a list argument, `.tolist()` values or a tensor.
+
+A packed batch has as many rows as the lengths add up to, a size no export can trace. So
+a packed value (`V.Packed`) is kept as what it is made from: the padded tensor and the
+lengths. What reads it computes on the padded batch, with static shapes:
+- an RNN module (`nn.LSTM`, `nn.GRU`, `nn.RNN`) steps through the padded time steps, and a
+  sequence's state stops changing after its last step (`torch.where(t < length, new,
+  old)`): the outputs at every position in the packed batch and the final states are the
+  packed kernel's;
+- `pad_packed_sequence` masks the positions past each length with the padding value, then
+  the host cuts the time dim at the longest length (a runtime size);
+- `.data` (`p[0]`) gathers the positions in the packed order (time-major, longest first)
+  into a `T * B`-row tensor whose first `sum(lengths)` rows the host keeps;
+- `.batch_sizes` (`p[1]`) counts, per step, the lengths past it.
+The checks `pack_padded_sequence` makes (lengths positive, sorted if `enforce_sorted`) raise
+at run time, where eager raises; so does a length past the padded steps (eager reads past
+the tensor there).
+
+With `enforce_sorted=False` eager sorts the batch by length (`torch.sort`, which orders
+equal lengths its own way): the RNN's states and `pad_packed_sequence` undo the sort, so
+they are compiled; the packed rows and the sort indices, which show that order, are refused.
+
+The functions below the handlers run inside captured runs (the frontend writes calls of
+them); the handlers take the compiler as their context, like host_builtins'.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import torch
+from torch import nn
+from torch.nn.utils import rnn as rnn_utils
+
+from dycl.frontend import desugar, lists
+from dycl.frontend import values as V
+from dycl.frontend.desugar import source_text
+from dycl.frontend.nodes import parsed
+
+PACK, PAD = rnn_utils.pack_padded_sequence, rnn_utils.pad_packed_sequence
+_PACKED_ONLY = (
+    "a PackedSequence whose lengths are runtime values is read by an RNN module "
+    "(`nn.LSTM`, `nn.GRU`, `nn.RNN`), by `pad_packed_sequence`, or as `.data` (`p[0]`) and "
+    "`.batch_sizes` (`p[1]`)"
+)
+
+
+def _describe(node: ast.AST) -> str:
+    return f"`{source_text(node)}`"
+
+
+def packs_runtime_lengths(c, call: ast.Call, func, env) -> bool:
+    """Whether `call` is a `pack_padded_sequence` whose lengths are not known here."""
+    if func is not PACK:
+        return False
+    node = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "lengths"), None)
+    return node is not None and c._try_constant(node, env, quiet=True) is V.MISSING
+
+
+def call(c, expr: ast.Call, env, func, args: list) -> V.EnvValue | None:
+    """The value of a call that makes or reads a packed value (None: not such a call)."""
+    if func is PACK and packs_runtime_lengths(c, expr, func, env):
+        return _pack(c, expr, env, args)
+    packed_args = [a for a in args if isinstance(a, V.Packed)]
+    if not packed_args:
+        return None
+    if func is PAD:
+        return _pad(c, expr, env, args)
+    if func is desugar.HELPERS[desugar.DATA] and len(args) == 1:
+        return read(c, expr, args[0], "data")
+    if func in (desugar.HELPERS[desugar.CPU], desugar.HELPERS[desugar.CUDA]) and len(args) == 1:
+        return args[0]  # (a device move: the host has one device)
+    if isinstance(func, nn.RNNBase) and isinstance(args[0], V.Packed):
+        return _rnn(c, expr, env, func, args)
+    raise c.error(expr, f"{_describe(expr)} passes a packed sequence to {_describe(expr.func)}", _PACKED_ONLY)
+
+
+def _bind(c, expr: ast.Call, env, func, args: list) -> dict:
+    """The call's arguments by parameter name: the computed positional ones, and keyword
+    ones that must be known at import time (`batch_first=True`)."""
+    keywords = {}
+    for keyword in expr.keywords:
+        value = c._try_constant(keyword.value, env, quiet=True)
+        if keyword.arg is None or value is V.MISSING:
+            raise c.error(keyword.value, f"{_describe(expr)} with `{source_text(keyword)}` known only at run time",
+                          "give it a value known when the model is imported")
+        keywords[keyword.arg] = V.Const(value)
+    signature = inspect.signature(func)
+    try:
+        bound = signature.bind(*args, **keywords).arguments
+    except TypeError as error:
+        raise c.error(expr, f"{_describe(expr)}: TypeError: {error}") from None
+    return {name: bound.get(name, V.Const(p.default)) for name, p in signature.parameters.items()}
+
+
+def _constant(c, expr, value: V.EnvValue, name: str):
+    if not isinstance(value, V.Const):
+        raise c.error(expr, f"{_describe(expr)} with `{name}` known only at run time", "give it a value known when the model is imported")
+    return value.value
+
+
+def _pack(c, expr: ast.Call, env, args: list) -> V.Packed:
+    bound = _bind(c, expr, env, PACK, args)
+    padded, lengths = bound["input"], bound["lengths"]
+    batch_first = bool(_constant(c, expr, bound["batch_first"], "batch_first"))
+    in_order = bool(_constant(c, expr, bound["enforce_sorted"], "enforce_sorted"))
+    if not (isinstance(padded, V.Dyn) and V.is_tensor_type(padded.type) and padded.type.shape is not None and len(padded.type.shape) >= 2):
+        raise c.error(expr, f"{_describe(expr)} packs {V.kind_of(padded)}, not a padded tensor of two or more dims")
+    steps, batch = padded.type.shape[:2] if not batch_first else padded.type.shape[1::-1]
+    if steps is None or batch is None:
+        raise c.error(expr, f"{_describe(expr)} packs a tensor whose batch or time size is known only at run time",
+                      "pad the batch to a size known when the model is imported")
+    if isinstance(lengths, V.Dyn) and V.is_tensor_type(lengths.type):
+        # (eager reads a lengths tensor's values on the CPU as Python ints: so does the host)
+        lengths = c.written_expression("__lengths.tolist()", expr, {"__lengths": lengths})
+    items = lists.items_of(lengths)
+    if items is None or any(not (isinstance(i, V.Const) and type(i.value) is int or isinstance(i, V.Dyn) and i.type == V.INT) for i in items):
+        raise c.error(expr, f"{_describe(expr)} with lengths that are {V.kind_of(lengths)}, not a list of ints",
+                      "pass the lengths as a list of ints or a 1-D int64 tensor")
+    if len(items) != batch:
+        raise c.error(expr, f"{_describe(expr)}: RuntimeError: Expected `len(lengths)` to be equal to batch_size, "
+                      f"but got {len(items)} (batch_size={batch})")
+    as_tensors = c._scalars_as_tensors(V.Tup(tuple(items), "list"), True, {})
+    lengths_tensor = c.written_expression("__dycl_lengths_tensor(__lengths)", expr, {"__lengths": as_tensors})
+    checks = c.written_expression(f"__dycl_check_lengths(__lengths, {steps}, {in_order})", expr, {"__lengths": lengths_tensor})
+    messages = (
+        "RuntimeError: Length of all samples has to be greater than 0, but found an element in 'lengths' that is <= 0",
+        f"a length is larger than the {steps} steps of the padded input (eager reads past the tensor)",
+        "RuntimeError: `lengths` array must be sorted in decreasing order when `enforce_sorted` is True",
+    )
+    for check, message in zip(checks.items, messages[: 3 if in_order else 2]):
+        c.runtime_check(check, expr, f"{_describe(expr)}: {message}")
+    return V.Packed(padded, tuple(items), lengths_tensor, batch_first, in_order)
+
+
+def _rnn(c, expr: ast.Call, env, module: nn.RNNBase, args: list) -> V.Tup:
+    bound = _bind(c, expr, env, module.forward, args)
+    packed, state = bound["input"], bound.get("hx", V.Const(None))
+    if module.bidirectional:
+        raise c.error(
+            expr, f"{_describe(expr)} runs a bidirectional RNN on a packed sequence whose lengths are runtime values",
+            "run the forward direction as its own `bidirectional=False` module on the packed sequence, "
+            "and the backward one on each sequence reversed within its length",
+        )
+    out, state = c.written_expression(
+        f"__dycl_rnn_steps(__rnn, __padded, __lengths, __state, {packed.batch_first})", expr,
+        {"__rnn": V.Const(module), "__padded": packed.padded, "__lengths": packed.lengths_tensor, "__state": state},
+    ).items
+    return V.Tup((V.Packed(out, packed.lengths, packed.lengths_tensor, packed.batch_first, packed.in_order), state), "tuple")
+
+
+def _pad(c, expr: ast.Call, env, args: list) -> V.Tup:
+    bound = _bind(c, expr, env, PAD, args)
+    packed = bound["sequence"]
+    if not isinstance(packed, V.Packed):
+        raise c.error(expr, f"{_describe(expr)} pads {V.kind_of(packed)}, not a packed sequence")
+    batch_first = bool(_constant(c, expr, bound["batch_first"], "batch_first"))
+    value = _constant(c, expr, bound["padding_value"], "padding_value")
+    total = _constant(c, expr, bound["total_length"], "total_length")
+    longest = _longest(c, expr, packed)
+    if total is not None:
+        fits = c.expression(parsed(f"__longest <= {int(total)}", expr, mode="eval"), {"__longest": longest})
+        c.runtime_check(fits, expr, f"{_describe(expr)}: ValueError: Expected total_length to be at least the length "
+                        f"of the longest sequence in input, but got total_length={total}")
+    padded, lengths = c.written_expression(
+        f"__dycl_padded(__padded, __lengths, {packed.batch_first}, {batch_first}, {float(value)!r}, {total!r})", expr,
+        {"__padded": packed.padded, "__lengths": packed.lengths_tensor},
+    ).items
+    if total is None:
+        cut = "__padded[:, :__longest]" if batch_first else "__padded[:__longest]"
+        padded = c.expression(parsed(cut, expr, mode="eval"), {"__padded": padded, "__longest": longest})
+    return V.Tup((padded, lengths), "tuple")
+
+
+def read(c, node: ast.AST, packed: V.Packed, field: str | int) -> V.EnvValue:
+    """`p.data`, `p.batch_sizes`, `p.sorted_indices`, `p.unsorted_indices` (or `p[k]`)."""
+    fields = ("data", "batch_sizes", "sorted_indices", "unsorted_indices")
+    name = fields[field] if isinstance(field, int) and -len(fields) <= field < len(fields) else field
+    if name not in fields:
+        raise c.error(node, f"{_describe(node)} on a packed sequence whose lengths are runtime values", _PACKED_ONLY)
+    steps = packed.padded.type.shape[1 if packed.batch_first else 0]
+    if name == "batch_sizes":
+        sizes = c.written_expression(f"__dycl_batch_sizes(__lengths, {steps})", node, {"__lengths": packed.lengths_tensor})
+        return c.expression(parsed("__sizes[:__longest]", node, mode="eval"), {"__sizes": sizes, "__longest": _longest(c, node, packed)})
+    if not packed.in_order:
+        raise c.error(
+            node, f"{_describe(node)} reads the order `pack_padded_sequence(..., enforce_sorted=False)` sorted the "
+            "batch in, which `torch.sort` picks for equal lengths",
+            "read the sequences with `pad_packed_sequence` (in batch order), or sort the batch by length "
+            "first and pass `enforce_sorted=True`",
+        )
+    if name != "data":
+        return V.Const(None)
+    rows = c.written_expression(f"__dycl_packed_rows(__padded, __lengths, {packed.batch_first})", node,
+                                {"__padded": packed.padded, "__lengths": packed.lengths_tensor})
+    count = c.expression(parsed("sum(__lengths)", node, mode="eval"), {"__lengths": V.Tup(packed.lengths, "list")})
+    return c.expression(parsed("__rows[:__count]", node, mode="eval"), {"__rows": rows, "__count": count})
+
+
+def _longest(c, node, packed: V.Packed) -> V.EnvValue:
+    if packed.in_order:
+        return packed.lengths[0]
+    return c.expression(parsed("max(__lengths)", node, mode="eval"), {"__lengths": V.Tup(packed.lengths, "list")})
+
+
+def refuse(c, node: ast.AST, what: str):
+    """A packed value used where only its readers may use it."""
+    return c.error(node, f"{_describe(node)} {what} a packed sequence whose lengths are runtime values", _PACKED_ONLY)
+
+
+# ----- inside captured runs -----------------------------------------------------------------
+
+
+def _lengths_tensor(lengths: list) -> torch.Tensor:
+    return torch.stack([n.reshape(()) if isinstance(n, torch.Tensor) else torch.tensor(n) for n in lengths]).to(torch.int64)
+
+
+def _check_lengths(lengths: torch.Tensor, steps: int, in_order: bool) -> tuple:
+    """Whether the lengths are positive, at most `steps`, and (`in_order`) not increasing."""
+    ordered = (lengths[:-1] >= lengths[1:]).all() if in_order else torch.tensor(True)
+    return (lengths > 0).all(), (lengths <= steps).all(), ordered
+
+
+def _valid(lengths: torch.Tensor, steps: int) -> torch.Tensor:
+    """[steps, batch]: whether step t of sequence b is in the packed batch."""
+    return lengths.view(1, -1) > torch.arange(steps).view(-1, 1)
+
+
+def _rnn_steps(rnn: nn.RNNBase, padded: torch.Tensor, lengths: torch.Tensor, state, batch_first: bool):
+    """`rnn` on the packed batch: its outputs at every position (batch-first as `padded`
+    is; those past a length are never read) and its final states (the state of a sequence
+    stays what its last step made it)."""
+    time_dim = 1 if batch_first else 0
+    steps = padded.shape[time_dim]
+    valid = _valid(lengths, steps)
+    outputs = []
+    for t in range(steps):
+        step = padded.narrow(time_dim, t, 1)
+        if rnn.batch_first != batch_first:
+            step = step.transpose(0, 1)
+        out, new = rnn(step, state)
+        if t > 0:  # (at step 0 every sequence has a step: the lengths are positive)
+            keep = valid[t].view(1, -1, 1)
+            if isinstance(new, tuple):
+                new = tuple(torch.where(keep, n, s) for n, s in zip(new, state))
+            else:
+                new = torch.where(keep, new, state)
+        state = new
+        outputs.append(out)
+    out = torch.cat(outputs, dim=1 if rnn.batch_first else 0)
+    return (out.transpose(0, 1) if rnn.batch_first != batch_first else out), state
+
+
+def _packed_rows(padded: torch.Tensor, lengths: torch.Tensor, batch_first: bool) -> torch.Tensor:
+    """Every position of `padded` as a row, those in the packed batch first, in its order:
+    time-major, and at step t the first `batch_sizes[t]` sequences (the lengths do not
+    increase). The rows past `sum(lengths)` are any others."""
+    time_major = padded.transpose(0, 1) if batch_first else padded
+    steps, batch = time_major.shape[0], time_major.shape[1]
+    sizes = _valid(lengths, steps).sum(1)
+    ends = torch.minimum(lengths.view(1, -1), torch.arange(1, steps + 1).view(-1, 1)).sum(1)  # (sizes' running sum)
+    starts = ends - sizes
+    row = torch.arange(steps * batch)
+    step = (row.view(-1, 1) >= ends.view(1, -1)).sum(1).clamp(max=steps - 1)
+    index = (step * batch + row - starts[step]).clamp(0, steps * batch - 1)
+    return time_major.reshape(steps * batch, *time_major.shape[2:]).index_select(0, index)
+
+
+def _batch_sizes(lengths: torch.Tensor, steps: int) -> torch.Tensor:
+    return _valid(lengths, steps).sum(1)
+
+
+def _padded(padded: torch.Tensor, lengths: torch.Tensor, batch_first: bool, to_batch_first: bool, value: float, total: int | None):
+    """`pad_packed_sequence`'s tensor before the cut at the longest length, and its lengths."""
+    steps = padded.shape[1 if batch_first else 0]
+    valid = _valid(lengths, steps)
+    valid = valid.t() if batch_first else valid
+    out = torch.where(valid.view(*valid.shape, *[1] * (padded.dim() - 2)), padded, torch.tensor(value, dtype=padded.dtype))
+    if batch_first != to_batch_first:
+        out = out.transpose(0, 1)
+    if total is not None:
+        time_dim = 1 if to_batch_first else 0
+        if total <= steps:
+            out = out.narrow(time_dim, 0, total)
+        else:
+            shape = list(out.shape)
+            shape[time_dim] = total - steps
+            out = torch.cat([out, out.new_full(shape, value)], dim=time_dim)
+    return out, lengths.clone()
+
+
+RUN_HELPERS = {
+    "__dycl_lengths_tensor": _lengths_tensor,
+    "__dycl_check_lengths": _check_lengths,
+    "__dycl_rnn_steps": _rnn_steps,
+    "__dycl_packed_rows": _packed_rows,
+    "__dycl_batch_sizes": _batch_sizes,
+    "__dycl_padded": _padded,
+}
