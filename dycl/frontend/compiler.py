@@ -506,6 +506,11 @@ class FunctionCompiler:
 
     def _leaves_for_join(self, mine: V.EnvValue, other: V.EnvValue, name: str):
         """Leaves of `mine` as IR values, shaped like `other` where `mine` is undefined."""
+        if isinstance(mine, V.Packed) or isinstance(other, V.Packed):
+            raise self.error(
+                None, f"{_describe(name)} is a packed sequence whose lengths are runtime values, made on each path",
+                "pack once, after the `if` (choose the padded tensor and the lengths in the `if`)",
+            )
         mine, other = self._optionals_for_join(mine, other), self._optionals_for_join(other, mine, build=False)
         if mine is V.UNDEF:
             if other is V.UNDEF:
@@ -667,6 +672,8 @@ class FunctionCompiler:
                 items = [V.Tup((), "list") if type(v) is list and not v else V.Const(v) for v in value.value]
             elif isinstance(value, V.Tup):
                 items = list(value.items)
+            elif isinstance(value, V.Packed) and len(target.elts) == 4:  # (data, batch_sizes, sorted_indices, unsorted_indices)
+                items = [packed.read(self, target, value, k) for k in range(4)]
             else:
                 raise self.error(target, "unpacking a runtime value", "index it explicitly")
             if len(items) != len(target.elts):

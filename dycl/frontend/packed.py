@@ -4,10 +4,11 @@
 A packed batch has as many rows as the lengths add up to, a size no export can trace. So
 a packed value (`V.Packed`) is kept as what it is made from: the padded tensor and the
 lengths. What reads it computes on the padded batch, with static shapes:
-- an RNN module (`nn.LSTM`, `nn.GRU`, `nn.RNN`) steps through the padded time steps, and a
-  sequence's state stops changing after its last step (`torch.where(t < length, new,
-  old)`): the outputs at every position in the packed batch and the final states are the
-  packed kernel's;
+- an RNN module (`nn.LSTM`, `nn.GRU`, `nn.RNN`; layers, directions, projections) steps
+  through the padded time steps with its own weights, layer by layer and direction by
+  direction, and a sequence's state changes only at its own steps (`torch.where(t <
+  length, new, old)`): the outputs at every position in the packed batch and the final
+  states are the packed kernel's;
 - `pad_packed_sequence` masks the positions past each length with the padding value, then
   the host cuts the time dim at the longest length (a runtime size);
 - `.data` (`p[0]`) gathers the positions in the packed order (time-major, longest first)
@@ -31,6 +32,7 @@ import ast
 import inspect
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import rnn as rnn_utils
 
@@ -138,12 +140,6 @@ def _pack(c, expr: ast.Call, env, args: list) -> V.Packed:
 def _rnn(c, expr: ast.Call, env, module: nn.RNNBase, args: list) -> V.Tup:
     bound = _bind(c, expr, env, module.forward, args)
     packed, state = bound["input"], bound.get("hx", V.Const(None))
-    if module.bidirectional:
-        raise c.error(
-            expr, f"{_describe(expr)} runs a bidirectional RNN on a packed sequence whose lengths are runtime values",
-            "run the forward direction as its own `bidirectional=False` module on the packed sequence, "
-            "and the backward one on each sequence reversed within its length",
-        )
     out, state = c.written_expression(
         f"__dycl_rnn_steps(__rnn, __padded, __lengths, __state, {packed.batch_first})", expr,
         {"__rnn": V.Const(module), "__padded": packed.padded, "__lengths": packed.lengths_tensor, "__state": state},
@@ -229,28 +225,59 @@ def _valid(lengths: torch.Tensor, steps: int) -> torch.Tensor:
 
 
 def _rnn_steps(rnn: nn.RNNBase, padded: torch.Tensor, lengths: torch.Tensor, state, batch_first: bool):
-    """`rnn` on the packed batch: its outputs at every position (batch-first as `padded`
-    is; those past a length are never read) and its final states (the state of a sequence
-    stays what its last step made it)."""
-    time_dim = 1 if batch_first else 0
-    steps = padded.shape[time_dim]
-    valid = _valid(lengths, steps)
-    outputs = []
-    for t in range(steps):
-        step = padded.narrow(time_dim, t, 1)
-        if rnn.batch_first != batch_first:
-            step = step.transpose(0, 1)
-        out, new = rnn(step, state)
-        if t > 0:  # (at step 0 every sequence has a step: the lengths are positive)
-            keep = valid[t].view(1, -1, 1)
-            if isinstance(new, tuple):
-                new = tuple(torch.where(keep, n, s) for n, s in zip(new, state))
-            else:
-                new = torch.where(keep, new, state)
-        state = new
-        outputs.append(out)
-    out = torch.cat(outputs, dim=1 if rnn.batch_first else 0)
-    return (out.transpose(0, 1) if rnn.batch_first != batch_first else out), state
+    """`rnn` on the packed batch, layer by layer and direction by direction: its outputs at
+    every position (batch-first as `padded` is; those past a length are never read) and its
+    final states. A sequence's state changes only at its own steps: forward, it stays what
+    its last step made it; backward, it starts from the initial state at its last step."""
+    directions = 2 if rnn.bidirectional else 1
+    layer_input = padded.transpose(0, 1) if batch_first else padded  # (time-major)
+    steps, batch = layer_input.shape[0], layer_input.shape[1]
+    valid = _valid(lengths, steps).unsqueeze(2)
+    is_lstm = isinstance(rnn, nn.LSTM)
+    if state is None:
+        zeros = layer_input.new_zeros(rnn.num_layers * directions, batch, rnn.proj_size or rnn.hidden_size)
+        state = (zeros, layer_input.new_zeros(rnn.num_layers * directions, batch, rnn.hidden_size)) if is_lstm else zeros
+    finals = []
+    for layer in range(rnn.num_layers):
+        outputs = []
+        for direction in range(directions):
+            k = layer * directions + direction
+            carried = (state[0][k], state[1][k]) if is_lstm else state[k]
+            suffix = f"l{layer}" + ("_reverse" if direction else "")
+            step_outputs = [None] * steps
+            for t in (reversed(range(steps)) if direction else range(steps)):
+                new = _cell(rnn, suffix, layer_input[t], carried)
+                keep = valid[t]
+                carried = tuple(torch.where(keep, n, c) for n, c in zip(new, carried)) if is_lstm else torch.where(keep, new, carried)
+                step_outputs[t] = new[0] if is_lstm else new
+            outputs.append(torch.stack(step_outputs))
+            finals.append(carried)
+        layer_input = torch.cat(outputs, 2) if directions == 2 else outputs[0]
+    out = layer_input.transpose(0, 1) if batch_first else layer_input
+    if is_lstm:
+        return out, (torch.stack([h for h, _ in finals]), torch.stack([c for _, c in finals]))
+    return out, torch.stack(finals)
+
+
+def _cell(rnn: nn.RNNBase, suffix: str, x: torch.Tensor, state):
+    """One step of one layer and direction of `rnn`, with its weights `*_{suffix}`: the new
+    state ((h, c) for an LSTM)."""
+    w_ih, w_hh = getattr(rnn, f"weight_ih_{suffix}"), getattr(rnn, f"weight_hh_{suffix}")
+    b_ih, b_hh = (getattr(rnn, f"bias_ih_{suffix}"), getattr(rnn, f"bias_hh_{suffix}")) if rnn.bias else (None, None)
+    if isinstance(rnn, nn.LSTM):
+        h, c = state
+        i, f, g, o = (F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)).chunk(4, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        return (F.linear(h, getattr(rnn, f"weight_hr_{suffix}")) if rnn.proj_size else h), c
+    if isinstance(rnn, nn.GRU):
+        i_r, i_z, i_n = F.linear(x, w_ih, b_ih).chunk(3, 1)
+        h_r, h_z, h_n = F.linear(state, w_hh, b_hh).chunk(3, 1)
+        r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return (1 - z) * n + z * state
+    pre = F.linear(x, w_ih, b_ih) + F.linear(state, w_hh, b_hh)
+    return torch.tanh(pre) if rnn.nonlinearity == "tanh" else torch.relu(pre)
 
 
 def _packed_rows(padded: torch.Tensor, lengths: torch.Tensor, batch_first: bool) -> torch.Tensor:
