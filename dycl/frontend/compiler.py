@@ -90,6 +90,9 @@ class FunctionCompiler:
         self.current = None
         self.attributes = ModuleAttributes()  # module attributes forward assigns
         self._length_chains: list[_LengthChain] = []
+        # The runtime loops being compiled, innermost last: (their break and return flags,
+        # the names read after them), for the joins of their bodies (see _join_if).
+        self._loop_exits: list[tuple[frozenset[str], set[str]]] = []
 
     # ----- entry point -----------------------------------------------------------------
 
@@ -272,7 +275,7 @@ class FunctionCompiler:
         run = stmts[i:j]
         if j < len(stmts) and isinstance(stmts[j], ast.If):
             stmts[j] = self._condition_into_run(run, stmts[j], env, written)
-        if self._per_length_on_failure(lambda: self.compile_run(run, env, live_before(stmts[j:], block.live_out)), block, j - i):
+        if self._per_length_on_failure(lambda: self._compile_run_or_split(run, env, live_before(stmts[j:], block.live_out)), block, j - i):
             block.i = j
 
     def _per_length_on_failure(self, compile_statements, block: Block, count: int) -> bool:
@@ -428,6 +431,7 @@ class FunctionCompiler:
         joined = dict(env_before)
         yields: list[tuple[str, list, list]] = []  # (name, then leaves, else leaves)
         blocks = [draft.regions[0].blocks[0], draft.regions[1].blocks[0]]
+        read_after_exit = [self._read_after_exit(branch) for branch in branch_envs]
         for name in sorted(live):
             a, b = then_env.get(name, V.MISSING), else_env.get(name, V.MISSING)
             if a is V.MISSING and b is V.MISSING:
@@ -435,8 +439,12 @@ class FunctionCompiler:
             if self.attributes.is_variable(name) and any(v is V.MISSING or v is PARTIAL for v in (a, b)):
                 joined[name] = PARTIAL  # a module attribute assigned on some paths only
                 continue
-            a = V.UNDEF if a is V.MISSING else a
-            b = V.UNDEF if b is V.MISSING else b
+            # what a branch that leaves the loop (`break`, `return`) holds in a name nothing
+            # reads after the loop is never read: the other branch's value decides its type
+            a = V.UNDEF if a is V.MISSING or read_after_exit[0] is not None and name not in read_after_exit[0] else a
+            b = V.UNDEF if b is V.MISSING or read_after_exit[1] is not None and name not in read_after_exit[1] else b
+            if a is V.UNDEF and b is V.UNDEF:
+                continue
             if V.same_value(a, b):
                 joined[name] = a
                 continue
@@ -503,6 +511,14 @@ class FunctionCompiler:
                 new = leader if one else lists.path_dependent(lists.value_at(joined, (name, path)))
                 joined[name] = lists.with_value_at(joined[name], path, new)
         return joined
+
+    def _read_after_exit(self, branch_env: dict) -> set[str] | None:
+        """The names read after the runtime loop this branch leaves (its `break` or
+        `return` flag is set), or None when it stays in every loop being compiled."""
+        for exits, read in reversed(self._loop_exits):
+            if any(V.same_value(branch_env.get(flag), V.Const(True)) for flag in exits):
+                return read
+        return None
 
     def _leaves_for_join(self, mine: V.EnvValue, other: V.EnvValue, name: str):
         """Leaves of `mine` as IR values, shaped like `other` where `mine` is undefined."""
@@ -992,7 +1008,7 @@ class FunctionCompiler:
         except FrontendError:
             return None
         must = (has_control_flow(source.node) or self.attributes.concerns(source.node) or changes_an_argument_list(source.node)
-                or self._passes_runtime_scalars(call_node, env))
+                or self._passes_runtime_scalars(call_node, env) or _packs_sequences(source.node))
         if not must and (nested or not _desugared(source.node)):
             return None  # runs inside a captured block
         return source, receiver
@@ -1315,63 +1331,66 @@ class FunctionCompiler:
         # for all of them (`alias = toks` before the loop, `toks.append(t)` inside)
         followers = lists.sharing(env, carried)
         retyped_lists: dict[str, FrontendError] = {}
-        for _attempt in range(8):
-            try:
-                if use_for:
-                    op, end_env = self._build_for(node, trip, state, env, flat_body, live_after_loop, followers)
-                else:
-                    op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop, followers)
-            except loops.CarriedListKind as retyped:
-                # a list that enters the loop with known items (`tokens = []`) holds what
-                # the body appends: carry a runtime list of that kind and build it again
-                # (once: a body that appends two kinds is refused where it appends)
-                if retyped.name in retyped_lists:
-                    first = retyped_lists[retyped.name]  # where the first kind met the second
-                    raise FrontendError(first.construct, first.hint, file=first.file, line=first.line) from None
-                retyped_lists[retyped.name] = retyped.mismatch
-                entry = state[retyped.name]
-                state[retyped.name] = loops.Carried(entry.initial, [retyped.list_type], entry.examples, entry.structure, entry.may_share)
-                continue
-            changed = False
-            self._check_sharing(node, followers, end_env)
-            # A variable the body changed that liveness did not see written (an alias of a
-            # tensor mutated in place) is carried too, unless nothing reads it again (a dead
-            # alias must not make the carry look shared on some iterations only).
-            for name in sorted(set(env) - written_in(flat_body)):
-                if name not in read_first and name not in live_after_loop:
+        exits = frozenset(name for name in (brk, ret_flag) if name in extra)
+        read_on_exit = live_after_loop | (names_read(node.test) if isinstance(node, ast.While) else set())
+        with self._compiling_loop(exits, read_on_exit):
+            for _attempt in range(8):
+                try:
+                    if use_for:
+                        op, end_env = self._build_for(node, trip, state, env, flat_body, live_after_loop, followers)
+                    else:
+                        op, end_env = self._build_while(node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop, followers)
+                except loops.CarriedListKind as retyped:
+                    # a list that enters the loop with known items (`tokens = []`) holds what
+                    # the body appends: carry a runtime list of that kind and build it again
+                    # (once: a body that appends two kinds is refused where it appends)
+                    if retyped.name in retyped_lists:
+                        first = retyped_lists[retyped.name]  # where the first kind met the second
+                        raise FrontendError(first.construct, first.hint, file=first.file, line=first.line) from None
+                    retyped_lists[retyped.name] = retyped.mismatch
+                    entry = state[retyped.name]
+                    state[retyped.name] = loops.Carried(entry.initial, [retyped.list_type], entry.examples, entry.structure, entry.may_share)
                     continue
-                if name not in carried and name not in followers and name in end_env and not V.same_value(end_env[name], env[name]):
-                    carried.append(name)
-                    state[name] = self._carried(env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
-                    changed = True
-            for name in carried:
-                entry, end = state[name], end_env.get(name, V.UNDEF)
-                if isinstance(entry, loops.Carried):
-                    end_types = self._loop_types(end, node, name)
-                    if len(end_types) != len(entry.types) or not V.same_structure(end, entry.structure):
-                        raise self._structure_error(node, name)
-                    joined = [self._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
-                    if joined != entry.types:
-                        state[name] = entry = loops.Carried(entry.initial, joined, entry.examples, entry.structure, entry.may_share)
+                changed = False
+                self._check_sharing(node, followers, end_env)
+                # A variable the body changed that liveness did not see written (an alias of a
+                # tensor mutated in place) is carried too, unless nothing reads it again (a dead
+                # alias must not make the carry look shared on some iterations only).
+                for name in sorted(set(env) - written_in(flat_body)):
+                    if name not in read_first and name not in live_after_loop:
+                        continue
+                    if name not in carried and name not in followers and name in end_env and not V.same_value(end_env[name], env[name]):
+                        carried.append(name)
+                        state[name] = self._carried(env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
                         changed = True
-                    if not entry.may_share and aliases.alias_group(env, name, carried) != aliases.alias_group(end_env, name, carried):
-                        # aliasing differs between iterations: never mutate this carry (the
-                        # end-of-body examples are new in every attempt: mark it only once)
-                        memory = aliases.storages(env.get(name, V.UNDEF)) | aliases.storages(end) or frozenset({0})
-                        state[name] = loops.Carried(entry.initial, entry.types, entry.examples, entry.structure, memory)
+                for name in carried:
+                    entry, end = state[name], end_env.get(name, V.UNDEF)
+                    if isinstance(entry, loops.Carried):
+                        end_types = self._loop_types(end, node, name)
+                        if len(end_types) != len(entry.types) or not V.same_structure(end, entry.structure):
+                            raise self._structure_error(node, name)
+                        joined = [self._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
+                        if joined != entry.types:
+                            state[name] = entry = loops.Carried(entry.initial, joined, entry.examples, entry.structure, entry.may_share)
+                            changed = True
+                        if not entry.may_share and aliases.alias_group(env, name, carried) != aliases.alias_group(end_env, name, carried):
+                            # aliasing differs between iterations: never mutate this carry (the
+                            # end-of-body examples are new in every attempt: mark it only once)
+                            memory = aliases.storages(env.get(name, V.UNDEF)) | aliases.storages(end) or frozenset({0})
+                            state[name] = loops.Carried(entry.initial, entry.types, entry.examples, entry.structure, memory)
+                            changed = True
+                    elif end is PARTIAL:
+                        partial_after.add(name)  # assigned on some paths of the body only
+                    elif not (end is V.UNDEF or V.same_value(end, entry)):
+                        if name in read_first and loops.holds_none(entry):
+                            raise self._structure_error(node, name)
+                        state[name] = self._carried(entry, end, node, name)
                         changed = True
-                elif end is PARTIAL:
-                    partial_after.add(name)  # assigned on some paths of the body only
-                elif not (end is V.UNDEF or V.same_value(end, entry)):
-                    if name in read_first and loops.holds_none(entry):
-                        raise self._structure_error(node, name)
-                    state[name] = self._carried(entry, end, node, name)
-                    changed = True
-            if not changed:
-                break
-            op.erase()
-        else:
-            raise self.error(node, "loop-carried values do not settle on one type", "keep each carried tensor's rank and dtype fixed")
+                if not changed:
+                    break
+                op.erase()
+            else:
+                raise self.error(node, "loop-carried values do not settle on one type", "keep each carried tensor's rank and dtype fixed")
 
         env = dict(env)
         results = iter(op.results)
@@ -1388,6 +1407,14 @@ class FunctionCompiler:
         for follower, leader in followers.items():
             env[follower] = env[leader]
         return after, env
+
+    @contextlib.contextmanager
+    def _compiling_loop(self, exits: frozenset[str], read_on_exit: set[str]):
+        self._loop_exits.append((exits, read_on_exit))
+        try:
+            yield
+        finally:
+            self._loop_exits.pop()
 
     def _check_sharing(self, node, followers: dict[str, str], end_env: dict) -> None:
         """Names sharing a list at the loop's start share it at the end of the body: else
@@ -1591,6 +1618,21 @@ class FunctionCompiler:
         run.append(assign)
         merged = ast.If(test=ast.Name(name, ast.Load()), body=if_stmt.body, orelse=if_stmt.orelse)
         return ast.copy_location(merged, if_stmt)
+
+    def _compile_run_or_split(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
+        """One run of the statements, or, where together they compute with more sizes known
+        only at run time than one run may take (`runs.SplitRun`), one run each."""
+        ir_block = ir.InsertionPoint.current.block
+        before, saved = len(ir_block.operations), dict(env)
+        try:
+            self.compile_run(stmts, env, live_after)
+            return
+        except runs.SplitRun:
+            erase_after(ir_block, before)
+            env.clear()
+            env.update(saved)
+        for k, stmt in enumerate(stmts):
+            self.compile_run([stmt], env, live_before(stmts[k + 1 :], live_after))
 
     def compile_run(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
         inputs = sorted(n for n in live_before(stmts, set()) if n in env)
@@ -1822,8 +1864,8 @@ class FunctionCompiler:
                     return self.capturer.capture(run, fixed, dims, called, (cache_key[0], (cache_key[1], tuple(sorted(sizes.items())))))
 
                 names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
-                captured, values = self._splice_by_size(stmts[0], captured, variant, flat_inputs, names)
-            except FrontendError:
+                captured, values = self._splice_by_size(stmts, captured, variant, flat_inputs, names)
+            except (FrontendError, runs.SplitRun):
                 raise
             except DataDependentShape as error:
                 raise self._data_dependent_shape_error(stmts, error) from None
@@ -1908,7 +1950,7 @@ class FunctionCompiler:
                 continue
             raise RuntimeSize.of(self._shape_by_path_error(stmts, names[0], leaf))
 
-    def _splice_by_size(self, stmt, general: CapturedRun, variant, flat_inputs, names: list[str]) -> tuple[CapturedRun, list[ir.Value]]:
+    def _splice_by_size(self, stmts, general: CapturedRun, variant, flat_inputs, names: list[str]) -> tuple[CapturedRun, list[ir.Value]]:
         """Call a captured run whose inputs have dims known only at run time (`x[:k]`).
 
         Export assumes such a dim is at least 2 (`x.squeeze()` drops nothing, `x + y`
@@ -1917,11 +1959,14 @@ class FunctionCompiler:
         the run captured with that size 1 (or 0) is called, on inputs cast to that static
         shape (a group whose dims differ, 1 and 3, fails that cast loudly: never a silent
         broadcast). The results are joined (`[?, 8]`); a scalar result is a runtime value."""
+        stmt = stmts[0]
         operands = [leaf.value for leaf in flat_inputs]
         groups = general.runtime_sizes
         if not groups:
             return general, self.capturer.splice(general.func_name, operands)
         if len(groups) > 2:
+            if len(stmts) > 1:
+                raise runs.SplitRun()  # (each statement alone may see fewer of them)
             raise self.error(
                 stmt, f"`{source_text(stmt)}` computes with tensors of {len(groups)} unrelated sizes known only at run time",
                 "keep at most two such sizes in one statement (split it)",
@@ -2202,9 +2247,9 @@ class FunctionCompiler:
             failure = self.error(
                 packing, f"`{runs.statement_text([packing])}` packs sequences whose lengths are known only at "
                 "run time: the packed batch has as many rows as the lengths add up to",
-                "DyCL does not lower packed sequences whose lengths are runtime values: run the RNN "
-                "on the padded batch and mask the steps past each sequence's length, or step through "
-                "time with a batch that shrinks (`h = cell(x[:bt, t], h[:bt])`)",
+                "DyCL lowers `pack_padded_sequence` with runtime lengths where the forward or a helper "
+                "method calls it (its RNNs, `pad_packed_sequence`, `.data`): call it there, not inside "
+                "code DyCL captures whole",
             )
             failure.detail = text
             return failure
@@ -2963,6 +3008,12 @@ def _desugared(fdef: ast.FunctionDef) -> bool:
         if any(isinstance(t, ast.Subscript) for t in targets):
             return True
     return False
+
+
+def _packs_sequences(fdef: ast.FunctionDef) -> bool:
+    """A helper that packs sequences: their lengths may be runtime values, which only DyCL's
+    lowering of packed sequences (packed.py) compiles, never one captured block."""
+    return any(isinstance(n, ast.Call) and _called_name(n) in _PACKING for n in ast.walk(fdef))
 
 
 def _return_node(fdef: ast.FunctionDef) -> ast.AST:

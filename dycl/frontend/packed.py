@@ -76,7 +76,7 @@ def call(c, expr: ast.Call, env, func, args: list) -> V.EnvValue | None:
         return args[0]  # (a device move: the host has one device)
     if isinstance(func, nn.RNNBase) and isinstance(args[0], V.Packed):
         return _rnn(c, expr, env, func, args)
-    raise c.error(expr, f"{_describe(expr)} passes a packed sequence to {_describe(expr.func)}", _PACKED_ONLY)
+    raise refuse(c, expr, f"passes to {_describe(expr.func)}")
 
 
 def _bind(c, expr: ast.Call, env, func, args: list) -> dict:
@@ -175,7 +175,7 @@ def read(c, node: ast.AST, packed: V.Packed, field: str | int) -> V.EnvValue:
     fields = ("data", "batch_sizes", "sorted_indices", "unsorted_indices")
     name = fields[field] if isinstance(field, int) and -len(fields) <= field < len(fields) else field
     if name not in fields:
-        raise c.error(node, f"{_describe(node)} on a packed sequence whose lengths are runtime values", _PACKED_ONLY)
+        raise refuse(c, node, f"reads `{name}` of")
     steps = packed.padded.type.shape[1 if packed.batch_first else 0]
     if name == "batch_sizes":
         sizes = c.written_expression(f"__dycl_batch_sizes(__lengths, {steps})", node, {"__lengths": packed.lengths_tensor})
@@ -203,7 +203,10 @@ def _longest(c, node, packed: V.Packed) -> V.EnvValue:
 
 def refuse(c, node: ast.AST, what: str):
     """A packed value used where only its readers may use it."""
-    return c.error(node, f"{_describe(node)} {what} a packed sequence whose lengths are runtime values", _PACKED_ONLY)
+    return c.error(
+        node, f"{_describe(node)} {what} a PackedSequence whose lengths are runtime values",
+        f"{_PACKED_ONLY}: use its fields (`p.data`, `p.batch_sizes`) or `pad_packed_sequence(p)` there instead",
+    )
 
 
 # ----- inside captured runs -----------------------------------------------------------------

@@ -227,6 +227,10 @@ class IntsAsTensors(Exception):
     """Capture the run again with its runtime ints as 0-d tensors."""
 
 
+class SplitRun(Exception):
+    """Compile the run's statements as one run each."""
+
+
 def picked_object(leaf) -> bool:
     """A run result that is code (a module, a function): chosen by data if the run has inputs."""
     return isinstance(leaf, torch.nn.Module) or callable(leaf) and not isinstance(leaf, type)

@@ -112,3 +112,85 @@ def test_structure_change_in_a_runtime_while_is_refused_at_the_loop():
     assert "`state` changes structure in a runtime loop" in str(error)
     source = open(__file__).read().splitlines()
     assert "while step < 5" in source[error.line - 1]
+
+
+class ReturnWithTokenOfOtherRank(nn.Module):
+    """The chatbot tutorial's greedy decoder stopping at EOS: `tok` is 1-D where the loop
+    returns and 2-D (unsqueezed for the next step) where it goes on."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(6, 4)
+        self.gru = nn.GRU(4, 4)
+        self.out = nn.Linear(4, 6)
+
+    def forward(self, h):
+        tok = torch.zeros(1, 1, dtype=torch.long)
+        tokens = torch.zeros([0], dtype=torch.long)
+        for _ in range(4):
+            y, h = self.gru(self.embedding(tok), h)
+            _, tok = torch.max(self.out(y[0]), dim=1)
+            tokens = torch.cat((tokens, tok), dim=0)
+            if tok.item() == 2:
+                return tokens, h
+            tok = torch.unsqueeze(tok, 0)
+        return tokens, h
+
+
+class BreakWithTokenOfOtherRank(ReturnWithTokenOfOtherRank):
+    """The same with `break`: `tok` is not read after the loop."""
+
+    def forward(self, h):
+        tok = torch.zeros(1, 1, dtype=torch.long)
+        tokens = []
+        for _ in range(4):
+            y, h = self.gru(self.embedding(tok), h)
+            _, tok = torch.max(self.out(y[0]), dim=1)
+            tokens.append(tok)
+            if tok.item() == 2:
+                break
+            tok = tok.unsqueeze(0)
+        return torch.cat(tokens), h
+
+
+class TokenOfOtherRankReadAfterTheLoop(ReturnWithTokenOfOtherRank):
+    def forward(self, h):
+        tok = torch.zeros(1, 1, dtype=torch.long)
+        for _ in range(4):
+            y, h = self.gru(self.embedding(tok), h)  # REFUSED (the next step reads `tok`)
+            _, tok = torch.max(self.out(y[0]), dim=1)
+            if tok.item() == 2:
+                break
+            tok = tok.unsqueeze(0)
+        return tok.sum(), h
+
+
+def _decoder_states() -> list[tuple[torch.Tensor]]:
+    """Initial states after which the decoder stops at the first, second ... or no step."""
+    torch.manual_seed(0)
+    model = ReturnWithTokenOfOtherRank().eval()
+    by_stop: dict[int, tuple[torch.Tensor]] = {}
+    for seed in range(200):
+        h = torch.randn(1, 1, 4, generator=torch.Generator().manual_seed(seed)) * 3
+        with torch.no_grad():
+            by_stop.setdefault(len(model(h)[0]), (h,))
+    return [by_stop[k] for k in sorted(by_stop)]
+
+
+@pytest.mark.parametrize("factory", [ReturnWithTokenOfOtherRank, BreakWithTokenOfOtherRank])
+def test_a_value_that_leaves_the_loop_unread_may_change_rank_there(factory):
+    """Where the loop is left (`return`, `break`), a value nothing reads after the loop
+    does not join with the one the next step reads: compiled exactly on every path."""
+    from tests.frontend.helpers import assert_imported_exactly
+
+    inputs = _decoder_states()
+    assert len(inputs) >= 3, "the inputs stop at fewer than three different steps"
+    assert_imported_exactly(factory, inputs)
+
+
+def test_a_value_of_another_rank_read_after_the_loop_is_refused():
+    with pytest.raises(FrontendError) as info:
+        import_module(TokenOfOtherRankReadAfterTheLoop().eval(), _decoder_states()[0])
+    source = open(__file__).read().splitlines()
+    assert info.value.file == __file__ and "# REFUSED" in source[info.value.line - 1], info.value
+    assert "rank depends on the path" in str(info.value)

@@ -81,19 +81,6 @@ def test_a_list_of_another_length_is_an_input_error():
         compiled(torch.randn(3, 4), (1, 2, 3))
 
 
-class PackedCaptions(nn.Module):
-    """pytorch-tutorial's captioning decoder: `pack_padded_sequence` with a list argument."""
-
-    def __init__(self):
-        super().__init__()
-        self.lstm = nn.LSTM(4, 4, batch_first=True)
-
-    def forward(self, embeddings, lengths):
-        packed = nn.utils.rnn.pack_padded_sequence(embeddings, lengths, batch_first=True)  # REFUSED
-        hiddens, _ = self.lstm(packed)
-        return hiddens[0]
-
-
 class SizeFromListArgument(nn.Module):
     """A tensor sized by the values of a list argument, only filled and returned: the host
     makes it (numpy), no sub-network sees its size."""
@@ -110,18 +97,3 @@ def test_a_tensor_sized_by_a_list_argument_is_made_by_the_host(tmp_path):
     for lengths in ([3, 2], [5, 1], [1, 1]):
         x = torch.randn(2, 3, 4)
         assert max_abs_error(model(x, lengths), compiled(x, lengths)) == 0.0
-
-
-@pytest.mark.parametrize("model_class, construct", [
-    (PackedCaptions, "packs sequences whose lengths are known only at run time"),
-])
-def test_a_size_from_the_values_of_a_list_argument_is_refused_at_its_line(model_class, construct):
-    import inspect
-
-    lines, first = inspect.getsourcelines(model_class)
-    line = first + next(k for k, text in enumerate(lines) if "# REFUSED" in text)
-    with pytest.raises(dycl.FrontendError) as caught:
-        import_module(model_class().eval(), (torch.randn(2, 3, 4), [3, 2]))
-    assert caught.value.file == __file__ and caught.value.line == line, caught.value
-    assert construct in str(caught.value)
-    assert "mask the steps past each sequence's length" in str(caught.value)

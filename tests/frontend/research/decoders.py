@@ -8,7 +8,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.utils.rnn import pack_padded_sequence
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tests.frontend.research.common import images, randint, randn
 
@@ -70,7 +70,7 @@ class ShowTellPacked(nn.Module):
     `lengths` a Python list, `pack_padded_sequence(embeddings, lengths, batch_first=True)`."""
 
     N_PATHS = 3
-    CONSTRUCTS = ('list-arg',)
+    CONSTRUCTS = ('list-arg', 'packed')
 
     def __init__(self):
         super().__init__()
@@ -504,9 +504,96 @@ class DecoderMaxKey(nn.Module):
         return images([(0, 1.0), (1, 1.0), (1, 3.0), (1, 30.0), (2, 10.0)], shape=(1, 8))
 
 
+class ChatbotEncoder(nn.Module):
+    """The PyTorch chatbot tutorial's EncoderRNN: a bidirectional GRU on a packed batch, the
+    two directions' outputs summed."""
+
+    def __init__(self, hidden_size, embedding, n_layers=2):
+        super().__init__()
+        self.n_layers = n_layers
+        self.hidden_size = hidden_size
+        self.embedding = embedding
+        self.gru = nn.GRU(hidden_size, hidden_size, n_layers, bidirectional=True)
+
+    def forward(self, input_seq, input_lengths, hidden=None):
+        embedded = self.embedding(input_seq)
+        packed = nn.utils.rnn.pack_padded_sequence(embedded, input_lengths)
+        outputs, hidden = self.gru(packed, hidden)
+        outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs)
+        outputs = outputs[:, :, :self.hidden_size] + outputs[:, :, self.hidden_size:]
+        return outputs, hidden
+
+
+class LuongAttnDecoder(nn.Module):
+    """The tutorial's LuongAttnDecoderRNN with `dot` attention over the encoder outputs."""
+
+    def __init__(self, embedding, hidden_size, output_size, n_layers=2):
+        super().__init__()
+        self.embedding = embedding
+        self.gru = nn.GRU(hidden_size, hidden_size, n_layers)
+        self.concat = nn.Linear(hidden_size * 2, hidden_size)
+        self.out = nn.Linear(hidden_size, output_size)
+
+    def forward(self, input_step, last_hidden, encoder_outputs):
+        embedded = self.embedding(input_step)
+        rnn_output, hidden = self.gru(embedded, last_hidden)
+        attn_energies = torch.sum(rnn_output * encoder_outputs, dim=2).t()
+        attn_weights = F.softmax(attn_energies, dim=1).unsqueeze(1)
+        context = attn_weights.bmm(encoder_outputs.transpose(0, 1))
+        concat_input = torch.cat((rnn_output.squeeze(0), context.squeeze(1)), 1)
+        concat_output = torch.tanh(self.concat(concat_input))
+        output = F.softmax(self.out(concat_output), dim=1)
+        return output, hidden
+
+
+class ChatbotGreedySearch(nn.Module):
+    """The chatbot tutorial's GreedySearchDecoder (lengths a tensor, as `evaluate` makes
+    them), stopping at EOS: the encoder outputs are as long as the input sentence."""
+
+    N_PATHS = 5
+    CONSTRUCTS = ('packed', 'early-return')
+
+    def __init__(self, hidden_size=EMBED, max_length=4):
+        super().__init__()
+        embedding = nn.Embedding(VOCAB, hidden_size)
+        self.encoder = ChatbotEncoder(hidden_size, embedding)
+        self.decoder = LuongAttnDecoder(embedding, hidden_size, VOCAB)
+        self.max_length = max_length
+        self.sos_token, self.eos_token = 1, 2
+
+    def forward(self, input_seq, input_length):
+        encoder_outputs, encoder_hidden = self.encoder(input_seq, input_length)
+        decoder_hidden = encoder_hidden[:self.decoder.gru.num_layers]
+        decoder_input = torch.ones(1, 1, dtype=torch.long) * self.sos_token
+        all_tokens = torch.zeros([0], dtype=torch.long)
+        all_scores = torch.zeros([0])
+        for _ in range(self.max_length):
+            decoder_output, decoder_hidden = self.decoder(decoder_input, decoder_hidden, encoder_outputs)
+            decoder_scores, decoder_input = torch.max(decoder_output, dim=1)
+            all_tokens = torch.cat((all_tokens, decoder_input), dim=0)
+            all_scores = torch.cat((all_scores, decoder_scores), dim=0)
+            if decoder_input.item() == self.eos_token:
+                return all_tokens, all_scores
+            decoder_input = torch.unsqueeze(decoder_input, 0)
+        return all_tokens, all_scores
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return int(inputs[1][0]), len(output[0])
+
+    @staticmethod
+    def example_inputs():
+        return (randint(VOCAB, 5, 1, seed=0), torch.tensor([5]))
+
+    @staticmethod
+    def path_inputs():
+        return [(randint(VOCAB, 5, 1, seed=seed), torch.tensor([length])) for seed, length in [(0, 5), (7, 5), (4, 3), (3, 1), (9, 2)]]
+
+
 MODELS = [
     ShowTellSample,
     ShowTellPacked,
+    ChatbotGreedySearch,
     ShowAttendTell,
     TeacherForcingLengths,
     GreedyEndToken,

@@ -65,6 +65,7 @@ CONSTRUCTS = {
     "getattr-format": "`getattr(self, 'group{}_layer{}'.format(g, i))` in nested loops",
     "early-return": "`return` inside a loop",
     "mixed-return": "a return mixing tensors, ints and bools",
+    "packed": "`pack_padded_sequence` with runtime lengths, an RNN on it, `pad_packed_sequence`",
     "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}
