@@ -2882,7 +2882,7 @@ class FunctionCompiler:
         ops or runs) and becomes an input of one run. `known` holds values already computed for
         some of these nodes, by id of the node (`host_expressions.known_values`)."""
         known = known or {}
-        children = list(host_expressions.operand_slots(expr))
+        children = list(host_expressions.operand_slots(expr, env))
         local = {}
         replacements = {}
         for child in children:

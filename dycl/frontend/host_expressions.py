@@ -40,6 +40,10 @@ def conversion_op(func, source_kind: str) -> str:
     return f"torch.aten.{X.SCALAR_BUILTINS[func]}.{source_kind}"
 
 
+def _packed_field(node: ast.AST, env: dict) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and isinstance(env.get(node.value.id), V.Packed)
+
+
 def handler_of(table: dict, func):
     try:
         return table.get(func)
@@ -85,11 +89,12 @@ class TruthValue(V.Dyn):
     source: str = ""
 
 
-def operand_slots(expr: ast.expr):
+def operand_slots(expr: ast.expr, env: dict):
     """Sub-expressions that can be computed first and passed in: direct operands, the
-    receiver of a method call (`t.argmax()` -> `t`), keyword values."""
+    receiver of a method call (`t.argmax()` -> `t`), keyword values. A field of a packed
+    sequence (`p.batch_sizes`) is an operand whole: the packed value is none."""
     for child in ast.iter_child_nodes(expr):
-        while isinstance(child, (ast.Attribute, ast.keyword, ast.Starred)):
+        while isinstance(child, (ast.Attribute, ast.keyword, ast.Starred)) and not _packed_field(child, env):
             child = child.value
         if isinstance(child, ast.Slice):  # `x[:n]`: its bounds are the operands
             yield from (part for part in (child.lower, child.upper, child.step) if part is not None)

@@ -49,7 +49,11 @@ their form (`FORMS`):
 - sizes that runtime ints give: `rows = torch.cat([...])[:k]` with `k` counted from
   `lengths` (`sum([l > t for l in lengths])`) or from tensor data (`int(...argmax())`), math
   on those 0..3 rows, `buf[:k] = v` into a tensor, and a batch that shrinks step by step
-  (`h = torch.tanh(lin(h[:bt]))`, `acc[:bt] = acc[:bt] + h`).
+  (`h = torch.tanh(lin(h[:bt]))`, `acc[:bt] = acc[:bt] + h`);
+- packed sequences with lengths from `lengths` (`lens = [min(l + 1, 4) for l in lengths]`
+  with `enforce_sorted=False`, or made non-increasing by a running `min`): an `nn.GRU`,
+  `nn.LSTM` or `nn.RNN` (stacked, bidirectional) on `pack_padded_sequence(seq, lens)`, then
+  its final state, `pad_packed_sequence(out)`, `out.data` or `out.batch_sizes` (forward only).
 
 Rules that keep every program valid: statements keep the shape of `x` (a stage's summary
 `s` is (1, W): `x` itself for vectors, `x.mean((2, 3))` for images; results of shape (1, W)
@@ -115,6 +119,8 @@ FORMS = (
     "saved_append",
     # sizes that runtime ints give: `x[:k]`, `buf[:k] = v`, a batch that shrinks per step
     "runtime_slice",
+    # an RNN module on pack_padded_sequence with runtime lengths
+    "packed_rnn",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -127,7 +133,8 @@ SAVED_PROBABILITY = 0.04  # a research program appends to `self.saved` in forwar
 MAX_CONDITIONS = 3  # threshold slots of this module's conditions, per program
 HEADS = (2, 3, 4)  # heads in a ModuleList
 
-IMPORTS = ["import numpy as np", "from torch.autograd import Variable"]
+IMPORTS = ["import numpy as np", "from torch.autograd import Variable",
+           "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence"]
 
 WEIGHTS = {
     "data": 0.4, "detach": 0.4, "cpu": 0.3, "to_device": 0.3, "variable": 0.4, "no_grad": 0.5,
@@ -142,7 +149,7 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
-    "dict_state": 0.5, "runtime_slice": 0.6,
+    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
@@ -150,7 +157,7 @@ CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "view_store": 1, "view_of_changed": 1, "decode_array": 1, "optional_aux": 1, "list_alias": 1,
     "dict_state": 1,
 }
-FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append")
+FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append", "packed_rnn")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
 ACTIVATIONS = ["torch.relu({})", "torch.tanh({})", "torch.sigmoid({})", "F.gelu({})", "F.silu({})"]
 NUMPY_STATISTICS = [
@@ -344,6 +351,34 @@ class Researcher:
         return [Research(f"{hs} = {stack}\n{acc} = torch.zeros(3, {w})\n{k} = 3", form),
                 For(r.randint(2, 3), body, var=t),
                 Research(f"x = x + 0.1 * {fold(f'{acc}.sum(0, keepdim=True)')}", form)]
+
+    def packed_rnn(self, stage: str, fold) -> list[Stmt]:
+        """A padded batch of 4 steps built from x, one sequence per item of `lengths`, packed
+        with lengths made from them (positive, at most 4: every input is valid in eager), an
+        RNN module on it, and what it gives folded back into x."""
+        r, s, w, form = self.rng, self.summary[stage], self.width, "packed_rnn"
+        seq, lens, out, h = self.fresh("seq"), self.fresh("lens"), self.fresh("out"), self.fresh("h")
+        steps, batch = 4, self.lengths
+        in_order = r.random() < 0.5
+        kind = r.choice(["nn.GRU", "nn.LSTM", "nn.RNN"])
+        options = r.choice(["", "", ", 2", ", bidirectional=True", ", 2, bidirectional=True"])
+        rnn = self.module(f"{kind}({w}, {w}{options})")
+        text = (f"{seq} = torch.stack([torch.tanh({s} * (1.0 + 0.5 * t)) for t in range({steps})])"
+                f".repeat(1, {batch}, 1) * torch.linspace(0.5, 1.5, {batch}).view(1, {batch}, 1)\n")
+        if in_order:  # non-increasing, as enforce_sorted requires
+            m, l = self.fresh("m"), self.fresh("l")
+            text += f"{lens} = []\n{m} = {steps}\nfor {l} in lengths:\n    {m} = min({m}, {l} + 1)\n    {lens}.append({m})\n"
+            text += f"{out}, {h} = {rnn}(pack_padded_sequence({seq}, {lens}))\n"
+        else:
+            text += f"{lens} = [min(l + 1, {steps}) for l in lengths]\n"
+            text += f"{out}, {h} = {rnn}(pack_padded_sequence({seq}, {lens}, enforce_sorted=False))\n"
+        final = f"{h}[0][-1]" if kind == "nn.LSTM" else f"{h}[-1]"
+        uses = [f"x = x + 0.1 * {fold(f'{final}.mean(0, keepdim=True)')}",
+                f"x = x + 0.1 * {fold(f'pad_packed_sequence({out})[0].sum(0).mean(0, keepdim=True)[:, :{w}]')}"]
+        if in_order:
+            uses += [f"x = x + 0.1 * {fold(f'{out}.data.mean(0, keepdim=True)[:, :{w}]')}",
+                     f"x = x * (1.0 + 0.01 * {out}.batch_sizes.sum())"]
+        return [Research(text + r.choice(uses), form)]
 
     def form(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:
         r, w = self.rng, self.width
@@ -584,6 +619,8 @@ class Researcher:
             return [If([(cond, [Research(self.layer(stage), form)])], orelse)]
         if form == "runtime_slice":
             return self.runtime_slice(stage, fold, in_helper)
+        if form == "packed_rnn":
+            return self.packed_rnn(stage, fold)
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]

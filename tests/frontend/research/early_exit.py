@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.autograd import Variable
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tests.frontend.research.common import conv_bn, images, pooled_head, randn
 
@@ -490,8 +491,56 @@ class ExitOutputsDict(nn.Module):
         return images([(0, 1.0), (0, 30.0), (1, 30.0), (2, 10.0), (3, 3.0)])
 
 
+class PackedTextEarlyExit(nn.Module):
+    """A sentiment LSTM written as pytorch-sentiment-analysis writes it (time-major text,
+    `text_lengths.to('cpu')`, `enforce_sorted=False`, dropout), with an exit after the first
+    LSTM when its classifier is confident; the second LSTM reads the first one's packed
+    output, and the head pools over each text's own length."""
+
+    N_PATHS = 2
+    CONSTRUCTS = ('packed', '.to(device)', 'early-return')
+
+    def __init__(self, vocab_size=12, embedding_dim=6, hidden_dim=5, output_dim=2, threshold=0.565):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+        self.rnn1 = nn.LSTM(embedding_dim, hidden_dim)
+        self.rnn2 = nn.LSTM(hidden_dim, hidden_dim, bidirectional=True)
+        self.exit1 = nn.Linear(hidden_dim, output_dim)
+        self.fc = nn.Linear(hidden_dim * 3, output_dim)
+        self.dropout = nn.Dropout(0.5)
+        self.threshold = threshold
+
+    def forward(self, text, text_lengths):
+        embedded = self.dropout(self.embedding(text))
+        packed_embedded = pack_padded_sequence(embedded, text_lengths.to('cpu'), enforce_sorted=False)
+        packed_output, (hidden, cell) = self.rnn1(packed_embedded)
+        logits = self.exit1(self.dropout(hidden[-1]))
+        if F.softmax(logits, dim=1).max().item() > self.threshold:
+            return logits, 1
+        packed_output, (hidden, cell) = self.rnn2(packed_output)
+        output, output_lengths = pad_packed_sequence(packed_output)
+        pooled = output.sum(0) / output_lengths.unsqueeze(1).to(output.dtype)
+        hidden = torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1)
+        return self.fc(torch.cat((self.dropout(hidden)[:, :5], pooled), dim=1)), 2
+
+    @staticmethod
+    def example_inputs():
+        return PackedTextEarlyExit.path_inputs()[0]
+
+    @staticmethod
+    def path_inputs():
+        generator = torch.Generator().manual_seed(5)
+        inputs = []
+        for lengths in ([3, 6, 2], [6, 6, 6], [1, 4, 1], [5, 2, 6], [2, 1, 3], [4, 4, 2]):
+            text = torch.randint(1, 12, (6, 3), generator=generator)
+            text = text * (torch.arange(6).view(-1, 1) < torch.tensor(lengths).view(1, -1))
+            inputs.append((text, torch.tensor(lengths)))
+        return inputs
+
+
 MODELS = [
     SDNConfidence,
+    PackedTextEarlyExit,
     SDNNumpyArgmax,
     BranchyNetEntropy,
     SDNEarlyExitOverride,

@@ -49,7 +49,6 @@ BLOCKERS = {
     "PolicyVariableNumpy": "`self.heads[action]` with a numpy int from `np.argmax(probs.data.numpy())`",
     "PolicyHiddenState": "`self.hidden` written in forward",
     "ShowTellSample": "`for` over a numpy array (`sampled_ids[0].cpu().numpy()`)",
-    "ShowTellPacked": "pack_padded_sequence with a Python list of lengths (a packed batch whose row count is a runtime value; DyCL does not lower packed sequences)",
     "ShowAttendTell": "`torch.zeros(batch_size, max(decode_lengths), ...)` with sizes from `.tolist()`, `emb[:batch_size_t]` of a batch that shrinks per step",
     "TeacherForcingLengths": "`emb[:batch_size_t]`: a slice whose size comes from the values of a list argument, `outputs[:batch_size_t, t] = ...`",
     "GreedyEndToken": "a list of Python ints (`tokens.append(tok.item())`) grown next to a tensor list",

@@ -35,7 +35,6 @@ EXPECTED_FAILURES: dict[str, tuple[type[BaseException], str]] = {
     'ReinforceExpertPolicy': (dycl.FrontendError, "`self.saved_log_probs.append(F.log_softmax(logits, dim=1).gather(1, action.view(-1, 1)))`: policy.py:79: a change of the module's state `self.saved_log_probs` in forward (it outlives the call): module state must not change in forward: return the va..."),
     'BlockDropAgentNumpy': (dycl.FrontendError, "`self.saved_actions.append(...)`: module state that persists across calls (refused by design): policy.py:118: a change of the module's state `self.saved_actions` in forward (it outlives the call): module state must not change in forward: return the val..."),
     'BernoulliPolicySaved': (dycl.FrontendError, "`self.saved_actions.append(...)`: module state that persists across calls (refused by design): policy.py:247: a change of the module's state `self.saved_actions` in forward (it outlives the call): module state must not change in forward: return the val..."),
-    'ShowTellPacked': (dycl.FrontendError, 'pack_padded_sequence with a Python list of lengths (a packed batch whose row count is a runtime value; DyCL does not lower packed sequences): decoders.py:84: `pack_padded_sequence(embeddings, <runtime value>, batch_f...` packs sequences whose lengths are known only at run time: the packed batch has...'),
 }
 
 
