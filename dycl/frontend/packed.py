@@ -72,11 +72,25 @@ def call(c, expr: ast.Call, env, func, args: list) -> V.EnvValue | None:
         return _pad(c, expr, env, args)
     if func is desugar.HELPERS[desugar.DATA] and len(args) == 1:
         return read(c, expr, args[0], "data")
-    if func in (desugar.HELPERS[desugar.CPU], desugar.HELPERS[desugar.CUDA]) and len(args) == 1:
+    if func in (desugar.HELPERS[desugar.CPU], desugar.HELPERS[desugar.CUDA]) and len(args) == 1 and not expr.keywords:
         return args[0]  # (a device move: the host has one device)
-    if isinstance(func, nn.RNNBase) and isinstance(args[0], V.Packed):
+    if func is desugar.HELPERS[desugar.TO] and len(args) == 2 and not expr.keywords and _is_device(args[1]):
+        return args[0]
+    if isinstance(func, _RNNS) and isinstance(args[0], V.Packed):
+        if type(func).forward not in (rnn.forward for rnn in _RNNS) or func._forward_hooks or func._forward_pre_hooks:
+            raise c.error(expr, f"{_describe(expr)} calls an RNN module with a forward or hooks of its own on a packed "
+                          "sequence whose lengths are runtime values (DyCL steps through an RNN with its weights)",
+                          "give the packed sequence to a plain `nn.LSTM`, `nn.GRU` or `nn.RNN` (a subclass that keeps "
+                          "their forward is one)")
         return _rnn(c, expr, env, func, args)
     raise refuse(c, expr, f"passes to {_describe(expr.func)}")
+
+
+_RNNS = (nn.LSTM, nn.GRU, nn.RNN)
+
+
+def _is_device(value: V.EnvValue) -> bool:
+    return isinstance(value, V.Const) and isinstance(value.value, (str, torch.device))
 
 
 def _bind(c, expr: ast.Call, env, func, args: list) -> dict:

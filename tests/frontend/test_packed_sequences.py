@@ -74,7 +74,7 @@ class StackedPacked(nn.Module):
 
 class PackedRows(nn.Module):
     """The packed rows themselves (`hiddens[0]`, `.data`), through a linear layer, and the
-    packed value unpacked into its four fields."""
+    packed value unpacked into its four fields; `.to(x.device)` of a packed value."""
 
     def __init__(self):
         super().__init__()
@@ -82,7 +82,7 @@ class PackedRows(nn.Module):
         self.linear = nn.Linear(3, 2)
 
     def forward(self, x, lengths):
-        hiddens, _ = self.rnn(pack_padded_sequence(x, lengths, batch_first=True))
+        hiddens, _ = self.rnn(pack_padded_sequence(x, lengths, batch_first=True).to(x.device))
         data, batch_sizes, sorted_indices, unsorted_indices = hiddens
         return self.linear(hiddens[0]), self.linear(hiddens.data).sum(), batch_sizes, data, sorted_indices is None
 
@@ -98,6 +98,21 @@ class CutShorterThanPadded(nn.Module):
         out, h = self.gru(pack_padded_sequence(x, lengths))
         padded, _ = pad_packed_sequence(out, total_length=3)  # ERRS
         return padded, h
+
+
+class LSTMWithItsOwnForward(nn.LSTM):
+    def forward(self, x, hx=None):
+        return super().forward(x, hx)
+
+
+class OwnForwardOnPacked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = LSTMWithItsOwnForward(4, 4, batch_first=True)
+
+    def forward(self, x, lengths):
+        out, _ = self.lstm(pack_padded_sequence(x, lengths, batch_first=True))  # REFUSED
+        return pad_packed_sequence(out, batch_first=True)[0]
 
 
 class DataOfUnsorted(nn.Module):
@@ -199,6 +214,7 @@ def marked(model_class, mark: str) -> int:
     (DataOfUnsorted, "reads the order `pack_padded_sequence(..., enforce_sorted=False)` sorted the batch in"),
     (ReturnsPacked, "returns a PackedSequence whose lengths are runtime values"),
     (PackedOnEachPath, "`packed` is a packed sequence whose lengths are runtime values, made on each path"),
+    (OwnForwardOnPacked, "calls an RNN module with a forward or hooks of its own on a packed sequence"),
 ])
 def test_what_would_show_more_than_a_packed_sequence_holds_is_refused_at_its_line(model_class, construct):
     args = (padded([3, 1], (2, 3, 4)), [3, 1])
