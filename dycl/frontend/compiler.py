@@ -2021,9 +2021,15 @@ class FunctionCompiler:
             values.append(self.builder.placeholder(type_, example).value)
         return values
 
-    def runtime_check(self, condition: V.Dyn, node: ast.AST, message: str) -> None:
+    def runtime_check(self, condition: V.EnvValue, node: ast.AST, message: str) -> None:
         """Raise `message` (located at `node`) at run time where `condition` is false: a
-        check eager makes (`pack_padded_sequence`'s lengths)."""
+        check eager makes (`pack_padded_sequence`'s lengths). A check known here to fail is
+        the program's error, raised now."""
+        if isinstance(condition, V.Const):
+            if not condition.value:
+                raise self.error(node, message)
+            return
+
         def fail() -> list:
             ir.Operation.create("dycl.error", attributes={"message": ir.StringAttr.get(str(self.error(node, message)))})
             return []

@@ -94,15 +94,11 @@ def _is_device(value: V.EnvValue) -> bool:
 
 
 def _bind(c, expr: ast.Call, env, func, args: list) -> dict:
-    """The call's arguments by parameter name: the computed positional ones, and keyword
-    ones that must be known at import time (`batch_first=True`)."""
-    keywords = {}
-    for keyword in expr.keywords:
-        value = c._try_constant(keyword.value, env, quiet=True)
-        if keyword.arg is None or value is V.MISSING:
-            raise c.error(keyword.value, f"{_describe(expr)} with `{source_text(keyword)}` known only at run time",
-                          "give it a value known when the model is imported")
-        keywords[keyword.arg] = V.Const(value)
+    """The call's arguments by parameter name: the positional ones computed already, the
+    keyword ones computed here (Python computes them all before the call)."""
+    if any(keyword.arg is None for keyword in expr.keywords):
+        raise c.error(expr, f"{_describe(expr)} with `**` arguments", "name each argument")
+    keywords = {keyword.arg: c.expression(keyword.value, env) for keyword in expr.keywords}
     signature = inspect.signature(func)
     try:
         bound = signature.bind(*args, **keywords).arguments

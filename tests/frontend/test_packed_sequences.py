@@ -88,16 +88,29 @@ class PackedRows(nn.Module):
 
 
 class CutShorterThanPadded(nn.Module):
-    """`total_length` shorter than the padded input: the longest length must fit in it."""
+    """`total_length` shorter than the padded input: the longest length must fit in it.
+    The lengths and the initial state as keyword arguments."""
 
     def __init__(self):
         super().__init__()
         self.gru = nn.GRU(4, 3)
 
     def forward(self, x, lengths):
-        out, h = self.gru(pack_padded_sequence(x, lengths))
+        out, h = self.gru(pack_padded_sequence(x, lengths=lengths), hx=torch.ones(1, x.shape[1], 3))
         padded, _ = pad_packed_sequence(out, total_length=3)  # ERRS
         return padded, h
+
+
+class PartlyKnownLengths(nn.Module):
+    """The first length known at import, the second a runtime int."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 4, batch_first=True)
+
+    def forward(self, x, lengths):
+        out, h = self.gru(pack_padded_sequence(x, [3, lengths[1]], batch_first=True))
+        return pad_packed_sequence(out, batch_first=True, total_length=3)[0], out.batch_sizes, out.data, h
 
 
 class LSTMWithItsOwnForward(nn.LSTM):
@@ -154,6 +167,7 @@ INPUTS = {
     StackedPacked: [(padded(lengths, (5, 3, 4)), lengths) for lengths in SORTED],
     PackedRows: [(padded(lengths, (3, 5, 4)), lengths) for lengths in SORTED],
     CutShorterThanPadded: [(padded(lengths, (5, 2, 4)), lengths) for lengths in ([3, 1], [2, 2], [1, 1])],
+    PartlyKnownLengths: [(padded(lengths, (2, 3, 4)), lengths) for lengths in ([3, 1], [3, 3], [3, 2])],
 }
 
 
