@@ -441,8 +441,10 @@ class FunctionCompiler:
                 continue
             # what a branch that leaves the loop (`break`, `return`) holds in a name nothing
             # reads after the loop is never read: the other branch's value decides its type
-            a = V.UNDEF if a is V.MISSING or read_after_exit[0] is not None and name not in read_after_exit[0] else a
-            b = V.UNDEF if b is V.MISSING or read_after_exit[1] is not None and name not in read_after_exit[1] else b
+            # (module attributes the call assigns are read anywhere: never dropped)
+            local = not self.attributes.is_variable(name)
+            a = V.UNDEF if a is V.MISSING or local and read_after_exit[0] is not None and name not in read_after_exit[0] else a
+            b = V.UNDEF if b is V.MISSING or local and read_after_exit[1] is not None and name not in read_after_exit[1] else b
             if a is V.UNDEF and b is V.UNDEF:
                 continue
             if V.same_value(a, b):

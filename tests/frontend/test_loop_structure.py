@@ -194,3 +194,34 @@ def test_a_value_of_another_rank_read_after_the_loop_is_refused():
     source = open(__file__).read().splitlines()
     assert info.value.file == __file__ and "# REFUSED" in source[info.value.line - 1], info.value
     assert "rank depends on the path" in str(info.value)
+
+
+class AttributeSetWhereTheLoopIsLeft(nn.Module):
+    """`self.last` assigned on the `break` path, read after the loop by a helper: what the
+    exit path holds there is live, never a placeholder."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def summary(self):
+        return self.last * 2
+
+    def forward(self, x):
+        self.last = x
+        n = int(x.abs().sum() * 3) % 4 + 1
+        for _ in range(n):
+            x = torch.tanh(self.fc(x))
+            if x.sum() > 0.5:
+                self.last = x * 3
+                break
+            self.last = x
+        return self.summary()
+
+
+def test_what_the_loop_exit_assigns_and_a_later_read_needs_is_kept():
+    from tests.frontend.helpers import assert_imported_exactly
+
+    inputs = [(torch.randn(1, 4, generator=torch.Generator().manual_seed(seed)) * scale,) for seed, scale in
+              [(0, 0.1), (1, 0.5), (2, 1.0), (3, 2.0), (4, 3.0), (5, 5.0), (6, 0.3), (7, 0.7)]]
+    assert_imported_exactly(AttributeSetWhereTheLoopIsLeft, inputs)
