@@ -267,8 +267,8 @@ def _complete_index_puts(graph_module) -> None:
 def _converters(importer) -> dict:
     """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
     the mutation tests a masked store; the research corpus `t.any()` and a dtype cast
-    decompositions leave). Each takes `(node, importer)` at the top level and
-    `(node)` inside the arms of an `If`."""
+    decompositions leave; packed sequences an int `clamp` with one bound). Each takes
+    `(node, importer)` at the top level and `(node)` inside the arms of an `If`."""
     from tvm import relax
 
     def reduction(relax_op):
@@ -313,6 +313,22 @@ def _converters(importer) -> dict:
         nonzero = tensor if dtype == "bool" else emit(relax.op.not_equal(tensor, relax.const(0, dtype)))
         return emit(relax.op.astype(emit(relax.op.max(emit(relax.op.astype(nonzero, "int8")))), "bool"))
 
+    def clamp(node, _importer=None):
+        """`t.clamp(max=k)` of an int tensor: Relax's converter makes a missing bound
+        infinite, which TVM cannot hold as an int ("Cannot convert infinity to BigInt");
+        the dtype's own limit bounds the same."""
+        import torch
+
+        dtype = node.args[0].meta["val"].dtype
+        if dtype.is_floating_point or dtype == torch.bool:
+            return importer._clamp(node)
+        limits = torch.iinfo(dtype)
+        low = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+        high = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
+        node.args = (node.args[0], limits.min if low is None else low, limits.max if high is None else high)
+        node.kwargs = {}
+        return importer._clamp(node)
+
     def convert_element_type(node, _importer=None):
         """`prims.convert_element_type` (a dtype cast decompositions leave)."""
         args = importer.retrieve_args(node)
@@ -322,6 +338,7 @@ def _converters(importer) -> dict:
         "amax.default": reduction(relax.op.max),
         "amin.default": reduction(relax.op.min),
         "any.default": any_element,
+        "clamp.default": clamp,
         "convert_element_type.default": convert_element_type,
         "index_put.default": index_put,
     }
