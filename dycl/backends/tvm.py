@@ -116,6 +116,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             importer = ExportedProgramImporter()
             program = program.run_decompositions()
             _in_every_graph(program, _fold_alpha)
+            _in_every_graph(program, _wrap_negative_indices)
             _in_every_graph(program, _complete_index_puts)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
     except Exception as err:
@@ -209,6 +210,34 @@ def _fold_alpha(graph_module) -> None:
     graph_module.recompile()
 
 
+def _wrap_negative_indices(graph_module) -> None:
+    """`y[idx]` and `y[idx] = v` with an index tensor that may hold negative values (from the
+    end, in PyTorch): Relax gathers with `take` in its fast mode, which reads out of bounds
+    there: garbage, a silent wrong answer. Each int index of a dim of static size `n` becomes
+    `idx % n` (the same position; Python's `%` is never negative)."""
+    import torch
+
+    aten = torch.ops.aten
+    graph = graph_module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in (aten.index.Tensor, aten.index_put.default):
+            continue
+        target, indices = node.args[:2]
+        tensor = target.meta.get("val") if isinstance(target, torch.fx.Node) else None
+        if tensor is None:
+            continue
+        wrapped = list(indices)
+        for k, index in enumerate(indices):
+            meta = index.meta.get("val") if isinstance(index, torch.fx.Node) else None
+            if meta is None or meta.dtype == torch.bool or k >= tensor.dim() or not isinstance(tensor.shape[k], int):
+                continue
+            with graph.inserting_before(node):
+                wrapped[k] = graph.call_function(aten.remainder.Scalar, (index, tensor.shape[k]))
+            wrapped[k].meta["val"] = meta.remainder(tensor.shape[k])
+        node.args = (target, wrapped, *node.args[2:])
+    graph_module.recompile()
+
+
 def _complete_index_puts(graph_module) -> None:
     """`x[i, j] = v` on a tensor of more dims than indices (`index_put` with 2 index tensors
     on a 4-d `x`): Relax's index_put takes one index tensor per dim. Give the other dims
@@ -267,7 +296,7 @@ def _complete_index_puts(graph_module) -> None:
 def _converters(importer) -> dict:
     """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
     the mutation tests a masked store; the research corpus `t.any()` and a dtype cast
-    decompositions leave; packed sequences an int `clamp` with one bound). Each takes
+    decompositions leave; packed sequences an int `clamp` with one bound and `h[-1]`). Each takes
     `(node, importer)` at the top level and `(node)` inside the arms of an `If`."""
     from tvm import relax
 
@@ -329,6 +358,21 @@ def _converters(importer) -> dict:
         node.kwargs = {}
         return importer._clamp(node)
 
+    def select(node, _importer=None):
+        """`h[-1]` in a sub-DNN: Relax's converter takes index -1 as it is, and `take` in its
+        default mode reads out of bounds there: garbage, a silent wrong answer. The index
+        counts from the end (`wrap` where the dim is symbolic)."""
+        tensor = importer.retrieve_args(node)[0]
+        dim, index = node.args[1], node.args[2]
+        mode = "fast"
+        if index < 0:
+            size = node.args[0].meta["val"].shape[dim]
+            if isinstance(size, int):
+                index += size
+            else:
+                mode = "wrap"
+        return importer.block_builder.emit(relax.op.take(tensor, relax.const(index, "int64"), dim, mode=mode))
+
     def convert_element_type(node, _importer=None):
         """`prims.convert_element_type` (a dtype cast decompositions leave)."""
         args = importer.retrieve_args(node)
@@ -341,4 +385,5 @@ def _converters(importer) -> dict:
         "clamp.default": clamp,
         "convert_element_type.default": convert_element_type,
         "index_put.default": index_put,
+        "select.int": select,
     }
