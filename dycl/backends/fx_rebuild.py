@@ -19,6 +19,7 @@ condition, read with `Bool.Tensor`, becomes a 0-d bool tensor.
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -333,9 +334,58 @@ def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.ex
     module = rebuild(subdnn, weights, backend)
     try:
         with torch.no_grad():
-            return torch.export.export(module, example_inputs(subdnn), strict=False, **dynamic_shapes([subdnn]))
+            program = torch.export.export(module, example_inputs(subdnn), strict=False, **dynamic_shapes([subdnn]))
     except Exception as err:  # the op that failed is named in torch's own message
         raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(err)}") from err
+    return _constants_for_empty_tensors(program)
+
+
+# What a reduction of no elements is, in PyTorch (amax/amin of nothing raise in eager, so
+# never reach a sub-DNN).
+_OF_NOTHING = {
+    "sum.default": 0, "sum.dim_IntList": 0, "any.default": False, "any.dim": False, "any.dims": False,
+    "all.default": True, "all.dim": True, "all.dims": True,
+    "prod.default": 1, "prod.dim_int": 1, "mean.default": math.nan, "mean.dim": math.nan,
+    "mm.default": 0, "bmm.default": 0,
+}
+
+
+def empty_tensors_as_constants(graph_module: torch.fx.GraphModule) -> None:
+    """Tensors with no elements (the size-0 variant of a run, `x[:k]` at k = 0) as constants:
+    a result with none is `zeros` of its shape (TVM's passes break on some ops of such
+    tensors: `e.t()` of a [0, 1] tensor, "Reshape expects the new shape to be convertible"),
+    and a reduction of none is its identity (TVM's reductions never run their init over a
+    loop of no steps: `b.any()` of an empty `b` gave True or False by the memory's garbage, a
+    silent wrong answer; ONNX Runtime's ReduceMax of nothing, cast to bool, is True too).
+    Both backends get it on the exported program; TVM again after its decompositions."""
+    graph = graph_module.graph
+    for node in list(graph.nodes):
+        value = node.meta.get("val")
+        if node.op != "call_function" or not isinstance(value, torch.Tensor) or not node.users:
+            continue
+        if not all(isinstance(d, int) for d in value.shape):
+            continue
+        if value.numel() == 0:
+            fill = 0
+        else:
+            operands = [o.meta.get("val") for o in node.all_input_nodes]
+            name = getattr(node.target, "__name__", "")
+            if name not in _OF_NOTHING or not any(isinstance(o, torch.Tensor) and o.numel() == 0 for o in operands):
+                continue
+            fill = _OF_NOTHING[name]
+        with graph.inserting_before(node):
+            constant = graph.call_function(torch.ops.aten.full.default, (list(value.shape), fill), {"dtype": value.dtype})
+        constant.meta["val"] = value
+        node.replace_all_uses_with(constant)
+    graph.eliminate_dead_code()
+    graph_module.recompile()
+
+
+def _constants_for_empty_tensors(program: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    for module in program.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            empty_tensors_as_constants(module)
+    return program
 
 
 class _SideBySide(torch.nn.Module):
@@ -364,7 +414,8 @@ def export_side_by_side(
     arguments = tuple(x for subdnn in subdnns for x in example_inputs(subdnn))
     with torch.no_grad():
         shapes = dynamic_shapes(subdnns)  # (one entry: the varargs of forward)
-        return torch.export.export(module, arguments, strict=False, **{k: (v,) for k, v in shapes.items()})
+        program = torch.export.export(module, arguments, strict=False, **{k: (v,) for k, v in shapes.items()})
+    return _constants_for_empty_tensors(program)
 
 
 def _first_line(err: BaseException) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from dycl.backends.backend import Backend
 from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
-from dycl.backends.fx_rebuild import export
+from dycl.backends.fx_rebuild import empty_tensors_as_constants, export
 from dycl.backends.subdnn import SubDNN
 
 NAME = "tvm"
@@ -117,6 +117,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             program = program.run_decompositions()
             _in_every_graph(program, _fold_alpha)
             _in_every_graph(program, _wrap_negative_indices)
+            _in_every_graph(program, empty_tensors_as_constants)  # (again: decompositions make new ones)
             _in_every_graph(program, _complete_index_puts)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
     except Exception as err:
@@ -340,7 +341,10 @@ def _converters(importer) -> dict:
         dtype = str(node.args[0].meta["val"].dtype).removeprefix("torch.")
         # (a bool tensor is its own test: LLVM rejects the float compare TVM makes of `!= False`)
         nonzero = tensor if dtype == "bool" else emit(relax.op.not_equal(tensor, relax.const(0, dtype)))
-        return emit(relax.op.astype(emit(relax.op.max(emit(relax.op.astype(nonzero, "int8")))), "bool"))
+        # (the max of no elements is int8's least value, true as a bool: compared with 0, an
+        # empty tensor has no nonzero element, and `all()`, decomposed to `not any(not x)`, holds)
+        largest = emit(relax.op.max(emit(relax.op.astype(nonzero, "int8"))))
+        return emit(relax.op.greater(largest, relax.const(0, "int8")))
 
     def clamp(node, _importer=None):
         """`t.clamp(max=k)` of an int tensor: Relax's converter makes a missing bound
