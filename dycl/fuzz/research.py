@@ -338,8 +338,11 @@ class Researcher:
         if kind == 0:  # math on the first k rows
             rows, lin = self.fresh("rows"), self.module(f"nn.Linear({w}, {w})")
             math = r.choice([f"torch.tanh({lin}({rows}))", f"{rows} * 2.0 + 1.0", f"F.relu({lin}({rows})).squeeze(1)"])
+            # (a reduction of the k rows: of none when k is 0, which has its own value)
+            reduced = r.choice([f"{rows}.sum(0, keepdim=True)", f"({rows} > 0).all(0, keepdim=True).float()",
+                                f"({rows} > 0.5).any(0, keepdim=True).float()", f"{rows}[-1:].sum(0, keepdim=True)"])
             return [Research(f"{k} = {count(1)}\n{rows} = {stack}[:{k}]\n{rows} = {math}\n"
-                             f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
+                             f"x = x + 0.1 * {fold(reduced)}", form)]
         if kind == 1:  # a store into the first k rows
             buf = self.fresh("buf")
             value = r.choice([f"torch.tanh({s})", "0.5", f"{s} * 0.25"])

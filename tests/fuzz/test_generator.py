@@ -350,6 +350,7 @@ RESEARCH_SPELLINGS = {
     "np.argsort(kind='stable')": re.escape("kind='stable')"),
     "np.argsort with numpy's default sort": r"np\.argsort\(-\S+\.detach\(\)\.numpy\(\)\)",
     "rows[:k] with a runtime k, then math": r"(rows\d+) = .*\[:(k\d+)\]\n\s*\1 = ",
+    "all()/any() of k rows (of none when k is 0)": r"\(rows\d+ > 0(\.5)?\)\.(all|any)\(0, keepdim=True\)",
     "k counted from lengths": r"k\d+ = sum\(\[l > \w+ for l in lengths\]\)",
     "buf[:k] = v": r"(buf\d+)\[:k\d+\] = ",
     "a batch that shrinks per step": r"(hs\d+) = torch\.tanh\(self\.r\d+\(\1\[:(k\d+)\]\)\)\n\s*(acc\d+)\[:\2\] = \3\[:\2\] \+ \1",
