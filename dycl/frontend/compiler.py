@@ -439,14 +439,18 @@ class FunctionCompiler:
             if self.attributes.is_variable(name) and any(v is V.MISSING or v is PARTIAL for v in (a, b)):
                 joined[name] = PARTIAL  # a module attribute assigned on some paths only
                 continue
+            a = V.UNDEF if a is V.MISSING else a
+            b = V.UNDEF if b is V.MISSING else b
             # what a branch that leaves the loop (`break`, `return`) holds in a name nothing
             # reads after the loop is never read: the other branch's value decides its type
             # (module attributes the call assigns are read anywhere: never dropped)
             local = not self.attributes.is_variable(name)
-            a = V.UNDEF if a is V.MISSING or local and read_after_exit[0] is not None and name not in read_after_exit[0] else a
-            b = V.UNDEF if b is V.MISSING or local and read_after_exit[1] is not None and name not in read_after_exit[1] else b
-            if a is V.UNDEF and b is V.UNDEF:
-                continue
+            dead = [local and read is not None and name not in read for read in read_after_exit]
+            if dead[0] or dead[1]:
+                a, b = (V.UNDEF if dead[0] else a), (V.UNDEF if dead[1] else b)
+                if a is V.UNDEF and b is V.UNDEF:
+                    joined[name] = V.UNDEF  # (left on both paths: never read again)
+                    continue
             if V.same_value(a, b):
                 joined[name] = a
                 continue
