@@ -8,6 +8,7 @@ functions tuning saw and applies every record the database holds for them.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import warnings
@@ -170,7 +171,10 @@ def _cast_scalar_operands(graph_module) -> None:
             # a bool operand of arithmetic (`(c < 0) + 0`, `sum([c < t for c in scores])`)
             # is promoted to the result's dtype in PyTorch; Relax rejects the mix
             promoted_bool = name in _ARITHMETIC and value.dtype == torch.bool
-            if float_scalar or promoted_bool:
+            # an int tensor with a float (`0.01 * k`, `k / 4`) computes in the float dtype in
+            # PyTorch; Relax computed in int64 (`0.5 * k` gave 0: a wrong answer, fuzz 128001)
+            promoted_int = name in _ARITHMETIC and result.is_floating_point() and not value.is_floating_point()
+            if float_scalar or promoted_bool or promoted_int:
                 with graph.inserting_before(node):
                     cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": result.dtype})
                 cast.meta["val"] = value.to(result.dtype)
@@ -297,8 +301,9 @@ def _complete_index_puts(graph_module) -> None:
 def _converters(importer) -> dict:
     """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
     the mutation tests a masked store; the research corpus `t.any()` and a dtype cast
-    decompositions leave; packed sequences an int `clamp` with one bound and `h[-1]`). Each takes
-    `(node, importer)` at the top level and `(node)` inside the arms of an `If`."""
+    decompositions leave; packed sequences an int `clamp` with one bound, `h[-1]` and a
+    `full` of nan). Each takes `(node, importer)` at the top level and `(node)` inside the
+    arms of an `If`."""
     from tvm import relax
 
     def reduction(relax_op):
@@ -377,6 +382,17 @@ def _converters(importer) -> dict:
                 mode = "wrap"
         return importer.block_builder.emit(relax.op.take(tensor, relax.const(index, "int64"), dim, mode=mode))
 
+    def full(node, _importer=None):
+        """`torch.full(shape, -inf)` (and the nan a mean of nothing is): Relax's converter
+        fails on a fill that is not finite ("argument of type 'PrimType' is not iterable");
+        a constant broadcast to the shape is the same tensor."""
+        fill = node.args[1]
+        if not isinstance(fill, float) or math.isfinite(fill):
+            return importer._full(node)
+        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+        shape = relax.ShapeExpr(list(node.args[0]))
+        return importer.block_builder.emit(relax.op.broadcast_to(relax.const(fill, dtype), shape))
+
     def convert_element_type(node, _importer=None):
         """`prims.convert_element_type` (a dtype cast decompositions leave)."""
         args = importer.retrieve_args(node)
@@ -387,6 +403,7 @@ def _converters(importer) -> dict:
         "amin.default": reduction(relax.op.min),
         "any.default": any_element,
         "clamp.default": clamp,
+        "full.default": full,
         "convert_element_type.default": convert_element_type,
         "index_put.default": index_put,
         "select.int": select,
