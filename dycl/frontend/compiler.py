@@ -3132,8 +3132,9 @@ def _plain_index(node: ast.expr, env) -> bool:
     names of Python scalars, in arithmetic and slices."""
     if isinstance(node, ast.Slice):
         return all(part is None or _plain_index(part, env) for part in (node.lower, node.upper, node.step))
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and host_numpy.is_numpy(env.get(node.value.id)):
-        return _plain_index(node.slice, env)  # an item of a numpy array (`order[0]`)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and (
+            host_numpy.is_numpy(env.get(node.value.id)) or lists.is_list(env.get(node.value.id))):
+        return _plain_index(node.slice, env)  # an item of a numpy array or a list (`order[0]`, `lengths[i]`)
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and not (isinstance(env.get(sub.id), V.Const) or isinstance(env.get(sub.id), V.Dyn) and (
                 not V.is_tensor_type(env[sub.id].type) or host_numpy.is_numpy(env[sub.id]) and not env[sub.id].type.shape)):

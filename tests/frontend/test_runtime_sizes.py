@@ -92,6 +92,20 @@ def rows_over(lengths, t):
     return sum([l > t for l in lengths])
 
 
+class ThreeCounts(nn.Module):
+    """Math on three slices cut by three runtime counts, in straight-line statements: one
+    run of them would take three sizes known only at run time, so each is a run of its own."""
+
+    def forward(self, x, lengths):
+        a = x[:lengths[0]]
+        b = x[:lengths[1]]
+        c = x[:lengths[2]]
+        sa = a.sum(0) * 1.5
+        sb = torch.tanh(b).sum(0)
+        sc = (c * c).sum(0) + 1.0
+        return sa + sb + sc
+
+
 class CountByHelper(nn.Module):
     """The count from a plain helper function: inlined (it takes runtime ints), it stays an
     int, so `x[:k]` is a runtime slice (captured as tensor code, it was a 0-d tensor, and the
@@ -210,6 +224,12 @@ def test_a_runtime_slice_then_math_is_exact_for_every_count():
 @pytest.mark.parametrize("factory", [AugmentedStore, ColumnsAndOffsets, CountByHelper], ids=lambda f: f.__name__)
 def test_more_runtime_bounds_are_exact(factory):
     assert_imported_exactly(factory, lengths_inputs([2, 0, 1, 3]) + [(torch.randn(3, 4), [1, 3, 5]), (torch.randn(3, 4), [2, 2, 0])])
+
+
+def test_statements_with_more_than_two_runtime_sizes_are_captured_one_by_one():
+    generator = torch.Generator().manual_seed(3)
+    inputs = [(torch.randn(3, 4, generator=generator), counts) for counts in ([3, 2, 1], [0, 3, 2], [1, 0, 3], [2, 1, 0], [3, 3, 3])]
+    assert_imported_exactly(ThreeCounts, inputs)
 
 
 def test_a_batch_that_shrinks_per_step_is_exact():
