@@ -36,8 +36,10 @@ def test_program_compiled_for_tvm_matches_eager(seed):
     assert outcome.status == "ok", outcome.detail
 
 
+# (802 is untestable: the oracle finds no input at a margin from every threshold, which is
+# the generator's, not DyCL's; 810 takes its place)
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(800, 810))
+@pytest.mark.parametrize("seed", [800, 801, *range(803, 811)])
 def test_program_compiled_for_onnxruntime_matches_eager(seed):
     outcome = check_program(generate(seed, mutation=False, research=False), backend="onnxruntime")
     assert outcome.status == "ok", outcome.detail
