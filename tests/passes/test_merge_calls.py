@@ -89,7 +89,8 @@ def test_pipeline_with_merge_calls_preserves_results(source):
 
 @pytest.mark.slow
 def test_skipnet_calls_per_inference(monkeypatch):
-    """The zoo's SkipNet: same outputs on every path input, 18 calls instead of 25-30."""
+    """The zoo's SkipNet split as the DyCL paper splits it (keep-branches off: kept gates
+    make it one call): same outputs on every path input, 18 calls instead of 25-30."""
     import torch
 
     from dycl.frontend import import_module
@@ -103,7 +104,7 @@ def test_skipnet_calls_per_inference(monkeypatch):
     modules = {}
     for merge in (False, True):
         modules[merge] = program.module.clone()
-        PipelinePass(merge_calls=merge).apply(make_context(), modules[merge])
+        PipelinePass(merge_calls=merge, keep_branches=False).apply(make_context(), modules[merge])
     support.check_hcfg(modules[True])
     inputs = [list(args) for args in entry.path_inputs()]
     name = program.function_name
