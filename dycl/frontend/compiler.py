@@ -3049,7 +3049,7 @@ def _optional_side(value) -> bool:
 
 _PACKING = {"pack_padded_sequence", "pack_sequence"}
 _COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
-BY_SIZE = "dycl.by_size"  # (the attribute of an scf.if that picks a run by a runtime size)
+BY_SIZE = "dycl.by_size"  # (the attribute of an scf.if the frontend made: a run picked by a runtime size, or a check eager makes)
 _STATIC_SIZE_HINT = (
     "DyCL compiles sizes that runtime ints give, not sizes that tensor code computes from "
     "tensor values: compute the size in a statement of its own (`n = int(t.max())`, then "

@@ -85,7 +85,7 @@ def _cpu(obj, *args, **kwargs):
     return obj.cpu(*args, **kwargs)
 
 
-def _is_device(value) -> bool:
+def is_device(value) -> bool:
     return isinstance(value, (str, torch.device)) or (isinstance(value, int) and not isinstance(value, bool))
 
 
@@ -93,7 +93,7 @@ def _to(obj, *args, **kwargs):
     if not isinstance(obj, torch.Tensor):
         return obj.to(*args, **kwargs)
     args = list(args)
-    if args and _is_device(args[0]):
+    if args and is_device(args[0]):
         args.pop(0)
     kwargs.pop("device", None)
     if not args and set(kwargs) <= {"non_blocking"}:

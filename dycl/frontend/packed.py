@@ -74,7 +74,7 @@ def call(c, expr: ast.Call, env, func, args: list) -> V.EnvValue | None:
         return read(c, expr, args[0], "data")
     if func in (desugar.HELPERS[desugar.CPU], desugar.HELPERS[desugar.CUDA]) and len(args) == 1 and not expr.keywords:
         return args[0]  # (a device move: the host has one device)
-    if func is desugar.HELPERS[desugar.TO] and len(args) == 2 and not expr.keywords and _is_device(args[1]):
+    if func is desugar.HELPERS[desugar.TO] and len(args) == 2 and not expr.keywords and isinstance(args[1], V.Const) and desugar.is_device(args[1].value):
         return args[0]
     if isinstance(func, _RNNS) and isinstance(args[0], V.Packed):
         if type(func).forward not in (rnn.forward for rnn in _RNNS) or func._forward_hooks or func._forward_pre_hooks:
@@ -87,10 +87,6 @@ def call(c, expr: ast.Call, env, func, args: list) -> V.EnvValue | None:
 
 
 _RNNS = (nn.LSTM, nn.GRU, nn.RNN)
-
-
-def _is_device(value: V.EnvValue) -> bool:
-    return isinstance(value, V.Const) and isinstance(value.value, (str, torch.device))
 
 
 def _bind(c, expr: ast.Call, env, func, args: list) -> dict:

@@ -16,25 +16,15 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 import dycl
 from dycl.frontend import import_module
 from tests.frontend.helpers import assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error
+from tests.frontend.research import decoders
 
 
-class ChatbotEncoder(nn.Module):
-    """The PyTorch chatbot tutorial's EncoderRNN: time-major, a bidirectional two-layer GRU,
-    the directions' outputs summed."""
+class ChatbotEncoder(decoders.ChatbotEncoder):
+    """The PyTorch chatbot tutorial's EncoderRNN (the corpus' own): time-major, a bidirectional
+    two-layer GRU, the directions' outputs summed; on a vocabulary of 10."""
 
-    def __init__(self, hidden_size=5):
-        super().__init__()
-        self.hidden_size = hidden_size
-        self.embedding = nn.Embedding(10, 6)
-        self.gru = nn.GRU(6, hidden_size, 2, bidirectional=True)
-
-    def forward(self, input_seq, input_lengths, hidden=None):
-        embedded = self.embedding(input_seq)
-        packed = nn.utils.rnn.pack_padded_sequence(embedded, input_lengths)
-        outputs, hidden = self.gru(packed, hidden)
-        outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs)
-        outputs = outputs[:, :, : self.hidden_size] + outputs[:, :, self.hidden_size :]
-        return outputs, hidden
+    def __init__(self):
+        super().__init__(5, nn.Embedding(10, 5))
 
 
 class SentimentClassifier(nn.Module):
