@@ -84,14 +84,26 @@ class _RunModule(torch.nn.Module):
     at their own paths, so that export lifts (and names) only the parameters it uses.
     """
 
-    def __init__(self, model: torch.nn.Module, weights: torch.nn.Module, run: Callable):
+    def __init__(self, model: torch.nn.Module, weights: torch.nn.Module, run: Callable, anchored: bool = False):
         super().__init__()
         setattr(self, _MODEL_ATTR, weights)
         self._model = [model]  # a list: not registered as a submodule
         self._run = run
+        self._anchored = anchored  # the last input is `_ANCHOR`, which the run does not take
 
     def forward(self, *flat_inputs):
-        return self._run(self._model[0], *flat_inputs)
+        return self._run(self._model[0], *(flat_inputs[:-1] if self._anchored else flat_inputs))
+
+
+def _anchor() -> torch.Tensor:
+    """The input a run of no inputs is exported with, and ignores. torch.export inserts the
+    constants it lifts (a module's tensor attributes, buffers outside the exported modules)
+    before the graph's first user input; in a graph with none it inserts them before the
+    graph's first node, which is often one of those constants, removed once lifted: every
+    constant after it is lost ("Argument 'lifted_tensor_1' ... used before it has been
+    defined"), as for `a = self.timing_signal; b = self.position_signal`. The imported
+    func keeps it as an unused last argument, which `splice` never binds."""
+    return torch.zeros(())
 
 
 def _skeleton(model: torch.nn.Module, used: list[torch.nn.Module]) -> torch.nn.Module | None:
@@ -186,6 +198,9 @@ class RunCapturer:
         `dynamic_dims[i]` lists the dims of tensor input i that are unknown in the host IR;
         int inputs are always symbolic (they are data-dependent host values).
         """
+        anchored = not examples
+        if anchored:
+            examples, dynamic_dims = [_anchor()], [[]]
         specs = []
         for example, dims in zip(examples, dynamic_dims):
             if isinstance(example, torch.Tensor):
@@ -206,13 +221,13 @@ class RunCapturer:
             warnings.simplefilter("ignore")
             program = None
             if skeleton is not None:
-                wrapper = _RunModule(self.model, skeleton, run).eval()
+                wrapper = _RunModule(self.model, skeleton, run, anchored).eval()
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
                 if _lifts_model_weights(program, self._weight_ids):
                     program = None
             if program is None:
                 key = None  # weights reached outside the called modules: do not rename them
-                wrapper = _RunModule(self.model, self.model, run).eval()
+                wrapper = _RunModule(self.model, self.model, run, anchored).eval()
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
             elif any(isinstance(value, torch.Tensor) for value in program.constants.values()):
                 # tensors baked in as constants (a module outside the model, which the call
