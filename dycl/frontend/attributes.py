@@ -90,25 +90,20 @@ class ModuleAttributes:
         from dycl.frontend.rewrite import parse_function
 
         for module in model.modules():
-            for klass in type(module).__mro__:
-                if klass.__module__.partition(".")[0] in ("torch", "builtins"):
+            for function in _methods(module):
+                try:
+                    fdef = parse_function(function).node
+                except Exception:  # no source (a lambda, a generated method): never inlined
                     continue
-                for name, function in vars(klass).items():
-                    if not isinstance(function, types.FunctionType) or name == "__init__":
-                        continue
-                    try:
-                        fdef = parse_function(function).node
-                    except Exception:  # no source (a lambda, a generated method): never inlined
-                        continue
-                    if not fdef.args.args:
-                        continue
-                    self_name = fdef.args.args[0].arg
-                    for node in ast.walk(fdef):
-                        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                            owner = _owner(node.value, self_name, module)
-                            if owner is not None and _is_state(owner, node.attr):
-                                self._variable(owner, node.attr)
-                                self.assigned.add(node.attr)
+                if not fdef.args.args:
+                    continue
+                self_name = fdef.args.args[0].arg
+                for node in ast.walk(fdef):
+                    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                        owner = _owner(node.value, self_name, module)
+                        if owner is not None and _is_state(owner, node.attr):
+                            self._variable(owner, node.attr)
+                            self.assigned.add(node.attr)
 
     def variables(self) -> set[str]:
         return set(self.by_name)
@@ -265,6 +260,19 @@ class Poisoned:
                 if isinstance(item, Poisoned):
                     item._touch()
         raise AttributeStateRead("an attribute")
+
+
+def _methods(module: torch.nn.Module) -> list[types.FunctionType]:
+    """The functions a call may run with `module` as `self`: its classes' methods (but
+    `__init__` and torch's own) and methods bound to it on the instance (`self.forward =
+    self.only_forward`, or a function of another class bound with `types.MethodType`)."""
+    methods = [
+        function for klass in type(module).__mro__ if klass.__module__.partition(".")[0] not in ("torch", "builtins")
+        for name, function in vars(klass).items() if isinstance(function, types.FunctionType) and name != "__init__"
+    ]
+    bound = [value.__func__ for value in vars(module).values()
+             if isinstance(value, types.MethodType) and value.__self__ is module and isinstance(value.__func__, types.FunctionType)]
+    return methods + [function for function in bound if function not in methods]
 
 
 def _owner(expr: ast.expr, self_name: str, receiver: torch.nn.Module) -> torch.nn.Module | None:

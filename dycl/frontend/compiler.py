@@ -17,7 +17,6 @@ import functools
 import builtins
 import contextlib
 import copy
-import types
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 
 from xdsl.ir import Attribute
-from dycl.frontend import aliases
+from dycl.frontend import aliases, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists, packed
@@ -39,7 +38,6 @@ from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import (
-    NO_RECEIVER,
     SourceFunction,
     changes_an_argument_list,
     fresh_id,
@@ -98,7 +96,7 @@ class FunctionCompiler:
 
     def compile(self, method, example_inputs: tuple, name: str = "forward"):
         """Build `func.func @<name>`; returns (func op, output tree, input names)."""
-        source = parse_function(method.__func__ if hasattr(method, "__func__") else method)
+        source, receiver = callees.entry(method, self.model)
         self.scope = _Scope(source)
         fdef = source.node
         params = [a.arg for a in fdef.args.args]
@@ -121,7 +119,7 @@ class FunctionCompiler:
         )
         entry = func.regions[0].blocks.append(*[self.builder.type(t) for t in input_types])
 
-        env: dict[str, V.EnvValue] = {params[0]: V.Const(self.model), RETURN_VAR: V.Const(None)}
+        env: dict[str, V.EnvValue] = {params[0]: V.Const(receiver), RETURN_VAR: V.Const(None)}
         arguments = [V.Dyn(arg, type_, example) for arg, type_, (_, example) in zip(entry.arguments, input_types, leaves)]
         for param, tree in zip(given, input_tree):
             env[param] = _input_value(tree, arguments)
@@ -135,7 +133,7 @@ class FunctionCompiler:
         end = fresh_id()
         statements = copy.deepcopy(fdef.body)  # (the parsed function is shared: mark a copy)
         self.attributes.preregister(self.model)
-        self.attributes.annotate(statements, params[0], self.model)
+        self.attributes.annotate(statements, params[0], receiver)
         desugar.check_deletes(source)
         body = lower(source, statements, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
         with ir.InsertionPoint(entry):
@@ -986,10 +984,11 @@ class FunctionCompiler:
             return None
         function, receiver = callee
         result_var = f"{RESULT_PREFIX}{fresh_id()}"
-        inlined, bindings = inline_call(self.scope.source, function, receiver, value, result_var, self.attributes.annotate)
+        arguments, body, bindings = inline_call(self.scope.source, function, receiver, value, result_var, self.attributes.annotate)
         binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
+        arguments = [nodes.written_as(argument, stmt) for argument in arguments]
         replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
-        return [SwitchScope(function), *binds, *inlined, SwitchScope(self.scope.source), replaced]
+        return [*binds, *arguments, SwitchScope(function), *body, SwitchScope(self.scope.source), replaced]
 
     def _callee(self, call_node: ast.Call, env, nested: bool = False):
         """(source, receiver) of a helper that DyCL compiles (inlines) rather than running it
@@ -999,14 +998,10 @@ class FunctionCompiler:
         func = self._try_constant(call_node.func, env, quiet=True)
         if func is V.MISSING:
             return None
-        if isinstance(func, torch.nn.Module):
-            function, receiver = type(func).forward, func
-        elif hasattr(func, "__self__") and isinstance(func.__self__, torch.nn.Module) and hasattr(func, "__func__"):
-            function, receiver = func.__func__, func.__self__
-        elif isinstance(func, types.FunctionType):
-            function, receiver = func, NO_RECEIVER  # a plain helper function of the user's code
-        else:
+        resolved = callees.function_of(func)
+        if resolved is None:
             return None
+        function, receiver = resolved
         if (getattr(function, "__module__", None) or "").partition(".")[0] in _LIBRARY_MODULES:
             return None
         try:

@@ -42,6 +42,7 @@ from dycl.frontend.nodes import (
     COMPREHENSION_PREFIX,
     OPERAND_PREFIX,
     RESULT_PREFIX,
+    WRITTEN,
     assign,
     fresh_id,
     located,
@@ -273,7 +274,9 @@ _ATTRIBUTE_VARIABLE = re.compile(rf"\b{ATTRIBUTE_PREFIX}\d+_(\w+)")
 
 def source_text(node: ast.AST) -> str:
     """`ast.unparse` with comprehension variables under their own names again, module
-    attributes that forward assigns as `self.<name>`, and `.data`/`.to(...)` as written."""
+    attributes that forward assigns as `self.<name>`, and `.data`/`.to(...)` as written; a
+    statement the frontend made from one of the user's (`nodes.written_as`) as that one."""
+    node = getattr(node, WRITTEN, node)
     text = ast.unparse(node)
     if "__dycl_" in text:  # (most statements hold no desugared helper: no copy for them)
         text = ast.unparse(_AsWritten().visit(copy.deepcopy(node)))

@@ -165,6 +165,17 @@ def located(node: ast.AST, where: ast.AST) -> ast.AST:
     return node
 
 
+WRITTEN = "dycl_written"  # a statement the frontend made from a user's statement (`written_as`)
+
+
+def written_as(stmt: ast.stmt, original: ast.stmt) -> ast.stmt:
+    """Mark `stmt`, which the frontend made from the user's `original` (an inlined call's
+    argument bindings: `scale = x[x > 0].sum()` from `y = self.gate(x, x[x > 0].sum())`):
+    messages quote `original`, the statement that is at that line. In place; returns it."""
+    setattr(stmt, WRITTEN, getattr(original, WRITTEN, original))
+    return stmt
+
+
 def parsed(code: str, where: ast.AST, mode: str = "exec"):
     """Python the frontend writes, every node placed where `where` is: the statements (or,
     mode="eval", the expression)."""

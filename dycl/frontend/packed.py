@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import rnn as rnn_utils
 
-from dycl.frontend import desugar, lists
+from dycl.frontend import callees, desugar, lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.nodes import parsed
@@ -77,7 +77,7 @@ def call(c, expr: ast.Call, env, func, args: list) -> V.EnvValue | None:
     if func is desugar.HELPERS[desugar.TO] and len(args) == 2 and not expr.keywords and isinstance(args[1], V.Const) and desugar.is_device(args[1].value):
         return args[0]
     if isinstance(func, _RNNS) and isinstance(args[0], V.Packed):
-        if type(func).forward not in (rnn.forward for rnn in _RNNS) or func._forward_hooks or func._forward_pre_hooks:
+        if not callees.forward_is(func, (rnn.forward for rnn in _RNNS)):
             raise c.error(expr, f"{_describe(expr)} calls an RNN module with a forward or hooks of its own on a packed "
                           "sequence whose lengths are runtime values (DyCL steps through an RNN with its weights)",
                           "give the packed sequence to a plain `nn.LSTM`, `nn.GRU` or `nn.RNN` (a subclass that keeps "

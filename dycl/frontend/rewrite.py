@@ -240,10 +240,12 @@ def inline_call(
     call: ast.Call,
     result_var: str,
     annotate: Callable[[list[ast.stmt], str, Any], None] | None = None,
-) -> tuple[list[ast.stmt], dict[str, Any]]:
+) -> tuple[list[ast.stmt], list[ast.stmt], dict[str, Any]]:
     """The statements of `callee` bound to `call`'s arguments, storing the result in `result_var`.
 
-    Returns the statements and the constants to bind first (`self` -> `receiver`);
+    Returns the statements that bind the arguments (at the call's line; they evaluate the
+    caller's expressions, in the caller's scope), the callee's statements, and the constants
+    to bind first (`self` -> `receiver`);
     a plain function (no receiver: `receiver is NO_RECEIVER`) binds every parameter to an argument.
     `annotate(body, self_name, receiver)` marks the renamed body's module attributes first.
     """
@@ -296,9 +298,8 @@ def inline_call(
     returns = nodes.ReturnTo(result_var, end)
     result_init = ast.Assign(targets=[ast.Name(result_var, ast.Store())], value=ast.Constant(None))
     result_init.lineno = call.lineno
-    stmts = [result_init, *prologue, *lower(callee, body, returns), nodes.Label(end, call.lineno)]
     bindings = {} if receiver is NO_RECEIVER else {renamed[params[0]]: receiver}
-    return stmts, bindings
+    return [result_init, *prologue], [*lower(callee, body, returns), nodes.Label(end, call.lineno)], bindings
 
 
 def unroll(
