@@ -191,6 +191,73 @@ class SDNEarlyExitOverride(nn.Module):
         return images([(0, 1.0), (0, 10.0), (0, 30.0), (11, 3.0)])
 
 
+class SDNBlockWOutput(nn.Module):
+    """SDN's residual block: one without an internal classifier sets `self.output = None` and
+    `self.forward = self.only_forward` on the instance; `layers` is read by index."""
+
+    def __init__(self, cin, cout, add_output, num_classes=10):
+        super(SDNBlockWOutput, self).__init__()
+        layers = nn.ModuleList()
+        layers.append(nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout)))
+        layers.append(nn.Sequential())  # shortcut
+        layers.append(nn.ReLU())
+        self.layers = layers
+        if add_output:
+            self.output = pooled_head(cout, num_classes)
+            self.no_output = False
+        else:
+            self.output = None
+            self.forward = self.only_forward
+            self.no_output = True
+
+    def forward(self, x):
+        fwd = self.layers[0](x)  # conv layers
+        fwd = fwd + self.layers[1](x)  # shortcut
+        return self.layers[2](fwd), 1, self.output(fwd)  # output layers for this module
+
+    def only_forward(self, x):
+        fwd = self.layers[0](x)  # conv layers
+        fwd = fwd + self.layers[1](x)  # shortcut
+        return self.layers[2](fwd), 0, None  # activation
+
+
+class SDNOnlyForwardBlocks(nn.Module):
+    """SDN's network over blocks whose `forward` is replaced on the instance: `fwd, is_output,
+    output = layer(fwd)` runs `only_forward` where the block has no exit."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('forward-override', 'early-return', 'mixed-return', '.data')
+
+    def __init__(self, num_classes=10):
+        super(SDNOnlyForwardBlocks, self).__init__()
+        self.init_conv = conv_bn(3, 8)
+        self.layers = nn.ModuleList([SDNBlockWOutput(8, 8, add) for add in (True, False, True, False)])
+        self.end_layers = pooled_head(8, num_classes)
+        self.confidence_threshold = 0.4
+        self.forward = self.early_exit
+
+    def early_exit(self, x):
+        fwd = self.init_conv(x)
+        output_id = 0
+        for layer in self.layers:
+            fwd, is_output, output = layer(fwd)
+            if is_output:
+                softmax = F.softmax(output.data[0], dim=0)
+                confidence = torch.max(softmax)
+                if confidence >= self.confidence_threshold:
+                    return output, output_id, True
+                output_id += is_output
+        return self.end_layers(fwd), output_id, False
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 10.0), (0, 100.0)])
+
+
 class MSDNetBreak(nn.Module):
     """Anytime prediction: `logits = None` before a loop that assigns it and may break."""
 
@@ -544,6 +611,7 @@ MODELS = [
     SDNNumpyArgmax,
     BranchyNetEntropy,
     SDNEarlyExitOverride,
+    SDNOnlyForwardBlocks,
     MSDNetBreak,
     SDNNumpyMaxMean,
     GroupGetattrExit,
