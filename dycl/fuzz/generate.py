@@ -357,6 +357,7 @@ class Generator:
         program.modules = {**{n: c for n, c in self.modules.items() if not _research_module(n)},
                            **{n: c for n, c in self.modules.items() if _research_module(n)}}
         program.imports = list(R.IMPORTS)
+        program.classes = [R.CLASSES[name] for name in sorted(rr.classes)]
         program.lengths, program.lengths_type = rr.lengths, rr.lengths_type
 
 

@@ -15,7 +15,8 @@ is probed), conditions may be joined with `and`/`or` (`BoolOp`) and used in a co
 expression (`CondLine`: `m = 1 if @ else 0`).
 
 Research-code constructs (`dycl.fuzz.research`) add `with torch.no_grad():` blocks (`With`),
-imports (`Program.imports`: numpy, `Variable`), a second forward argument (`Program.lengths`:
+imports (`Program.imports`: numpy, `Variable`), module classes (`Program.classes`: SDN's
+block with its forward replaced on the instance), a second forward argument (`Program.lengths`:
 a list or tuple of Python ints) and module state (`self.saved = []`, in `Program.modules`).
 """
 
@@ -135,6 +136,7 @@ class Program:
     imports: list[str] = field(default_factory=list)  # lines after HEADER's imports
     lengths: int = 0  # > 0: forward(self, x, lengths) with that many Python ints
     lengths_type: str = "list"  # "list" | "tuple": the container `lengths` is passed in
+    classes: list[str] = field(default_factory=list)  # module classes' sources, before the program's
 
     @property
     def class_name(self) -> str:
@@ -263,6 +265,10 @@ def render(program: Program, probe: bool = False) -> Rendered:
     w.emit(0, HEADER.rstrip("\n"))
     for line in program.imports:
         w.emit(0, line)
+    for source in program.classes:
+        w.emit(0, "")
+        w.emit(0, source.rstrip("\n"))
+        w.emit(0, "")
     w.emit(0, "")
     w.emit(0, f"class {program.class_name}(nn.Module):")
     w.emit(1, "def __init__(self):")

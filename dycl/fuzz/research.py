@@ -121,6 +121,9 @@ FORMS = (
     "runtime_slice",
     # an RNN module on pack_padded_sequence with runtime lengths
     "packed_rnn",
+    # SDN's block: without an exit, `self.forward = self.only_forward` on the instance
+    # (`x, o, y = block(x)`); inlined (its layers read by index) or captured whole
+    "instance_forward",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -149,7 +152,7 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
-    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5,
+    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5, "instance_forward": 0.6,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
@@ -167,6 +170,45 @@ NUMPY_STATISTICS = [
     "np.min({s}.detach().numpy())",
 ]
 
+# Module classes a form uses, written into the program's file before its own class
+# (`Program.classes`): SDN's residual block, whose forward is replaced on the instance when it
+# has no exit; its layers read by index (DyCL inlines the call) or by name (captured whole).
+CLASSES = {
+    "OnlyForwardBlock": """\
+class OnlyForwardBlock(nn.Module):
+    def __init__(self, layer, output):
+        super(OnlyForwardBlock, self).__init__()
+        self.layers = nn.ModuleList([layer, nn.Tanh()])
+        self.output = output
+        if output is None:
+            self.forward = self.only_forward
+
+    def forward(self, x):
+        fwd = self.layers[1](self.layers[0](x))
+        return fwd, 1, self.output(fwd)
+
+    def only_forward(self, x):
+        fwd = self.layers[1](self.layers[0](x))
+        return fwd, 0, None
+""",
+    "OnlyForwardPlainBlock": """\
+class OnlyForwardPlainBlock(nn.Module):
+    def __init__(self, layer, output):
+        super(OnlyForwardPlainBlock, self).__init__()
+        self.layer = layer
+        self.output = output
+        if output is None:
+            self.forward = self.only_forward
+
+    def forward(self, x):
+        fwd = torch.tanh(self.layer(x))
+        return fwd, 1, self.output(fwd)
+
+    def only_forward(self, x):
+        return torch.tanh(self.layer(x)), 0, None
+""",
+}
+
 
 class Researcher:
     def __init__(self, rng: random.Random, width: int, register: Callable[[str, str], None],
@@ -180,6 +222,7 @@ class Researcher:
         self.lengths = 0
         self.lengths_type = "list"
         self.saved = False
+        self.classes: set[str] = set()  # of CLASSES, which the program's file must define
 
     # ----- names, modules, pieces --------------------------------------------------------
 
@@ -673,6 +716,15 @@ class Researcher:
             return [Research(f"self.{n} = 0", form),
                     If([(self.a_cond(stage), [Research(f"self.{n} += 1", form)])], orelse),
                     Research(f"x = x * (1.0 + 0.1 * self.{n})", form)]
+        if form == "instance_forward":
+            block = r.choice(sorted(CLASSES))
+            self.classes.add(block)
+            layer = f"nn.Conv2d({w}, {w}, 3, padding=1)" if stage == "image" else f"nn.Linear({w}, {w})"
+            output = r.choice(["None", layer.replace(", 3, padding=1", ", 1")])
+            name, o, y = self.module(f"{block}({layer}, {output})"), self.fresh("is_output"), self.fresh("out")
+            use = r.choice([f"if {o}:\n    x = x + 0.5 * {y}", f"x = x + 0.5 * {y} if {o} else x",
+                            f"if {y} is not None:\n    x = x * 0.5 + {y}"])
+            return [Research(f"x, {o}, {y} = {name}(x)\n{use}", form)]
         if form == "saved_append":
             return [Research(r.choice([f"self.saved.append({s})", "self.saved.append(x.detach())"]), form)]
         raise ValueError(f"no such research form: {form}")
