@@ -390,7 +390,7 @@ def _is_research(stmt: Stmt) -> bool:
 
 
 def _research_module(name: str) -> bool:
-    return name == "saved" or (name.startswith("r") and name[1:].isdigit())
+    return name == "saved" or (name.startswith("r") and name[1:].isdigit()) or (name.startswith("rb") and name[2:].isdigit())
 
 
 def _uses(stmts: list[Stmt], name: str) -> bool:

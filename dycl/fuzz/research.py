@@ -152,8 +152,11 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
-    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5, "instance_forward": 0.6,
+    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5,
 }
+# `instance_forward` follows a construct with this probability, drawn from a stream of its own
+# (`Researcher.blocks`): the programs of every seed keep the constructs they had before it.
+INSTANCE_FORWARD_PROBABILITY = 0.05
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
@@ -223,6 +226,9 @@ class Researcher:
         self.lengths_type = "list"
         self.saved = False
         self.classes: set[str] = set()  # of CLASSES, which the program's file must define
+        # (seeded from the main stream's state without drawing from it)
+        self.blocks = random.Random(f"instance_forward {rng.getstate()[1][:8]}")
+        self.block_count = 0
 
     # ----- names, modules, pieces --------------------------------------------------------
 
@@ -294,7 +300,10 @@ class Researcher:
             for form in FORWARD_ONLY:
                 kinds[form] = 0.0
         form = r.choices(list(kinds), [kinds.get(k, 0.0) for k in kinds])[0]
-        return self.form(form, stage, in_helper)
+        stmts = self.form(form, stage, in_helper)
+        if self.blocks.random() < INSTANCE_FORWARD_PROBABILITY:
+            stmts += self.form("instance_forward", stage, in_helper)
+        return stmts
 
     def list_alias(self, stage: str, fold) -> list[Stmt]:
         """One list, several holders; a change through one under a runtime condition must show
@@ -716,13 +725,16 @@ class Researcher:
             return [Research(f"self.{n} = 0", form),
                     If([(self.a_cond(stage), [Research(f"self.{n} += 1", form)])], orelse),
                     Research(f"x = x * (1.0 + 0.1 * self.{n})", form)]
-        if form == "instance_forward":
-            block = r.choice(sorted(CLASSES))
+        if form == "instance_forward":  # (its own stream and names: see INSTANCE_FORWARD_PROBABILITY)
+            b, k = self.blocks, self.block_count
+            self.block_count += 1
+            block = b.choice(sorted(CLASSES))
             self.classes.add(block)
             layer = f"nn.Conv2d({w}, {w}, 3, padding=1)" if stage == "image" else f"nn.Linear({w}, {w})"
-            output = r.choice(["None", layer.replace(", 3, padding=1", ", 1")])
-            name, o, y = self.module(f"{block}({layer}, {output})"), self.fresh("is_output"), self.fresh("out")
-            use = r.choice([f"if {o}:\n    x = x + 0.5 * {y}", f"x = x + 0.5 * {y} if {o} else x",
+            output = b.choice(["None", layer.replace(", 3, padding=1", ", 1")])
+            self.register(f"rb{k}", f"{block}({layer}, {output})")
+            name, o, y = f"self.rb{k}", f"is_output_b{k}", f"out_b{k}"
+            use = b.choice([f"if {o}:\n    x = x + 0.5 * {y}", f"x = x + 0.5 * {y} if {o} else x",
                             f"if {y} is not None:\n    x = x * 0.5 + {y}"])
             return [Research(f"x, {o}, {y} = {name}(x)\n{use}", form)]
         if form == "saved_append":
