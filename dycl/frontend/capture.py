@@ -89,7 +89,7 @@ class _RunModule(torch.nn.Module):
         setattr(self, _MODEL_ATTR, weights)
         self._model = [model]  # a list: not registered as a submodule
         self._run = run
-        self._anchored = anchored  # the last input is `_ANCHOR`, which the run does not take
+        self._anchored = anchored  # the last input is an `_anchor()`, which the run does not take
 
     def forward(self, *flat_inputs):
         return self._run(self._model[0], *(flat_inputs[:-1] if self._anchored else flat_inputs))

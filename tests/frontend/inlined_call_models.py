@@ -238,6 +238,43 @@ def _vectors(scales, seed=1):
 CASES["gated_instance_forward"] = (GatedChain, _vectors([-8.0, -0.5, 0.5, 8.0]))
 
 
+def _double_output(module, args, output):
+    return output * 2
+
+
+class UnrolledBlock(nn.Module):
+    """Control flow on configuration: a call of it alone would be inlined."""
+
+    def __init__(self, depth=2):
+        super(UnrolledBlock, self).__init__()
+        self.fc = nn.Linear(4, 4)
+        self.depth = depth
+
+    def forward(self, x):
+        for _ in range(self.depth):
+            x = torch.tanh(self.fc(x))
+        return x
+
+
+class HookedBlockGate(nn.Module):
+    """A forward hook on a submodule runs with its forward: the call runs whole."""
+
+    def __init__(self):
+        super(HookedBlockGate, self).__init__()
+        self.block = UnrolledBlock()
+        self.block.register_forward_hook(_double_output)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        h = self.block(x)
+        if self.head(h).sum() > 0:
+            return h + 1
+        return h - 1
+
+
+CASES["forward_hook_on_a_block"] = (HookedBlockGate, _vectors([-4.0, -1.0, 1.0, 4.0], seed=4))
+
+
 # ----- the Universal Transformer's ACT (andreamad8/Universal-Transformer-Pytorch) -----------
 
 def _gen_timing_signal(length, channels, min_timescale=1.0, max_timescale=1.0e4):
