@@ -22,6 +22,7 @@ _EXPORTS = {
     "BackendError": ("dycl.backends.errors", "BackendError"),
     "CompileError": ("dycl.api", "CompileError"),
     "CompileMismatch": ("dycl.api", "CompileMismatch"),
+    "PipelineError": ("dycl.passes.pipeline", "PipelineError"),
     "TuneOptions": ("dycl.backends.tuning", "TuneOptions"),
 }
 
