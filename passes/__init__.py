@@ -82,7 +82,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     }
 
 
-class PassPluginError(Exception):
+class PassPluginError(ValueError):
     """A pass another package registers (entry point group `dycl.passes`) cannot be used."""
 
 
@@ -123,8 +123,8 @@ def pass_plugins() -> list[PassPlugin]:
 
 
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """DyCL's passes and those of `pass_plugins()`; a plugin that takes the name of one of
-    DyCL's passes is an error when used, and DyCL's pass keeps the name."""
+    """DyCL's passes and those of `pass_plugins()` (a plugin that takes the name of one of
+    DyCL's passes is ignored: `dycl-opt --help` says so)."""
     passes = get_all_passes()
     for plugin in pass_plugins():
         if plugin.name in passes:

@@ -140,9 +140,11 @@ def parse_passes(
             from dycl.passes import available_passes
 
             available = available_passes()
+        from dycl.passes import PassPluginError
+
         try:
             return PassPipeline.parse_spec(available, passes).passes
-        except ArgSpecParseError as err:  # (a BaseException in xDSL)
+        except (ArgSpecParseError, PassPluginError) as err:  # (ArgSpecParseError: a BaseException in xDSL)
             raise ValueError(f"passes={passes!r}: {err}") from None
         except ValueError as err:
             raise ValueError(f"passes={passes!r}: {err} (`dycl-opt --help` lists the passes)") from None
