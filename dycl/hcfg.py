@@ -29,7 +29,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from dycl.backends.subdnn import tensor_spec
 from dycl.codegen.emit import translates
 from dycl.dialects import torch as t
-from dycl.dialects.dycl import is_kept_if
+from dycl.dialects.dycl import is_kept_if, subdnn_threads
 from dycl.passes._common import (
     CONSTANT_OPS,
     CONTROL_OPS,
@@ -96,6 +96,8 @@ class HCFGSummary:
     calls: list[CallSummary]
     host_compute_ops: list[str] = field(default_factory=list)
     """Tensor compute left in the host (it reads a run-time scalar): where it is."""
+    threads: dict[str, int] = field(default_factory=dict)
+    """The sub-DNNs that say how many threads may run them at most (`dycl.threads`)."""
 
     @property
     def call_count(self) -> int:
@@ -108,7 +110,10 @@ class HCFGSummary:
             f"{self.host_op_count} host ops",
             "sub-DNNs (ops, constants and weight references excluded):",
         ]
-        lines += [f"  @{name}: {n} ops" for name, n in self.ops_per_subdnn.items()]
+        lines += [
+            f"  @{name}: {n} ops" + (f", at most {self.threads[name]} thread(s)" if name in self.threads else "")
+            for name, n in self.ops_per_subdnn.items()
+        ]
         lines.append("host ops:")
         lines += [f"  {name}: {n}" for name, n in sorted(self.host_ops.items())]
         if self.host_compute_ops:
@@ -283,6 +288,7 @@ class HCFG:
             control_op_count=control,
             calls=calls,
             host_compute_ops=host_compute,
+            threads={name: n for name, fn in self.subdnns.items() if (n := subdnn_threads(fn)) is not None},
         )
 
     def to_dot(self) -> str:
