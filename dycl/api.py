@@ -136,7 +136,8 @@ def compile(  # noqa: A001 - the public name the design asks for
     `xdsl.passes.ModulePass` instances (docs/passes.md). An unknown pass or a bad option is
     a ValueError before anything runs. Whatever the passes, their output is checked against
     the HCFG contract: a module that breaks it is a `dycl.PipelineError` naming the rule,
-    the function and op, and the last pass that ran.
+    the function and op, and the last pass that ran. (A `dycl-pipeline` in a spec keeps
+    branches by ONNX Runtime's costs unless it says `{backend=tvm}`.)
     """
     with _stage("backend"):
         from dycl.backends import backend_options as check_options
