@@ -65,3 +65,32 @@ def test_a_compiled_model_runs_its_small_subdnns_on_one_thread(compiled_samples)
     assert model.subdnn_calls
     for runner in model.subdnn_calls.values():
         assert runner.session.get_session_options().intra_op_num_threads == 1
+
+
+WIDE = """
+"builtin.module"() ({
+  "func.func"() <{sym_name = "forward", function_type = (!torch.vtensor<[1,1024],f32>) -> !torch.vtensor<[1,2048],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[1,1024],f32>):
+    %w = "dycl.param"() {name = "w"} : () -> !torch.vtensor<[1024,2048],f32>
+    %y = "torch.aten.mm"(%x, %w) : (!torch.vtensor<[1,1024],f32>, !torch.vtensor<[1024,2048],f32>) -> !torch.vtensor<[1,2048],f32>
+    "func.return"(%y) : (!torch.vtensor<[1,2048],f32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+
+
+def test_dycl_single_thread_reaches_the_onnx_runtime_session():
+    import numpy as np
+
+    from dycl.api import compile_module
+    from dycl.ir import parse_module
+
+    weights = {"w": np.random.default_rng(0).standard_normal((1024, 2048), dtype=np.float32)}
+    threads = {}
+    for passes in ("dycl-pipeline", "dycl-pipeline,dycl-single-thread{max-macs=10000000}"):
+        compiled = compile_module(parse_module(WIDE), weights, passes=passes, threads=2, progress=False)
+        (record,) = compiled.manifest["subdnns"]
+        assert record["macs"] == 1024 * 2048 > SINGLE_THREAD_MACS
+        (runner,) = compiled.subdnn_calls.values()
+        threads[passes] = runner.session.get_session_options().intra_op_num_threads
+    assert list(threads.values()) == [2, 1]
