@@ -4,7 +4,7 @@ marks a sub-DNN."""
 from __future__ import annotations
 
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import StringAttr, UnitAttr
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.irdl import IRDLOperation, attr_def, irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import ConstantLike, Pure
@@ -77,6 +77,17 @@ def is_subdnn(op: Operation) -> bool:
 
 def mark_subdnn(op: func.FuncOp) -> None:
     op.attributes[SUBDNN_ATTR] = UnitAttr()
+
+
+THREADS_ATTR = "dycl.threads"
+"""Optional integer attribute on a sub-DNN `func.func`: at most this many intra-op threads
+run it (ONNX Runtime; the manifest record's `threads`, read by `dycl.runtime.runners`).
+`dycl-single-thread` sets it to 1 on small sub-DNNs."""
+
+
+def subdnn_threads(op: func.FuncOp) -> int | None:
+    attr = op.attributes.get(THREADS_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 KEEP_ATTR = "dycl.keep"

@@ -13,6 +13,7 @@ import importlib
 
 _EXPORTS = {
     "compile": ("dycl.api", "compile"),
+    "compile_module": ("dycl.api", "compile_module"),
     "load": ("dycl.runtime", "load"),
     "FrontendError": ("dycl.frontend.errors", "FrontendError"),
     "import_module": ("dycl.frontend", "import_module"),
@@ -22,6 +23,7 @@ _EXPORTS = {
     "BackendError": ("dycl.backends.errors", "BackendError"),
     "CompileError": ("dycl.api", "CompileError"),
     "CompileMismatch": ("dycl.api", "CompileMismatch"),
+    "PipelineError": ("dycl.passes.pipeline", "PipelineError"),
     "TuneOptions": ("dycl.backends.tuning", "TuneOptions"),
 }
 

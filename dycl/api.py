@@ -9,11 +9,11 @@ compile = frontend (host IR) -> dycl-pipeline (HCFG) -> backends (sub-DNNs) + co
 the example inputs (`check=True`, recorded in the manifest). What you run after `compile`
 is exactly what `load` gives you from the saved directory.
 
-Errors: `dycl.compile` raises DyCL's own errors (`FrontendError`, `BackendError`,
-`InputError`, `ArtifactError`, `CompileMismatch`) unchanged, wraps any other exception of a
+Errors: `dycl.compile` raises DyCL's own errors (`FrontendError`, `PipelineError`,
+`BackendError`, `InputError`, `ArtifactError`, `CompileMismatch`) unchanged, wraps any other exception of a
 stage in a `CompileError` naming the stage (chained: the original is `__cause__`), and
-raises `TypeError`/`ValueError` for bad arguments (unknown backend or backend option)
-before anything runs.
+raises `TypeError`/`ValueError` for bad arguments (unknown backend or backend option, a
+bad `passes=` spec) before anything runs.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     use_cache: bool = True,
     progress: bool = True,
     pipeline: Mapping[str, Any] | None = None,
+    passes: str | Sequence[Any] | None = None,
     tune: TuneOptions | None = None,
     **backend_options: Any,
 ) -> CompiledModel:
@@ -129,11 +130,20 @@ def compile(  # noqa: A001 - the public name the design asks for
     sub-DNNs to pay for the pool; ONNX Runtime exports all sub-DNNs at once in-process).
     pipeline: options of `dycl-pipeline` (min_ops, max_trip_count, weights_as_args,
     merge_calls, keep_branches; `backend` defaults to this compile's backend).
+    passes: the passes to run instead of `dycl-pipeline`: a pipeline spec in dycl-opt syntax
+    (`"dycl-pipeline,dycl-single-thread{max-macs=5000000}"`; passes that other packages
+    register under the entry point group `dycl.passes` included) or a sequence of
+    `xdsl.passes.ModulePass` instances (docs/passes.md). An unknown pass or a bad option is
+    a ValueError before anything runs. Whatever the passes, their output is checked against
+    the HCFG contract: a module that breaks it is a `dycl.PipelineError` naming the rule,
+    the function and op, and the last pass that ran. (A `dycl-pipeline` in a spec keeps
+    branches by ONNX Runtime's costs unless it says `{backend=tvm}`.)
     """
     with _stage("backend"):
         from dycl.backends import backend_options as check_options
     options = check_options(backend, backend_options)  # bad arguments fail before the slow steps
     _check_tune(backend, tune)
+    passes = _pipeline_passes(passes, pipeline, backend)
     start = time.perf_counter()
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
@@ -158,7 +168,7 @@ def compile(  # noqa: A001 - the public name the design asks for
         cache_dir=cache_dir,
         use_cache=use_cache,
         progress=progress,
-        pipeline=pipeline,
+        passes=passes,
         run_pipeline=True,
         stage=_stage,
         tune=tune,
@@ -193,22 +203,39 @@ def compile_module(
     use_cache: bool = True,
     progress: bool = True,
     pipeline: Mapping[str, Any] | None = None,
+    passes: str | Sequence[Any] | None = None,
     run_pipeline: bool = True,
     tune: TuneOptions | None = None,
     **backend_options: Any,
 ) -> CompiledModel:
     """Compile host IR (an xDSL module, as the frontend writes it) with its weights.
 
-    With `run_pipeline=False` the module must already be an HCFG (after dycl-pipeline).
-    Unlike `compile`, errors pass through as raised (no self-check: there is no model)."""
+    `pipeline` and `passes` as in `compile`. With `run_pipeline=False` no pass runs: the
+    module must already be an HCFG (a `PipelineError` says where it is not). Unlike
+    `compile`, errors pass through as raised (no self-check: there is no model)."""
     from dycl.backends import backend_options as check_options
 
     options = check_options(backend, backend_options)  # fail before the slow steps
     _check_tune(backend, tune)
+    passes = _pipeline_passes(passes, pipeline, backend)
     return _compile(
         module, weights, backend, options, entry=entry, threads=threads, runtime=runtime, jobs=jobs, cache_dir=cache_dir,
-        use_cache=use_cache, progress=progress, pipeline=pipeline, run_pipeline=run_pipeline, stage=_no_stage, tune=tune,
+        use_cache=use_cache, progress=progress, passes=passes, run_pipeline=run_pipeline, stage=_no_stage, tune=tune,
     )
+
+
+def _pipeline_passes(passes, pipeline: Mapping[str, Any] | None, backend: str) -> tuple:
+    """The passes to run: `passes` parsed (ValueError/TypeError now, before the slow steps),
+    or dycl-pipeline with the `pipeline` options; the backend's costs decide which branches
+    stay inside a sub-DNN."""
+    from dycl.passes.pipeline import PipelinePass, parse_passes
+
+    if passes is None:
+        return (PipelinePass(**{"backend": backend, **(pipeline or {})}),)
+    if pipeline is not None:
+        raise ValueError("pipeline= sets the options of dycl-pipeline; with passes=, write them in the spec "
+                         "(`dycl-pipeline{merge-calls=true}`) or pass a PipelinePass(...)")
+    return parse_passes(passes)
 
 
 def _check_tune(backend: str, tune: TuneOptions | None) -> None:
@@ -221,18 +248,16 @@ def _check_tune(backend: str, tune: TuneOptions | None) -> None:
 
 
 def _compile(
-    module, weights, backend, options, *, entry, threads, runtime, jobs, cache_dir, use_cache, progress, pipeline,
+    module, weights, backend, options, *, entry, threads, runtime, jobs, cache_dir, use_cache, progress, passes,
     run_pipeline, stage: Callable[[str], contextlib.AbstractContextManager], tune: TuneOptions | None = None,
 ) -> CompiledModel:
     report: dict[str, Any] = {"backend": backend}
     start = time.perf_counter()
-    if run_pipeline:
-        with stage("passes"):
-            from dycl.ir import make_context
-            from dycl.passes.pipeline import PipelinePass
+    with stage("passes"):
+        from dycl.ir import make_context
+        from dycl.passes.pipeline import run_passes
 
-            # The backend's costs decide which branches stay inside a sub-DNN.
-            PipelinePass(**{"backend": backend, **(pipeline or {})}).apply(make_context(), module)
+        run_passes(make_context(), module, passes if run_pipeline else ())
     report["pipeline_seconds"] = time.perf_counter() - start
 
     with stage("codegen"):
@@ -288,7 +313,8 @@ def _stage(name: str) -> Iterator[None]:
 def _own_errors() -> tuple[type[BaseException], ...]:
     own: list[type[BaseException]] = [InputError, ArtifactError, CompileError]
     # A module that was never imported raised none of its errors (and importing it here could fail).
-    for module, name in (("dycl.frontend.errors", "FrontendError"), ("dycl.backends.errors", "BackendError")):
+    for module, name in (("dycl.frontend.errors", "FrontendError"), ("dycl.backends.errors", "BackendError"),
+                         ("dycl.passes.pipeline", "PipelineError")):
         if module in sys.modules:
             own.append(getattr(sys.modules[module], name))
     return tuple(own)
@@ -526,6 +552,7 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
                 "inputs": [s.to_json() for s in subdnn.inputs],
                 "outputs": [s.to_json() for s in subdnn.outputs],
                 "macs": subdnn.macs,
+                **({"threads": subdnn.threads} if subdnn.threads is not None else {}),
                 **result.meta,
             }
         )

@@ -9,6 +9,11 @@ their types; control edges link a control op to the nodes inside its regions.
     print(hcfg.summary())                 # sub-DNN count, ops per sub-DNN, host ops, bytes
     dot_text = hcfg.to_dot()              # Graphviz
     hcfg.render("hcfg.png")               # where Graphviz's `dot` is installed
+
+`contract_violations(module)` checks a module against the HCFG contract of
+docs/conventions.md ("The HCFG"), one rule of `CONTRACT` at a time. What a sub-DNN's
+signature and the host may hold is asked of the stages that read them (the backends'
+`tensor_spec`, codegen's `translates`), so that the check and those stages cannot differ.
 """
 
 from __future__ import annotations
@@ -21,20 +26,28 @@ from pathlib import Path
 from xdsl.dialects import builtin, func, scf
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
+from dycl.backends.subdnn import tensor_spec
+from dycl.codegen.emit import translates
 from dycl.dialects import torch as t
+from dycl.dialects.dycl import is_kept_if, subdnn_threads
 from dycl.passes._common import (
     CONSTANT_OPS,
     CONTROL_OPS,
     REGION_NAMES,
+    HCFGError,
+    check_function,
     format_type,
     host_functions,
     is_host_tensor_compute,
     is_subdnn,
     locate,
+    op_text,
     tensor_bytes,
 )
 
-__all__ = ["HCFG", "HCFGNode", "HCFGEdge", "HCFGSummary", "CallSummary"]
+__all__ = [
+    "HCFG", "HCFGNode", "HCFGEdge", "HCFGSummary", "CallSummary", "CONTRACT", "Violation", "contract_violations",
+]
 
 _TERMINATORS = (func.ReturnOp, scf.YieldOp, scf.ConditionOp)
 
@@ -83,6 +96,8 @@ class HCFGSummary:
     calls: list[CallSummary]
     host_compute_ops: list[str] = field(default_factory=list)
     """Tensor compute left in the host (it reads a run-time scalar): where it is."""
+    threads: dict[str, int] = field(default_factory=dict)
+    """The sub-DNNs that say how many threads may run them at most (`dycl.threads`)."""
 
     @property
     def call_count(self) -> int:
@@ -95,7 +110,10 @@ class HCFGSummary:
             f"{self.host_op_count} host ops",
             "sub-DNNs (ops, constants and weight references excluded):",
         ]
-        lines += [f"  @{name}: {n} ops" for name, n in self.ops_per_subdnn.items()]
+        lines += [
+            f"  @{name}: {n} ops" + (f", at most {self.threads[name]} thread(s)" if name in self.threads else "")
+            for name, n in self.ops_per_subdnn.items()
+        ]
         lines.append("host ops:")
         lines += [f"  {name}: {n}" for name, n in sorted(self.host_ops.items())]
         if self.host_compute_ops:
@@ -270,6 +288,7 @@ class HCFG:
             control_op_count=control,
             calls=calls,
             host_compute_ops=host_compute,
+            threads={name: n for name, fn in self.subdnns.items() if (n := subdnn_threads(fn)) is not None},
         )
 
     def to_dot(self) -> str:
@@ -310,3 +329,87 @@ class HCFG:
 
 def _escape(text: str) -> str:
     return text.replace('"', '\\"')
+
+
+# ------------------------------------------------------------------ the contract
+
+CONTRACT: dict[str, str] = {
+    "one-block-functions": "every function is one block ending in func.return (structured control flow)",
+    "subdnn-private": "a sub-DNN is a private func.func marked dycl.subdnn, with a body",
+    "subdnn-tensor-signature": "every argument and result of a sub-DNN is a !torch.vtensor of known rank and dtype",
+    "subdnn-straight-line": "the only region op in a sub-DNN is an scf.if marked dycl.keep",
+    "host-translatable": "the host holds only ops host code generation translates: control flow, calls of "
+    "the module's functions, scalar/list ops and computation-free tensor ops",
+}
+"""The rules of the HCFG contract (docs/conventions.md, "The HCFG"), by name."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    """A key of `CONTRACT`."""
+    function: str
+    op: Operation | None
+    detail: str
+
+    def __str__(self) -> str:
+        where = f"@{self.function}" if self.op is None else locate(self.op)
+        if self.op is not None and not where.startswith("@"):
+            where = f"@{self.function} ({where})"
+        text = f"rule '{self.rule}' ({CONTRACT[self.rule]}): {where}: {self.detail}"
+        return text if self.op is None else f"{text}: {op_text(self.op)}"
+
+
+def contract_violations(module: builtin.ModuleOp) -> list[Violation]:
+    """Every way `module` breaks the HCFG contract, function by function in module order."""
+    found: list[Violation] = []
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp):
+            continue
+        name = fn.sym_name.data
+        if is_subdnn(fn):
+            if fn.sym_visibility is None or fn.sym_visibility.data != "private":
+                found.append(Violation("subdnn-private", name, None, "a sub-DNN that is not private"))
+            if fn.is_declaration:
+                found.append(Violation("subdnn-private", name, None, "a sub-DNN without a body"))
+                continue
+        elif fn.is_declaration:
+            continue
+        try:
+            check_function(fn)
+        except HCFGError as err:
+            found.append(Violation("one-block-functions", name, None, str(err)))
+            continue
+        found += _subdnn_violations(fn) if is_subdnn(fn) else _host_violations(module, fn)
+    return found
+
+
+def _subdnn_violations(fn: func.FuncOp) -> list[Violation]:
+    name = fn.sym_name.data
+    found = []
+    signature = fn.function_type
+    for kind, types in (("argument", signature.inputs), ("result", signature.outputs)):
+        for i, type_ in enumerate(types):
+            try:
+                tensor_spec(type_, f"{kind} {i}")
+            except ValueError as err:
+                found.append(Violation("subdnn-tensor-signature", name, None, str(err)))
+    for op in fn.walk():
+        if op is not fn and op.regions and not is_kept_if(op):
+            found.append(Violation("subdnn-straight-line", name, op, f"{t.op_name(op)} in a sub-DNN"))
+    return found
+
+
+def _host_violations(module: builtin.ModuleOp, fn: func.FuncOp) -> list[Violation]:
+    name = fn.sym_name.data
+    defined = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp) and not op.is_declaration}
+    found = []
+    for op in fn.walk():
+        if op is fn:
+            continue
+        if isinstance(op, func.CallOp):
+            if op.callee.root_reference.data not in defined:
+                found.append(Violation("host-translatable", name, op, "a call of a function the module does not define"))
+        elif not translates(op):
+            found.append(Violation("host-translatable", name, op, f"{t.op_name(op)} has no Python translation"))
+    return found

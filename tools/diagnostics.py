@@ -12,12 +12,17 @@ class InvalidPassOutput(Exception):
     (so no DiagnosticException), still printed located at the op that fails."""
 
 
+class BrokenContract(Exception):
+    """dycl-opt --verify-hcfg: the module after the passes breaks the HCFG contract (the
+    message is the located diagnostic)."""
+
+
 def format_error(err: BaseException, input_name: str) -> str:
     """One diagnostic for any failure of a command-line run."""
     match err:
         case ParseError():
             return format_parse_error(err)
-        case IRParseError() | IRVerifyError() | InvalidPassOutput():
+        case IRParseError() | IRVerifyError() | InvalidPassOutput() | BrokenContract():
             return str(err)
         case ArgSpecParseError():
             return f"<pass pipeline>: error: {err}"

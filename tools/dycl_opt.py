@@ -8,7 +8,11 @@ points at the op that fails (the parser records where each op starts); IR a pass
 is reported as `InvalidPassOutput`, a DyCL bug rather than bad input.
 
 `dycl-pipeline` runs as its steps, so that this verification and xDSL's `--time-passes`
-and `--print-between-passes` act after each of them.
+and `--print-between-passes` act after each of them. `--verify-hcfg` checks the result
+against the HCFG contract as `dycl.compile` does (`dycl.passes.pipeline.check_hcfg`).
+
+Passes that other packages register (entry point group `dycl.passes`) are available too and
+listed by `--help`; one that cannot be loaded is reported by name when a pipeline names it.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from dycl.dialects.dycl import Dycl
 from dycl.dialects.torch import Torch, TorchC
 from dycl.ir import IRVerifyError, LocatingParser, SourceMap, verify_module
-from dycl.passes import get_all_passes
-from dycl.passes.pipeline import expand_pipelines
-from dycl.tools.diagnostics import InvalidPassOutput, format_error
+from dycl.passes import available_passes, get_all_passes, pass_plugins
+from dycl.passes.pipeline import PipelineError, check_hcfg, expand_pipelines
+from dycl.tools.diagnostics import BrokenContract, InvalidPassOutput, format_error
 
 
 class DyclOptMain(xDSLOptMain):
@@ -57,7 +61,7 @@ class DyclOptMain(xDSLOptMain):
 
     def register_all_passes(self):
         super().register_all_passes()
-        for name, factory in get_all_passes().items():
+        for name, factory in available_passes().items():
             self.register_pass(name, factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
@@ -74,6 +78,14 @@ class DyclOptMain(xDSLOptMain):
             help="after the passes, print the HCFG of the host function (Graphviz or a "
             "summary) instead of the IR",
         )
+        arg_parser.add_argument(
+            "--verify-hcfg",
+            action="store_true",
+            help="after the passes, check the module against the HCFG contract "
+            "(docs/conventions.md), as dycl.compile does",
+        )
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.epilog = _plugins_epilog()
 
     def setup_pipeline(self):
         # torch-mlir IR is mostly ops that DyCL does not register.
@@ -87,6 +99,24 @@ class DyclOptMain(xDSLOptMain):
             callback = _verifying_first(callback, self.sources, self.get_input_name())
         self.pipeline = PassPipeline(expand_pipelines(self.pipeline.passes), callback)
 
+    def apply_passes(self, prog: ModuleOp):
+        super().apply_passes(prog)
+        if not self.args.verify_hcfg:
+            return
+        passes = self.pipeline.passes
+        try:
+            check_hcfg(prog, passes[-1].name if passes else None)
+        except PipelineError as err:
+            raise BrokenContract(f"{self._where(prog, err.op)}: error: {err}") from None
+
+    def _where(self, module: ModuleOp, op) -> str:
+        """`file:line:col` of `op` when the input has it (not an op a pass created inside a
+        function it created), else the input's name."""
+        span = self.sources.span(op) if op is not None else None
+        if span is None or span is self.sources.span(module):
+            return self.get_input_name()
+        return str(span.get_location())
+
     def output_resulting_program(self, prog) -> str:
         if self.args.emit_hcfg is None:
             return super().output_resulting_program(prog)
@@ -96,6 +126,19 @@ class DyclOptMain(xDSLOptMain):
         if self.args.emit_hcfg == "dot":
             return hcfg.to_dot()
         return str(hcfg.summary()) + "\n"
+
+
+def _plugins_epilog() -> str:
+    plugins = pass_plugins()
+    if not plugins:
+        return "No other package registers passes (entry point group dycl.passes)."
+    own = get_all_passes()
+    lines = ["passes from other packages (entry point group dycl.passes):"]
+    for plugin in plugins:
+        shadowed = "  [ignored: DyCL has a pass of that name]" if plugin.name in own else ""
+        lines.append(f"  {plugin.name} = {plugin.target}" + (f"  ({plugin.distribution})" if plugin.distribution else "")
+                     + shadowed)
+    return "\n".join(lines)
 
 
 def _verifying_first(

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dycl.backends.cost import estimated_macs
 from dycl.dialects.dtypes import dtype_name
-from dycl.dialects.dycl import ParamOp, is_subdnn
+from dycl.dialects.dycl import THREADS_ATTR, ParamOp, is_subdnn, subdnn_threads
 from dycl.dialects.torch import ValueTensorType
 from dycl.ir import print_module
 
@@ -38,6 +38,7 @@ class SubDNN:
     outputs: tuple[TensorSpec, ...]
     weight_names: tuple[str, ...]
     macs: int = 0  # multiply-accumulates of its convolutions and products (backends.cost)
+    threads: int | None = None  # at most this many intra-op threads (`dycl.threads`), else the runtime decides
 
     def content_key(self, weights: Mapping[str, np.ndarray]) -> str:
         """sha256 of what decides the compiled code: the IR (under a neutral name) and
@@ -64,8 +65,12 @@ def subdnn_from_func(function: func.FuncOp) -> SubDNN:
     signature = function.function_type
     inputs = tuple(tensor_spec(t, f"@{name} argument {i}") for i, t in enumerate(signature.inputs))
     outputs = tuple(tensor_spec(t, f"@{name} result {i}") for i, t in enumerate(signature.outputs))
-    standalone = ModuleOp([function.clone()])
-    return SubDNN(name, print_module(standalone), inputs, outputs, weight_names, estimated_macs(function))
+    clone = function.clone()
+    clone.attributes.pop(THREADS_ATTR, None)  # how it runs, not what it computes: not in the cache key
+    standalone = ModuleOp([clone])
+    return SubDNN(
+        name, print_module(standalone), inputs, outputs, weight_names, estimated_macs(function), subdnn_threads(function)
+    )
 
 
 def subdnns_of(module: ModuleOp) -> Iterator[SubDNN]:

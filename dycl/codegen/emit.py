@@ -429,6 +429,13 @@ def _result_dtype(op: Operation) -> ast.expr:
     return ast.Attribute(load("np"), dtype_name(result_type.element_type), ast.Load())
 
 
+def translates(op: Operation) -> bool:
+    """Whether the host program can run `op`: an op with an emitter here, a terminator of a
+    region codegen writes, or a torch op with a `host` expression in the op registry. The
+    HCFG contract (`dycl.hcfg.contract_violations`) asks this of every host op."""
+    return type(op) in _OP_EMITTERS or is_terminator(op) or op_info(op).host is not None
+
+
 # ------------------------------------------------------------ op emitters
 
 

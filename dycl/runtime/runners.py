@@ -38,6 +38,10 @@ SINGLE_THREAD_MACS = 2_000_000
 
 
 def threads_for(record: Mapping[str, Any], threads: int) -> int:
+    """A sub-DNN's intra-op threads: at most its record's `threads` (`dycl.threads`, set by
+    a pass such as dycl-single-thread), else one under `SINGLE_THREAD_MACS`, else `threads`."""
+    if (cap := record.get("threads")) is not None:
+        return max(1, min(int(cap), threads))
     macs = record.get("macs")
     if macs is not None and macs < SINGLE_THREAD_MACS:
         return 1

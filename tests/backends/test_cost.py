@@ -7,6 +7,7 @@ from dycl.backends import subdnns_of
 from dycl.frontend import import_module
 from dycl.ir import make_context
 from dycl.passes.pipeline import PipelinePass
+from dycl.passes.single_thread import SingleThreadPass
 from dycl.runtime.runners import SINGLE_THREAD_MACS, threads_for
 
 
@@ -39,6 +40,23 @@ def test_small_subdnns_run_on_one_thread():
     assert threads_for({}, 4) == 4  # an artifact written before the estimate existed
 
 
+def test_a_threads_record_caps_the_threads():
+    # `dycl.threads` on a sub-DNN (dycl-single-thread sets it) becomes its record's "threads".
+    assert threads_for({"macs": 10**9, "threads": 1}, 4) == 1
+    assert threads_for({"macs": 10**9, "threads": 8}, 2) == 2
+    assert threads_for({"macs": 10, "threads": 2}, 4) == 2  # over the small-sub-DNN rule too
+
+
+def test_the_threads_attribute_reaches_the_subdnn_but_not_its_cache_key():
+    program = import_module(ConvThenLinear().eval(), (torch.randn(1, 3, 8, 8),))
+    PipelinePass().apply(make_context(), program.module)
+    (plain,) = subdnns_of(program.module)
+    SingleThreadPass(max_macs=plain.macs + 1).apply(make_context(), program.module)
+    (marked,) = subdnns_of(program.module)
+    assert (plain.threads, marked.threads) == (None, 1)
+    assert marked.ir_text == plain.ir_text  # how it runs is not what it computes
+
+
 def test_a_compiled_model_runs_its_small_subdnns_on_one_thread(compiled_samples):
     from dycl.runtime import CompiledModel
 
@@ -47,3 +65,32 @@ def test_a_compiled_model_runs_its_small_subdnns_on_one_thread(compiled_samples)
     assert model.subdnn_calls
     for runner in model.subdnn_calls.values():
         assert runner.session.get_session_options().intra_op_num_threads == 1
+
+
+WIDE = """
+"builtin.module"() ({
+  "func.func"() <{sym_name = "forward", function_type = (!torch.vtensor<[1,1024],f32>) -> !torch.vtensor<[1,2048],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[1,1024],f32>):
+    %w = "dycl.param"() {name = "w"} : () -> !torch.vtensor<[1024,2048],f32>
+    %y = "torch.aten.mm"(%x, %w) : (!torch.vtensor<[1,1024],f32>, !torch.vtensor<[1024,2048],f32>) -> !torch.vtensor<[1,2048],f32>
+    "func.return"(%y) : (!torch.vtensor<[1,2048],f32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+
+
+def test_dycl_single_thread_reaches_the_onnx_runtime_session():
+    import numpy as np
+
+    from dycl.api import compile_module
+    from dycl.ir import parse_module
+
+    weights = {"w": np.random.default_rng(0).standard_normal((1024, 2048), dtype=np.float32)}
+    threads = {}
+    for passes in ("dycl-pipeline", "dycl-pipeline,dycl-single-thread{max-macs=10000000}"):
+        compiled = compile_module(parse_module(WIDE), weights, passes=passes, threads=2, progress=False)
+        (record,) = compiled.manifest["subdnns"]
+        assert record["macs"] == 1024 * 2048 > SINGLE_THREAD_MACS
+        (runner,) = compiled.subdnn_calls.values()
+        threads[passes] = runner.session.get_session_options().intra_op_num_threads
+    assert list(threads.values()) == [2, 1]

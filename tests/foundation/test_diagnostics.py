@@ -112,8 +112,8 @@ def test_dycl_opt_locates_errors_in_later_chunks_of_a_split_file(tmp_path, capsy
 
 
 def test_ir_a_pass_breaks_is_an_internal_error_located_at_the_op(tmp_path, capsys, monkeypatch):
-    passes = dycl_opt.get_all_passes()
-    monkeypatch.setattr(dycl_opt, "get_all_passes", lambda: passes | {SwapFirstTwoOps.name: lambda: SwapFirstTwoOps})
+    passes = dycl_opt.available_passes()
+    monkeypatch.setattr(dycl_opt, "available_passes", lambda: passes | {SwapFirstTwoOps.name: lambda: SwapFirstTwoOps})
     source = tmp_path / "ok.mlir"
     source.write_text(module(func(ENTRY + relu("%y", "%x") + relu("%z", "%y") + RETURN)))
     assert dycl_opt.main([str(source), "-p", SwapFirstTwoOps.name]) == 1
