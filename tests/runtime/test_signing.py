@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from importlib.util import find_spec
 
 import numpy as np
 import pytest
@@ -17,35 +16,8 @@ import pytest
 import dycl
 from dycl.runtime import ArtifactError
 from dycl.runtime.signing import SIGNATURE
-from tests.api.shared import BACKENDS, NO_TORCH_PRELUDE
+from tests.api.shared import BACKENDS, NO_TORCH_PRELUDE, needs_signing, write_key_pair
 from tests.foundation.samples import inputs
-
-
-def _signing_available() -> bool:
-    try:
-        import model_signing  # noqa: F401 - it imports its whole stack (pyOpenSSL, sigstore)
-    except ImportError:
-        return False
-    return True
-
-
-needs_signing = pytest.mark.skipif(
-    not _signing_available(), reason="the optional package model-signing is not installed (pip install -e '.[sign]')"
-)
-
-
-def write_key_pair(directory, name, curve):
-    """An elliptic-curve key pair as model-signing reads it: PKCS#8 private, SPKI public PEM."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    key = ec.generate_private_key(curve())
-    private, public = directory / f"{name}.pem", directory / f"{name}.pub"
-    private.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    return private, public
 
 
 @pytest.fixture(scope="module")
@@ -224,4 +196,3 @@ def test_verifying_needs_no_torch(compiled_samples, keys, tmp_path):
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert find_spec("model_signing") is not None
