@@ -171,9 +171,9 @@ class CompiledModel:
         if target.resolve() != self.directory.resolve():
             target.mkdir(parents=True, exist_ok=True)
             for name in [*self.manifest["files"], MANIFEST]:
-                shutil.copyfile(self.directory / name, target / name)
+                _replace_with_copy(self.directory / name, target / name)
             if (self.directory / SIGNATURE).is_file():  # the same bytes: it still holds
-                shutil.copyfile(self.directory / SIGNATURE, target / SIGNATURE)
+                _replace_with_copy(self.directory / SIGNATURE, target / SIGNATURE)
             else:  # never leave a signature of files that were overwritten
                 (target / SIGNATURE).unlink(missing_ok=True)
             read_manifest(target)  # what was written verifies
@@ -190,6 +190,15 @@ class CompiledModel:
             f"<dycl.CompiledModel {self.entry}: {len(self.subdnn_names)} sub-DNNs, "
             f"backend={self.backend}, from {self.directory}>"
         )
+
+
+def _replace_with_copy(source: Path, target: Path) -> None:
+    """Copy into a new file, then rename it over `target`. A library a process loaded from
+    the old file (a TVM sub-DNN) stays mapped intact: writing into it in place crashed the
+    process that had loaded it."""
+    staging = target.with_name(f".{target.name}.partial")
+    shutil.copyfile(source, staging)
+    os.replace(staging, target)
 
 
 def _tensor_input(spec: _InputSpec, value: Any, entry: str) -> np.ndarray:
