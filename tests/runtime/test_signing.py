@@ -198,3 +198,17 @@ def test_verifying_needs_no_torch(compiled_samples, keys, tmp_path):
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+@needs_signing
+def test_a_signature_that_leaves_out_the_manifest_is_refused(compiled_samples, keys, tmp_path):
+    from model_signing import hashing, signing
+
+    private, public = keys["ours"]
+    path = compiled_samples("early_exit").save(tmp_path / "artifact")
+    # our key, but not a DyCL signature: made with model-signing itself, ignoring manifest.json
+    signing.Config().use_elliptic_key_signer(private_key=private).set_hashing_config(
+        hashing.Config().set_ignored_paths(paths=[SIGNATURE, "manifest.json"])
+    ).sign(path, path / SIGNATURE)
+    with pytest.raises(ArtifactError, match="its signature does not cover manifest.json"):
+        dycl.load(path, verify_key=public)
