@@ -4,6 +4,7 @@
     compiled = dycl.compile(model, example_inputs, backend="onnxruntime")   # or "tvm"
     # ... checked against eager PyTorch on the example inputs (dycl.CompileMismatch if not)
     compiled.save("artifact_dir");  compiled = dycl.load("artifact_dir")
+    dycl.sign("artifact_dir", "key.pem");  dycl.load("artifact_dir", verify_key="key.pub")
 
 Names are imported lazily so that `import dycl` stays cheap and torch-free: a deployed
 artifact is loaded with numpy and the backend runtime only.
@@ -15,6 +16,7 @@ _EXPORTS = {
     "compile": ("dycl.api", "compile"),
     "compile_module": ("dycl.api", "compile_module"),
     "load": ("dycl.runtime", "load"),
+    "sign": ("dycl.runtime", "sign"),
     "FrontendError": ("dycl.frontend.errors", "FrontendError"),
     "import_module": ("dycl.frontend", "import_module"),
     "CompiledModel": ("dycl.runtime", "CompiledModel"),

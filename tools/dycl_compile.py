@@ -5,6 +5,7 @@
     dycl-compile zoo:sdn_resnet -o out/            # a bundled zoo network, its own example inputs
     dycl-compile zoo:skipnet_ff -o out/ --check    # ... checked against eager on every path, timed
     dycl-compile zoo:blockdrop -o out/ --backend tvm --tune-minutes 10   # MetaSchedule-tuned TVM
+    dycl-compile zoo:sdn_vgg -o out/ --sign-key key.pem    # sign out/ (dycl-run out/ --verify-key key.pub)
 
 The compiled model is checked against eager PyTorch on the example inputs by default
 (`--no-check` skips it); a difference prints the first differing output and exits 1.
@@ -108,6 +109,17 @@ def _tune_options(args):
         raise SystemExit(f"dycl-compile: error: {err}") from None
 
 
+def _check_sign_key(key: str) -> None:
+    """A key that cannot sign fails now, not after the compile."""
+    from dycl.runtime import ArtifactError
+    from dycl.runtime.signing import check_private_key
+
+    try:
+        check_private_key(key)
+    except ArtifactError as err:
+        raise SystemExit(f"dycl-compile: error: --sign-key: {err}") from None
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dycl-compile", description=__doc__.split("\n")[0])
     parser.add_argument("model", help="pkg.module:factory (a callable returning an nn.Module), or zoo:<name>")
@@ -132,6 +144,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         "--no-keep-branches", action="store_true",
         help="the pure split: every branch decided in the host, none kept inside a sub-DNN (dycl-keep-branches)",
     )
+    parser.add_argument(
+        "--sign-key", metavar="KEY.pem",
+        help="sign the artifact directory with this elliptic-curve private key (PEM; needs the `sign` extra); "
+        "load it with dycl.load(dir, verify_key=PUB) or dycl-run DIR --verify-key PUB",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of random example values")
     parser.add_argument("--emit-hcfg", metavar="FILE.dot", help="also write the HCFG as Graphviz")
     parser.add_argument(
@@ -144,6 +161,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     tune = _tune_options(args)  # bad flags fail before the model loads
+    if args.sign_key:
+        _check_sign_key(args.sign_key)
 
     import dycl
 
@@ -161,12 +180,14 @@ def run(argv: Sequence[str] | None = None) -> int:
         pipeline={"keep_branches": False} if args.no_keep_branches else None,
     )
     seconds = time.perf_counter() - start
-    path = compiled.save(args.output)
+    path = compiled.save(args.output, sign_key=args.sign_key)
     report = compiled.compile_report
     print(
         f"dycl-compile: {args.model} -> {path}/ ({report['subdnn_count']} sub-DNNs, backend {args.backend}, "
         f"{seconds:.1f} s, {report['cached_subdnns']} from cache)"
     )
+    if args.sign_key:
+        print(f"signed: {path}/model.sig with {args.sign_key}")
     tuning = report.get("tuning")
     if tuning:
         print(

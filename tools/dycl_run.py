@@ -4,6 +4,7 @@
     dycl-run model.mlir --random --seed 0                           # random inputs from the signature
     dycl-run out/ --inputs x.npy                                    # a dycl-compile artifact (no torch)
     dycl-run out/ --random --repeat 100                             # ... and its median latency
+    dycl-run out/ --random --verify-key key.pub                     # only if out/ is signed with its key
 
 Prints each result (shape, dtype, a few values) or saves them with `--save out.npz`.
 """
@@ -59,12 +60,19 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--save", help="write the results to this .npz")
     parser.add_argument("--repeat", type=int, default=0, help="artifact: time this many calls, print the median")
     parser.add_argument("--threads", type=int, help="artifact: runtime threads per sub-DNN")
+    parser.add_argument(
+        "--verify-key", metavar="KEY.pub",
+        help="artifact: refuse it unless it is signed with this elliptic-curve public key's private key "
+        "(PEM; needs the `sign` extra)",
+    )
     args = parser.parse_args(argv)
 
     if Path(args.program).is_dir():  # a compiled artifact: numpy + the backend runtime only
         from dycl.tools.dycl_run_artifact import run_artifact
 
         return run_artifact(args)
+    if args.verify_key:
+        raise SystemExit("dycl-run: error: --verify-key checks an artifact directory's signature; IR files are not signed")
 
     import torch
 
@@ -95,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(argv)
     except SystemExit as exit_:
+        if isinstance(exit_.code, str):
+            print(exit_.code, file=sys.stderr)
+            return 1
         return 0 if exit_.code in (0, None) else 1
     except _artifact_errors() as err:  # clear, one line, and without importing xdsl/torch
         print(f"dycl-run: error: {err}", file=sys.stderr)

@@ -48,7 +48,7 @@ def _flat(value):
 def run_artifact(args) -> int:
     from dycl.runtime import InputError, load
 
-    compiled = load(args.program, threads=args.threads)
+    compiled = load(args.program, threads=args.threads, verify_key=args.verify_key)
     specs = compiled.manifest["inputs"]
     if args.random:
         rng = np.random.default_rng(args.seed)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 if TYPE_CHECKING:
     from dycl.backends.compiled import CompiledSubDNN
     from dycl.backends.subdnn import SubDNN
-    from dycl.runtime.runners import RunnerFactory
 
 
 class Backend(ABC):
@@ -20,7 +19,8 @@ class Backend(ABC):
     defaults (`Options`) and the distributions whose versions decide what it compiles
     (`tool_packages`, part of the compile-cache key), and implements `compile`. One that
     compiles many sub-DNNs faster in one call than one by one overrides `compile_batch`
-    and sets `batches`. What it compiles runs in its registered runner factory.
+    and sets `batches`. What it compiles runs in the runner factory registered beside it
+    (`dycl.backends.runner_factory(name)`).
     """
 
     name: ClassVar[str]
@@ -57,10 +57,3 @@ class Backend(ABC):
     def compile_batch(self, subdnns: Sequence[SubDNN], weights: Mapping[str, Any]) -> dict[str, CompiledSubDNN]:
         """Compile several sub-DNNs; returns name -> compiled, in order."""
         return {subdnn.name: self.compile(subdnn, weights) for subdnn in subdnns}
-
-    @classmethod
-    def runner_factory(cls) -> RunnerFactory:
-        """What loads and runs this backend's compiled files (`dycl.runtime.runners`)."""
-        from dycl.backends import runner_factory
-
-        return runner_factory(cls.name)

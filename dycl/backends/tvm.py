@@ -3,7 +3,8 @@
 Untuned Relax code for CPU is naive (10-80x slower than ONNX Runtime here): TVM's default
 CPU pipeline legalizes and fuses but schedules nothing. Speed comes from MetaSchedule
 (`dycl.backends.tuning`): given a `database` directory, the build lowers to the fused
-functions tuning saw and applies every record the database holds for them.
+functions tuning saw and applies every record the database holds for them (both through
+`dycl.backends.tvm_schedules`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
 from dycl.backends.fx_rebuild import empty_tensors_as_constants, export
 from dycl.backends.subdnn import SubDNN
+from dycl.backends.tvm_schedules import apply_database, fuse_for_schedules, scheduled_functions
 
 NAME = "tvm"
 
@@ -73,8 +75,6 @@ def _build(mod, target, database: str):
     schedules, then TVM's lowering passes only (its default pipeline would fuse the
     scheduled functions again, into ones no record matches)."""
     import tvm
-
-    from dycl.backends.tuning import apply_database, fuse_for_schedules, scheduled_functions
 
     if not database:
         return tvm.compile(mod, target=target), 0

@@ -23,7 +23,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from dycl.codegen.host_python import CodegenError
+from dycl.codegen.errors import CodegenError
 from dycl.dialects import torch as t
 from dycl.dialects.dtypes import dtype_name
 from dycl.dialects.dycl import ErrorOp, NumpyArgsortOp, ParamOp, is_subdnn

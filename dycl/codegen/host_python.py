@@ -20,14 +20,12 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dycl.codegen.errors import CodegenError
+
 if TYPE_CHECKING:
     import numpy as np
     from xdsl.dialects import func
     from xdsl.dialects.builtin import ModuleOp
-
-
-class CodegenError(ValueError):
-    """A host op that has no Python/numpy translation."""
 
 
 @dataclass

@@ -8,8 +8,10 @@ artifact/
   host.py            generated host program (numpy + dycl.runtime)
   constants.npz      tensors the host reads directly (only when there are any)
   subdnn_0.onnx ...  one compiled file per sub-DNN (weights inside)
+  model.sig          a signature of all the above, when signed (`dycl.runtime.signing`)
 ```
-Loading verifies every listed file's sha256 before anything is executed or opened.
+Loading verifies every listed file's sha256 before anything is executed or opened (and,
+given a verify key, the signature before that).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ MANIFEST = "manifest.json"
 
 
 class ArtifactError(RuntimeError):
-    """An artifact that cannot be loaded: missing, tampered, truncated or unknown format."""
+    """An artifact that cannot be loaded or signed: missing, tampered, truncated, of an
+    unknown format, or (with a verify key) unsigned or not matching its signature."""
 
 
 def sha256_file(path: Path) -> str:

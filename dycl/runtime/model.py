@@ -22,6 +22,7 @@ import numpy as np
 from dycl.backends import runner_factory
 from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest
 from dycl.runtime.options import RuntimeOptions, default_threads
+from dycl.runtime.signing import SIGNATURE, sign_artifact, verify_artifact
 from dycl.runtime.outputs import unflatten
 
 
@@ -61,13 +62,20 @@ class CompiledModel:
     """Load with `dycl.load(dir)`; `dycl.compile` returns one too.
 
     `threads` (a shorthand for `runtime.threads`) wins over `runtime`, which wins over
-    the manifest's threads; the default is every core.
+    the manifest's threads; the default is every core. With `verify_key` (a public key
+    PEM), the directory's signature is checked before anything else is read.
     """
 
     def __init__(
-        self, directory: str | os.PathLike, threads: int | None = None, runtime: RuntimeOptions | None = None
+        self,
+        directory: str | os.PathLike,
+        threads: int | None = None,
+        runtime: RuntimeOptions | None = None,
+        verify_key: str | os.PathLike | None = None,
     ):
         self.directory = Path(directory)
+        if verify_key is not None:
+            verify_artifact(self.directory, verify_key)
         self.manifest = read_manifest(self.directory)
         self.backend = self.manifest["backend"]
         self.entry = self.manifest["entry"]
@@ -156,16 +164,21 @@ class CompiledModel:
 
     # -------------------------------------------------------------- saving
 
-    def save(self, directory: str | os.PathLike) -> Path:
-        """Copy the artifact (all files the manifest lists, and the manifest)."""
+    def save(self, directory: str | os.PathLike, sign_key: str | os.PathLike | None = None) -> Path:
+        """Copy the artifact (all files the manifest lists, the manifest, and its signature
+        if it has one); with `sign_key` (a private key PEM), sign the copy."""
         target = Path(directory)
-        if target.resolve() == self.directory.resolve():
-            return target
-        target.mkdir(parents=True, exist_ok=True)
-        for name in self.manifest["files"]:
-            shutil.copyfile(self.directory / name, target / name)
-        shutil.copyfile(self.directory / MANIFEST, target / MANIFEST)
-        read_manifest(target)  # what was written verifies
+        if target.resolve() != self.directory.resolve():
+            target.mkdir(parents=True, exist_ok=True)
+            for name in [*self.manifest["files"], MANIFEST]:
+                _replace_with_copy(self.directory / name, target / name)
+            if (self.directory / SIGNATURE).is_file():  # the same bytes: it still holds
+                _replace_with_copy(self.directory / SIGNATURE, target / SIGNATURE)
+            else:  # never leave a signature of files that were overwritten
+                (target / SIGNATURE).unlink(missing_ok=True)
+            read_manifest(target)  # what was written verifies
+        if sign_key is not None:
+            sign_artifact(target, sign_key)
         return target
 
     @property
@@ -177,6 +190,15 @@ class CompiledModel:
             f"<dycl.CompiledModel {self.entry}: {len(self.subdnn_names)} sub-DNNs, "
             f"backend={self.backend}, from {self.directory}>"
         )
+
+
+def _replace_with_copy(source: Path, target: Path) -> None:
+    """Copy into a new file, then rename it over `target`. A library a process loaded from
+    the old file (a TVM sub-DNN) stays mapped intact: writing into it in place crashed the
+    process that had loaded it."""
+    staging = target.with_name(f".{target.name}.partial")
+    shutil.copyfile(source, staging)
+    os.replace(staging, target)
 
 
 def _tensor_input(spec: _InputSpec, value: Any, entry: str) -> np.ndarray:

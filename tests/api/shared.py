@@ -6,6 +6,7 @@ compiled once per backend.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 
@@ -77,3 +78,28 @@ def max_error(expected, actual) -> float:
         else:
             assert e == a, f"{e!r} != {a!r}"
     return error
+
+
+# ------------------------------------------------------------------ signed artifacts
+
+
+# The `sign` extra (in `dev`): model-signing, and pyOpenSSL, which it imports undeclared.
+# Looked up, not imported: importing it takes seconds.
+needs_signing = pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("model_signing", "OpenSSL")),
+    reason="the optional package model-signing is not installed (pip install -e '.[sign]')",
+)
+
+
+def write_key_pair(directory, name, curve):
+    """An elliptic-curve key pair as model-signing reads it: PKCS#8 private, SPKI public PEM."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(curve())
+    private, public = directory / f"{name}.pem", directory / f"{name}.pub"
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return private, public

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 
 from dycl.tools.dycl_compile import main as compile_main
-from tests.api.shared import NO_TORCH_PRELUDE
+from tests.api.shared import NO_TORCH_PRELUDE, needs_signing, write_key_pair
 
 
 def run_without_torch(args, cwd=None):
@@ -52,3 +52,32 @@ def test_compile_reports_bad_specs_and_targets(tmp_path, capsys):
     assert "has no attribute 'NoSuchModel'" in capsys.readouterr().err
     assert compile_main(["not_a_target", "-o", str(tmp_path)]) == 1
     assert "expected pkg.module:factory" in capsys.readouterr().err
+
+
+@needs_signing
+def test_compile_signs_and_run_verifies(tmp_path, capsys):
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    private, public = write_key_pair(tmp_path, "ours", ec.SECP256R1)
+    _, other = write_key_pair(tmp_path, "theirs", ec.SECP256R1)
+    out = tmp_path / "out"
+    code = compile_main(["tests.api.models:skip_gate", "--example", "x: f32[1,8] = randn", "-o", str(out), "--sign-key", str(private)])
+    assert code == 0
+    assert f"signed: {out}/model.sig" in capsys.readouterr().out
+    run = run_without_torch([str(out), "--random", "--verify-key", str(public)])
+    assert run.returncode == 0, run.stderr
+    assert "tensor[1, 8] float32" in run.stdout
+    refused = run_without_torch([str(out), "--random", "--verify-key", str(other)])
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert f"dycl-run: error: refusing to load {out}: it was signed with another key than {other}" in refused.stderr
+
+
+@needs_signing
+def test_compile_checks_the_sign_key_before_compiling(tmp_path, capsys):
+    out = tmp_path / "out"
+    (tmp_path / "key.pem").write_text("not a key")
+    for key, reason in [(tmp_path / "missing.pem", "no such private key file"), (tmp_path / "key.pem", "not an elliptic-curve private key")]:
+        assert compile_main(["tests.api.models:NoSuchModel", "-o", str(out), "--sign-key", str(key)]) == 1
+        err = capsys.readouterr().err
+        assert f"dycl-compile: error: --sign-key: cannot sign with {key}: {reason}" in err
+        assert "NoSuchModel" not in err and not out.exists()  # before the model is even loaded

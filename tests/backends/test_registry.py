@@ -16,7 +16,7 @@ def test_each_registered_backend_implements_the_interface(name):
     assert dataclasses.is_dataclass(cls.Options) and cls.Options.__dataclass_params__.frozen
     assert backend_options(name, {}) == dataclasses.asdict(cls.Options())  # every option has a default
     assert cls.tool_packages
-    assert cls.runner_factory() is runner_factory(name) is get_all_backends()[name].runner()
+    assert runner_factory(name) is get_all_backends()[name].runner()
 
 
 def test_options_are_checked_against_the_options_dataclass():

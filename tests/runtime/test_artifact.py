@@ -136,3 +136,21 @@ def test_save_copies_a_verifiable_artifact(saved, tmp_path):
     x = inputs(1)[0].numpy()
     np.testing.assert_array_equal(reloaded(x)[0], compiled(x)[0])
     shutil.rmtree(copy)
+
+
+def test_saving_over_a_loaded_artifact_leaves_the_loaded_model_intact(compiled_samples, tmp_path):
+    # A TVM model maps its sub-DNNs' libraries; a save that wrote into those files in place
+    # crashed the process that had loaded them (at exit, when TVM closed the libraries).
+    source = compiled_samples("early_exit", "tvm").save(tmp_path / "source")
+    script = textwrap.dedent(f"""
+        import numpy as np, dycl
+        source = dycl.load({str(source)!r})
+        loaded = dycl.load(source.save({str(tmp_path / "artifact")!r}))
+        x = np.zeros((1, 4), np.float32)
+        before = loaded(x)
+        source.save({str(tmp_path / "artifact")!r})
+        after = loaded(x)
+        assert np.array_equal(before[0], after[0]) and before[1] == after[1]
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
