@@ -25,7 +25,7 @@ _EXPORTS = {
     "BackendError": ("dycl.backends.errors", "BackendError"),
     "CompileError": ("dycl.api", "CompileError"),
     "CompileMismatch": ("dycl.api", "CompileMismatch"),
-    "PipelineError": ("dycl.passes.pipeline", "PipelineError"),
+    "PipelineError": ("dycl.passes.compose", "PipelineError"),
     "TuneOptions": ("dycl.backends.tuning", "TuneOptions"),
 }
 

@@ -228,7 +228,8 @@ def _pipeline_passes(passes, pipeline: Mapping[str, Any] | None, backend: str) -
     """The passes to run: `passes` parsed (ValueError/TypeError now, before the slow steps),
     or dycl-pipeline with the `pipeline` options; the backend's costs decide which branches
     stay inside a sub-DNN."""
-    from dycl.passes.pipeline import PipelinePass, parse_passes
+    from dycl.passes.compose import parse_passes
+    from dycl.passes.pipeline import PipelinePass
 
     if passes is None:
         return (PipelinePass(**{"backend": backend, **(pipeline or {})}),)
@@ -255,7 +256,7 @@ def _compile(
     start = time.perf_counter()
     with stage("passes"):
         from dycl.ir import make_context
-        from dycl.passes.pipeline import run_passes
+        from dycl.passes.compose import run_passes
 
         run_passes(make_context(), module, passes if run_pipeline else ())
     report["pipeline_seconds"] = time.perf_counter() - start
@@ -314,7 +315,7 @@ def _own_errors() -> tuple[type[BaseException], ...]:
     own: list[type[BaseException]] = [InputError, ArtifactError, CompileError]
     # A module that was never imported raised none of its errors (and importing it here could fail).
     for module, name in (("dycl.frontend.errors", "FrontendError"), ("dycl.backends.errors", "BackendError"),
-                         ("dycl.passes.pipeline", "PipelineError")):
+                         ("dycl.passes.compose", "PipelineError")):
         if module in sys.modules:
             own.append(getattr(sys.modules[module], name))
     return tuple(own)

@@ -29,7 +29,8 @@ from dycl.dialects.dycl import ParamOp, is_subdnn
 from dycl.frontend import import_module
 from dycl.hcfg import HCFG
 from dycl.ir import make_context
-from dycl.passes.pipeline import PipelinePass, run_passes
+from dycl.passes.compose import run_passes
+from dycl.passes.pipeline import PipelinePass
 from dycl.passes.single_thread import SingleThreadPass
 from dycl.zoo import REGISTRY
 

@@ -31,7 +31,8 @@ from dycl.dialects.dycl import Dycl
 from dycl.dialects.torch import Torch, TorchC
 from dycl.ir import IRVerifyError, LocatingParser, SourceMap, verify_module
 from dycl.passes import available_passes, get_all_passes, pass_plugins
-from dycl.passes.pipeline import PipelineError, check_hcfg, expand_pipelines
+from dycl.passes.compose import PipelineError, check_hcfg
+from dycl.passes.pipeline import expand_pipelines
 from dycl.tools.diagnostics import BrokenContract, InvalidPassOutput, format_error
 
 

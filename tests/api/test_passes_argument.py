@@ -6,7 +6,8 @@ import torch
 from torch import nn
 
 import dycl
-from dycl.passes.pipeline import PipelinePass, parse_passes
+from dycl.passes.compose import parse_passes
+from dycl.passes.pipeline import PipelinePass
 from dycl.passes.single_thread import SingleThreadPass
 
 

@@ -8,7 +8,8 @@ import pytest
 import dycl
 from dycl.hcfg import CONTRACT, contract_violations
 from dycl.ir import make_context, parse_module
-from dycl.passes.pipeline import PipelinePass, parse_passes, run_passes
+from dycl.passes.compose import parse_passes, run_passes
+from dycl.passes.pipeline import PipelinePass
 from dycl.tools.dycl_opt import main as dycl_opt
 from tests.foundation import samples as foundation_samples
 from tests.passes import samples
