@@ -1736,14 +1736,20 @@ class FunctionCompiler:
         `live` (None: every variable), or refused (aliases.py).
 
         A runtime int enters as a symbolic int (an index or a size: `gate[0, k]`, `x[:, :n]`);
-        if export uses it as a number in tensor math (`h * k`) or freezes it, the run is
-        captured again with the int as a 0-d tensor."""
-        try:
-            return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=False)
-        except runs.IntsAsTensors:
-            return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=True)
+        one that export freezes because its example is 0 or 1 is captured again at 2 (and
+        for 0 and 1 where export assumed it is neither); if export uses it as a number in
+        tensor math (`h * k`) or freezes it otherwise, the run is captured again with the int
+        as a 0-d tensor."""
+        at_two: frozenset[int] = frozenset()
+        while True:
+            try:
+                return self._capture_run(function, stmts, dict(inputs), env, live, False, at_two)
+            except runs.IntAtTwo as retry:
+                at_two |= {retry.position}
+            except runs.IntsAsTensors:
+                return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=True)
 
-    def _capture_run(self, function, stmts, inputs, env, live, ints_as_tensors: bool) -> V.EnvValue:
+    def _capture_run(self, function, stmts, inputs, env, live, ints_as_tensors: bool, at_two=frozenset()) -> V.EnvValue:
         lines = sorted({s.lineno for s in stmts})
         names = list(inputs)
         for name in names:
@@ -1857,7 +1863,7 @@ class FunctionCompiler:
                         runs.container_layout(value for _, value in input_specs),
                     ),
                 )
-                examples = runs.distinct_examples(flat_inputs)
+                examples = runs.distinct_examples(flat_inputs, at_two)
                 if any(dynamic):  # (export specializes a dim whose example is 0 or 1)
                     examples = [runs.at_least_two(e, dims) for e, dims in zip(examples, dynamic)]
                 captured = self.capturer.capture(run, examples, dynamic, called, cache_key)
@@ -1867,7 +1873,8 @@ class FunctionCompiler:
                     """The run captured with the dims of `sizes` that size (0 or 1)."""
                     fixed = [runs.narrowed(e, [(d, n) for (k, d), n in sizes.items() if k == position]) for position, e in enumerate(examples)]
                     dims = [[d for d in ds if (position, d) not in sizes] for position, ds in enumerate(dynamic)]
-                    return self.capturer.capture(run, fixed, dims, called, (cache_key[0], (cache_key[1], tuple(sorted(sizes.items())))))
+                    return self.capturer.capture(run, fixed, dims, called, (cache_key[0], (cache_key[1], tuple(sorted(sizes.items(), key=str)))),
+                                                 frozenset(k for k, d in sizes if d is None))
 
                 names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
                 captured, values = self._splice_by_size(stmts, captured, variant, flat_inputs, names)
@@ -1877,7 +1884,7 @@ class FunctionCompiler:
                 raise self._data_dependent_shape_error(stmts, error) from None
             except (SpecializedInput, IntArithmetic) as error:
                 if not ints_as_tensors:
-                    raise runs.IntsAsTensors() from None
+                    raise runs.retry_with_ints(error, flat_inputs, at_two) from None
                 raise self._specialized_int(stmts[0], runs.bound_name(inputs, flat_inputs[error.position])) from None
             except WeightMutation as error:
                 raise self.error(
@@ -1886,6 +1893,8 @@ class FunctionCompiler:
                     "(`w = self.w * 2`, not `self.w.mul_(2)`)",
                 ) from None
             except Exception as error:
+                if at_two:  # (an example of 2 out of what the program allows: `x[0, k]` of a row of 2)
+                    raise runs.IntsAsTensors() from None
                 raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors) from None
             mutated = len(captured.mutated_inputs)
             memory = [aliases.storage_of(leaf.example) for leaf in flat_inputs]
@@ -1981,8 +1990,8 @@ class FunctionCompiler:
         def choose(sizes: list[int | None]) -> list[ir.Value]:
             if len(sizes) < len(groups):
                 group = groups[len(sizes)]
-                measured = [self.builder.host_op("torch.aten.size.int", [flat_inputs[k], self.builder.constant(d)], V.INT,
-                                                 flat_inputs[k].example.shape[d]) for k, d in group]
+                measured = [flat_inputs[k] if d is None else self.builder.host_op(  # (an int is its own size)
+                    "torch.aten.size.int", [flat_inputs[k], self.builder.constant(d)], V.INT, flat_inputs[k].example.shape[d]) for k, d in group]
                 smallest = functools.reduce(lambda a, b: self.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)), measured)
                 def at_least(size: V.Dyn, n: int) -> V.Dyn:
                     return self.builder.host_op("torch.aten.ge.int", [size, self.builder.constant(n)], V.BOOL, size.example >= n)
@@ -2000,8 +2009,8 @@ class FunctionCompiler:
                                  "compute new tensors instead of changing them in place")
             cast = list(operands)
             for k, leaf in enumerate(flat_inputs):
-                shape = [fixed.get((k, d), n) for d, n in enumerate(leaf.type.shape or ())]
-                if V.is_tensor_type(leaf.type) and leaf.type.shape is not None and shape != list(leaf.type.shape):
+                shape = [fixed.get((k, d), n) for d, n in enumerate(leaf.type.shape or ())] if V.is_tensor_type(leaf.type) else None
+                if shape is not None and leaf.type.shape is not None and shape != list(leaf.type.shape):
                     cast[k] = self.builder.cast(leaf, leaf.type.with_shape(shape)).value
             return self.capturer.splice(chosen.func_name, cast)
 
