@@ -21,6 +21,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter, FxImporterHooks, InputInfo
 from xdsl.ir import Attribute
 
+from dycl.frontend.build import check_host_op
 from dycl.frontend.export_cache import ExportCache, rename, renaming
 from dycl.frontend.hop import HopImporter
 from dycl.frontend.values import parse_type
@@ -260,10 +261,17 @@ class RunCapturer:
 
     def splice(self, func_name: str, operands: Sequence[ir.Value]) -> list[ir.Value]:
         """Move a run's body to the current insertion point (its arguments become
-        `operands`), erase its func and return what it returned. Calls it makes (branches of
+        `operands`), erase its func and return what it returned; an op of it that would stay
+        in the host program untranslated raises `build.NoHostTranslation`. Calls it makes (branches of
         an imported torch.cond) stay calls until `stitch.py` inlines them."""
         func = self.importer.symbol_table[func_name]
         block = func.regions[0].blocks[0]
+        scalars = [a for a in block.arguments if not str(a.type).startswith("!torch.vtensor")]
+        for op in block.operations:
+            name = op.operation.name
+            if name == "torch.operator":  # (an op torch-mlir has no named op for: `torch.operator "aten.is_same_size"`)
+                name = "torch." + ir.StringAttr(op.attributes["name"]).value
+            check_host_op(name, [str(r.type) for r in op.results], any(v in scalars for v in op.operands))
         for argument, operand in zip(block.arguments, operands):
             argument.replace_all_uses_with(operand)
         *body, ret = list(block.operations)

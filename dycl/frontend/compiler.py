@@ -30,10 +30,10 @@ from xdsl.ir import Attribute
 from dycl.frontend import aliases
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
-from dycl.frontend import host_builtins, host_numpy, lists, packed
+from dycl.frontend import host_builtins, host_numpy, lists, packed, predicates
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
 from dycl.frontend import values as V
-from dycl.frontend.build import HostBuilder, erase_after
+from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError, RuntimeSize
@@ -886,7 +886,7 @@ class FunctionCompiler:
                     raise self.error(sub, *X.REJECTED_CALLS[func])
                 if packed.packs_runtime_lengths(self, sub, func, env):
                     return True
-                if X.known(X.SCALAR_BUILTINS, func) or X.known(X.HOST_TORCH_FUNCTIONS, func) or func is builtins.len:
+                if X.known(X.SCALAR_BUILTINS, func) or predicates.is_predicate_call(sub, func) or func is builtins.len:
                     return True
                 # any()/all() (and max/min with a key or over a comprehension) decide with
                 # Python `bool()` on their items: on the host when an item is a runtime value
@@ -2256,6 +2256,8 @@ class FunctionCompiler:
     def _capture_error(self, stmts, lines, error, flat_inputs=(), ints_as_tensors=True) -> FrontendError:
         """What torch.export could not capture, in Python terms (its own message stays in
         the error's `detail`, not in what the user reads first)."""
+        if isinstance(error, NoHostTranslation):
+            return self.error(stmts[0], *error.explained(runs.statement_text(stmts).splitlines()[0]))
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "Constraints violated" in text or "specialized integer from data-dependent" in text:
             # a runtime int used where the graph needs a constant (a size, an index it reads)
@@ -2373,6 +2375,9 @@ class FunctionCompiler:
             example = self._eager(expr, lambda: tensor.example.item())
             return self.builder.host_op("torch.aten.item", [tensor], V.type_of_example(example), example)
         func = self._try_constant(expr.func, env, quiet=True)
+        result = predicates.host_call(self, expr, env, func)
+        if result is not None:
+            return result
         handler = host_expressions.handler_of(host_builtins.HANDLERS, func)
         if handler is not None:
             result = handler(self, expr, env)
@@ -2404,12 +2409,6 @@ class FunctionCompiler:
             if V.type_of_example(example) == arg.type:
                 return arg
             return self.builder.host_op(host_expressions.conversion_op(func, source_kind), [arg], V.type_of_example(example), example)
-        if func is torch.equal:
-            a, b = (self._materialize(a, "argument") for a in args)
-            return self.builder.host_op("torch.aten.equal", [a, b], V.BOOL, torch.equal(a.example, b.example))
-        if func is torch.is_nonzero:
-            (a,) = (self._materialize(a, "argument") for a in args)
-            return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, self._eager(expr, lambda: bool(a.example)))
         if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and V.is_list_type(args[0].type):
             return self.builder.host_op(LIST_LENGTH, [args[0]], V.INT, len(args[0].example))
         host_numpy.refuse_numpy_argument(self, expr, args, func)
@@ -2946,6 +2945,8 @@ class FunctionCompiler:
         source, stmt = self.current or (self.scope.source, self.scope.source.node)
         # (a statement the frontend wrote, a `FixLength`, has no text: its kind instead)
         text = (desugar.source_text(stmt).splitlines() or [type(stmt).__name__])[0][:60]
+        if isinstance(error, NoHostTranslation):
+            return source.error(stmt, *error.explained(text))
         detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
         failure = source.error(
             stmt, f"DyCL failed to compile `{text}` (internal {type(error).__name__}{': ' + detail if detail else ''})",
