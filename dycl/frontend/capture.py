@@ -270,7 +270,8 @@ class RunCapturer:
         for op in block.operations:
             name = op.operation.name
             if name == "torch.operator":  # (an op torch-mlir has no named op for: `torch.operator "aten.is_same_size"`)
-                name = "torch." + ir.StringAttr(op.attributes["name"]).value
+                name = ir.StringAttr(op.attributes["name"]).value
+                name = name if name.startswith("torch.") else "torch." + name
             check_host_op(name, [str(r.type) for r in op.results], any(v in scalars for v in op.operands))
         for argument, operand in zip(block.arguments, operands):
             argument.replace_all_uses_with(operand)
