@@ -121,6 +121,9 @@ FORMS = (
     "runtime_slice",
     # an RNN module on pack_padded_sequence with runtime lengths
     "packed_rnn",
+    # a tensor predicate in an `if`: of metadata (`x.dim() == 2`, `torch.is_tensor(x)`, folded
+    # at import) or of values (`torch.equal`, `torch.allclose`, `x.is_nonzero()`, `torch.any`)
+    "tensor_predicate",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -149,7 +152,7 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
-    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5,
+    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5, "tensor_predicate": 1.5,
 }
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
@@ -160,6 +163,22 @@ CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append", "packed_rnn")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
 ACTIVATIONS = ["torch.relu({})", "torch.tanh({})", "torch.sigmoid({})", "F.gelu({})", "F.silu({})"]
+# A predicate of values around a calibrated comparison `@` (a 0-d bool tensor): true exactly
+# where the comparison is.
+VALUE_PREDICATES = [
+    "torch.any(@)", "torch.all(@)", "(@).is_nonzero()", "torch.is_nonzero(@)", "(@).any().item()",
+    "torch.equal(@, torch.tensor(True))", "(@).equal(torch.ones((), dtype=torch.bool))",
+    "(@).eq(torch.tensor(True)).all()", "torch.count_nonzero(@) > 0",
+    "torch.allclose((@).float(), torch.ones(()))", "(@).double().allclose(torch.ones((), dtype=torch.float64), atol=0.5)",
+    "torch.isclose((@).float(), torch.tensor(1.0)).all()", "torch.isfinite(torch.log((@).float())).all()",
+]
+# Predicates of metadata, known at import ({w}: the width; {rank}: 2 for vectors, 4 for images).
+METADATA_PREDICATES = [
+    "x.dim() == {rank}", "x.ndim > 2", "x.numel() > {w}", "torch.numel(x) == {w}", "len(x) == 1", "x.size(1) == {w}",
+    "x.shape[-1] == {w}", "x.dtype == torch.float32", "x.is_floating_point()", "torch.is_floating_point(x)",
+    "torch.is_tensor(x)", "isinstance(x, torch.Tensor)", "x.is_contiguous()", "x.is_complex()", "x.requires_grad",
+    "x.is_cuda", "x.device.type == 'cpu'", "x.is_same_size(x * 2)",
+]
 NUMPY_STATISTICS = [
     "np.max(F.softmax({s}, -1).detach().cpu().numpy())",
     "np.max({s}.detach().cpu().numpy())",
@@ -252,6 +271,21 @@ class Researcher:
                 kinds[form] = 0.0
         form = r.choices(list(kinds), [kinds.get(k, 0.0) for k in kinds])[0]
         return self.form(form, stage, in_helper)
+
+    def tensor_predicate(self, stage: str) -> list[Stmt]:
+        """`if <predicate>:` around layers: a predicate of values on a calibrated statistic
+        (when a threshold slot is left), else one of metadata, whose `if` folds at import."""
+        r, form = self.rng, "tensor_predicate"
+        orelse = [Research(self.layer(stage), form)] if r.random() < 0.5 else None
+        if len(self.conds) < MAX_CONDITIONS and r.random() < 0.75:
+            stat = r.choice(self.statistics(stage)).replace("{k}", str(r.randrange(self.width)))
+            cond = self.cond(stat, wrap=r.choice(VALUE_PREDICATES), form="tensor")
+            return [If([(cond, [Research(self.layer(stage), form)])], orelse)]
+        predicate = r.choice(METADATA_PREDICATES).format(w=self.width, rank=2 if stage == "vector" else 4)
+        arms = f"if {predicate}:\n    {self.layer(stage)}"
+        if orelse:
+            arms += f"\nelse:\n    {self.layer(stage)}"
+        return [Research(arms, form)]
 
     def list_alias(self, stage: str, fold) -> list[Stmt]:
         """One list, several holders; a change through one under a runtime condition must show
@@ -608,6 +642,8 @@ class Researcher:
             cond = self.a_cond(stage)
             return [CondLine(r.choice(["x = torch.tanh(x) if @ else x * 0.5", f"{m} = 1.5 if @ else 0.5\nx = x * {m}"]),
                              cond, form)]
+        if form == "tensor_predicate":
+            return self.tensor_predicate(stage)
         if form == "bool_math":
             b = self.fresh("b")
             use = r.choice([f"x = x * {b} + 0.5 * x", f"x = x + 0.5 * ({b} & (x > 0)).float()", f"x = torch.where(x > 0, x, x * {b})"])
