@@ -12,7 +12,9 @@ it as a constant and the `if` folds. A predicate of a tensor's values decides on
 - `torch.allclose(a, b, rtol, atol, equal_nan)` / `a.allclose(b, ...)`: what PyTorch computes,
   `torch.isclose(a, b, rtol, atol, equal_nan).all()` in tensor code, read on the host;
 - `torch.is_nonzero(x)` / `x.is_nonzero()`: `bool(x)` of a one-element tensor;
-- `torch.is_same_size(a, b)` / `a.is_same_size(b)`: `a.shape == b.shape`.
+- `torch.is_same_size(a, b)` / `a.is_same_size(b)`: `a.shape == b.shape`;
+- `torch.is_tensor(v)`, `isinstance(v, ...)` of a runtime Python scalar: False for a tensor
+  class, known here (in tensor code the scalar would be a 0-d tensor).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import ast
 
 import torch
 
+from dycl.frontend import host_numpy
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.rewrite import fresh_id
@@ -47,6 +50,8 @@ def is_predicate_call(call: ast.Call, func) -> bool:
 
 def host_call(c, expr: ast.Call, env: dict, func) -> V.EnvValue | None:
     """The predicate's value (a host bool, or a constant); None: `expr` is no predicate call."""
+    if func is torch.is_tensor or func is isinstance:
+        return _kind_test(c, expr, env, func)
     if not is_predicate_call(expr, func):
         return None
     if known(func):
@@ -72,6 +77,18 @@ def host_call(c, expr: ast.Call, env: dict, func) -> V.EnvValue | None:
     close = _tensor_code(c, expr, f"a.isclose(b, {', '.join(f'{k}={v!r}' for k, v in options.items())}).all()",
                          {"a": a, "b": b}, c.tensor_expression)
     return c.builder.host_op("torch.aten.Bool.Tensor", [close], V.BOOL, bool(close.example))
+
+
+def _kind_test(c, expr: ast.Call, env: dict, func) -> V.Const | None:
+    """`torch.is_tensor(v)`, `isinstance(v, float)`: what kind of value `v` is, known here. (A
+    runtime Python scalar enters tensor code as a 0-d tensor: there the test would be wrong.)"""
+    if len(expr.args) != (1 if func is torch.is_tensor else 2) or expr.keywords:
+        return None
+    value = c.expression(expr.args[0], env)
+    classes = () if func is torch.is_tensor else (c._try_constant(expr.args[1], env, quiet=True),)
+    if V.MISSING in classes or isinstance(value, V.Maybe) or host_numpy.is_numpy(value) or V.holds_maybe(value):
+        return None
+    return V.Const(bool(func(V.example_of(value), *classes)))
 
 
 def _tensor(c, node: ast.expr, env: dict, expr: ast.Call) -> V.Dyn:
