@@ -1735,19 +1735,10 @@ class FunctionCompiler:
         What the run mutates in place is rebound in `env`, with every alias of it that is in
         `live` (None: every variable), or refused (aliases.py).
 
-        A runtime int enters as a symbolic int (an index or a size: `gate[0, k]`, `x[:, :n]`);
-        one that export freezes because its example is 0 or 1 is captured again at 2 (and
-        for 0 and 1 where export assumed it is neither); if export uses it as a number in
-        tensor math (`h * k`) or freezes it otherwise, the run is captured again with the int
-        as a 0-d tensor."""
-        at_two: frozenset[int] = frozenset()
-        while True:
-            try:
-                return self._capture_run(function, stmts, dict(inputs), env, live, False, at_two)
-            except runs.IntAtTwo as retry:
-                at_two |= {retry.position}
-            except runs.IntsAsTensors:
-                return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=True)
+        A runtime int enters as a symbolic int (an index or a size: `gate[0, k]`, `x[:, :n]`),
+        exported at 2 where its example is 0 or 1, or as a 0-d tensor where export uses it in
+        tensor math (`h * k`) or freezes it otherwise (`runs.capture_retrying`)."""
+        return runs.capture_retrying(lambda as_tensors, at_two: self._capture_run(function, stmts, dict(inputs), env, live, as_tensors, at_two))
 
     def _capture_run(self, function, stmts, inputs, env, live, ints_as_tensors: bool, at_two=frozenset()) -> V.EnvValue:
         lines = sorted({s.lineno for s in stmts})
@@ -1893,9 +1884,7 @@ class FunctionCompiler:
                     "(`w = self.w * 2`, not `self.w.mul_(2)`)",
                 ) from None
             except Exception as error:
-                if at_two:  # (an example of 2 out of what the program allows: `x[0, k]` of a row of 2)
-                    raise runs.IntsAsTensors() from None
-                raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors) from None
+                raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors, at_two) from None
             mutated = len(captured.mutated_inputs)
             memory = [aliases.storage_of(leaf.example) for leaf in flat_inputs]
             seen = {memory[k] for k in captured.mutated_inputs}
@@ -2253,10 +2242,12 @@ class FunctionCompiler:
         shape = type_.shape if V.is_tensor_type(type_) else None
         return [k for k, d in enumerate(shape) if d is None] if shape else []
 
-    def _capture_error(self, stmts, lines, error, flat_inputs=(), ints_as_tensors=True) -> FrontendError:
+    def _capture_error(self, stmts, lines, error, flat_inputs=(), ints_as_tensors=True, at_two=()) -> FrontendError:
         """What torch.export could not capture, in Python terms (its own message stays in
         the error's `detail`, not in what the user reads first)."""
-        if isinstance(error, NoHostTranslation):
+        if at_two:  # (an int exported at 2 where the program allows no 2, `x[0, k]` of a row of 2)
+            raise runs.IntsAsTensors()
+        if isinstance(error, NoHostTranslation):  # (from `splice`)
             return self.error(stmts[0], *error.explained(runs.statement_text(stmts).splitlines()[0]))
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "Constraints violated" in text or "specialized integer from data-dependent" in text:

@@ -243,6 +243,19 @@ class IntAtTwo(Exception):
         self.position = position
 
 
+def capture_retrying(capture):
+    """`capture(ints_as_tensors, at_two)` until it needs no other capture of its runtime ints:
+    symbolic (with the ints of `IntAtTwo` exported at 2), else as 0-d tensors."""
+    at_two: frozenset[int] = frozenset()
+    while True:
+        try:
+            return capture(False, at_two)
+        except IntAtTwo as retry:
+            at_two |= {retry.position}
+        except IntsAsTensors:
+            return capture(True, frozenset())
+
+
 def retry_with_ints(error, flat_inputs: list[V.Dyn], at_two: frozenset[int]) -> Exception:
     """How to capture again a run whose int export froze (`SpecializedInput`) or used in
     tensor math (`IntArithmetic`): at 2 if its example is 0 or 1 and it was not yet, else as tensors."""
