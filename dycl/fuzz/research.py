@@ -152,8 +152,13 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
-    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5, "tensor_predicate": 1.5,
+    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5,
 }
+# `tensor_predicate` draws from a stream of its own (`Researcher.predicates`), so that the
+# other forms' programs stay what they were: a gap gets one with this probability, and at most
+# PREDICATE_CONDITIONS of them a program compare a statistic (their threshold slots are extra).
+PREDICATE_PROBABILITY = 0.04
+PREDICATE_CONDITIONS = 1
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
@@ -196,6 +201,8 @@ class Researcher:
         self.names = 0
         self.modules = 0
         self.conds: list[Cond] = []  # threshold slots, numbered by the generator at the end
+        self.predicates = random.Random(0)  # the tensor_predicate stream (the generator seeds it)
+        self.predicate_conds = 0
         self.lengths = 0
         self.lengths_type = "list"
         self.saved = False
@@ -224,9 +231,13 @@ class Researcher:
         simple = value.replace("_", "a").replace(".", "a").isalnum() or value.endswith("]") and "(" not in value
         return f"{value}[:, :, None, None]" if simple else f"({value})[:, :, None, None]"
 
-    def layer(self, stage: str) -> str:
+    def slots_used(self) -> int:
+        """Threshold slots the forms of the research stream took (not tensor_predicate's)."""
+        return len(self.conds) - self.predicate_conds
+
+    def layer(self, stage: str, rng: random.Random | None = None) -> str:
         """`x = ...` keeping x's shape (a layer of this module's own)."""
-        r, w = self.rng, self.width
+        r, w = rng or self.rng, self.width
         act = r.choice(ACTIVATIONS)
         if stage == "image":
             conv = self.module(f"nn.Conv2d({w}, {w}, 3, padding=1)")
@@ -237,8 +248,8 @@ class Researcher:
         linear = self.module(f"nn.Linear({w}, {w})")
         return [f"x = {act.format(f'{linear}(x)')}", f"x = x + {act.format(f'{linear}(x)')}"][choice]
 
-    def cond(self, stat: str, wrap: str = "", item: bool = True, form: str | None = None) -> Cond:
-        r = self.rng
+    def cond(self, stat: str, wrap: str = "", item: bool = True, form: str | None = None, rng: random.Random | None = None) -> Cond:
+        r = rng or self.rng
         forms, weights = (["tensor", "item", "bool"], [5, 2, 1]) if item else (["tensor", "bool"], [5, 1])
         cond = Cond(stat=stat, index=-1, op=r.choice([">", "<"]), form=form or r.choices(forms, weights)[0],
                     via_attr=r.random() < 0.25, wrap=wrap)
@@ -262,7 +273,7 @@ class Researcher:
         """A research construct (a few statements) for a block of forward or a helper."""
         r = self.rng
         kinds = dict(WEIGHTS)
-        left = MAX_CONDITIONS - len(self.conds)
+        left = MAX_CONDITIONS - self.slots_used()
         for form, needed in CONDITIONS.items():
             if needed > left:
                 kinds[form] = 0.0
@@ -273,18 +284,19 @@ class Researcher:
         return self.form(form, stage, in_helper)
 
     def tensor_predicate(self, stage: str) -> list[Stmt]:
-        """`if <predicate>:` around layers: a predicate of values on a calibrated statistic
-        (when a threshold slot is left), else one of metadata, whose `if` folds at import."""
-        r, form = self.rng, "tensor_predicate"
-        orelse = [Research(self.layer(stage), form)] if r.random() < 0.5 else None
-        if len(self.conds) < MAX_CONDITIONS and r.random() < 0.75:
+        """`if <predicate>:` around layers (drawn from the predicate stream only): a predicate
+        of values on a calibrated statistic, else one of metadata, whose `if` folds at import."""
+        r, form = self.predicates, "tensor_predicate"
+        orelse = [Research(self.layer(stage, r), form)] if r.random() < 0.5 else None
+        if self.predicate_conds < PREDICATE_CONDITIONS and r.random() < 0.75:
             stat = r.choice(self.statistics(stage)).replace("{k}", str(r.randrange(self.width)))
-            cond = self.cond(stat, wrap=r.choice(VALUE_PREDICATES), form="tensor")
-            return [If([(cond, [Research(self.layer(stage), form)])], orelse)]
+            cond = self.cond(stat, wrap=r.choice(VALUE_PREDICATES), form="tensor", rng=r)
+            self.predicate_conds += 1
+            return [If([(cond, [Research(self.layer(stage, r), form)])], orelse)]
         predicate = r.choice(METADATA_PREDICATES).format(w=self.width, rank=2 if stage == "vector" else 4)
-        arms = f"if {predicate}:\n    {self.layer(stage)}"
+        arms = f"if {predicate}:\n    {self.layer(stage, r)}"
         if orelse:
-            arms += f"\nelse:\n    {self.layer(stage)}"
+            arms += f"\nelse:\n    {self.layer(stage, r)}"
         return [Research(arms, form)]
 
     def list_alias(self, stage: str, fold) -> list[Stmt]:
@@ -461,7 +473,7 @@ class Researcher:
                 build = f"{c} = [torch.max(F.softmax(head({s}), 1)) for head in {heads}]"
             else:
                 build = f"{c} = []\nfor head in {heads}:\n    {c}.append(torch.max(F.softmax(head({s}), 1)).data)"
-            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.6:
+            if self.slots_used() < MAX_CONDITIONS and r.random() < 0.6:
                 cond = self.cond(f"float(np.mean({c}))", item=False)
                 return [Research(build, form), If([(cond, [Research(self.layer(stage), form)])])]
             return [Research(f"{build}\nx = x * (0.5 + float(np.mean({c})))", form)]
@@ -479,12 +491,12 @@ class Researcher:
             value = r.choice([f"int({s}.argmax())", f"float({s}.max())", f"bool({s}.sum() > 0)", f"{s}.argmax().item()"])
             body: list[Stmt] = [Research(self.layer(stage), form)]
             always = r.random() < 0.6  # appended on every iteration (else under a condition)
-            if always or len(self.conds) >= MAX_CONDITIONS:
+            if always or self.slots_used() >= MAX_CONDITIONS:
                 body.append(Research(f"{t} = {value}\n{toks}.append({t})", form))
                 always = True
             else:
                 body += [Research(f"{t} = {value}", form), If([(self.a_cond(stage), [Research(f"{toks}.append({t})", form)])])]
-            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.7:
+            if self.slots_used() < MAX_CONDITIONS and r.random() < 0.7:
                 body.append(Break(self.a_cond(stage)))
             uses = [f"x = x * (1.0 + 0.1 * len({toks}))"]
             if always:  # never empty: the first iteration appends
@@ -508,7 +520,7 @@ class Researcher:
             body: list[Stmt] = [Research(self.layer(stage), form)]
             if r.random() < 0.5:
                 body.append(Research(f"x = x * (1.0 - 0.05 * {i})", form))
-            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.5:
+            if self.slots_used() < MAX_CONDITIONS and r.random() < 0.5:
                 body.append(Break(self.a_cond(stage)))
             start = r.choice(["", "1, "])
             return [Research(f"{n} = int({s}[0, :3].argmax()) + 1", form), For(0, body, header=f"for {i} in range({start}{n}):")]
@@ -585,7 +597,7 @@ class Researcher:
             body: list[Stmt] = [Research(self.layer(stage), form), Research(f"{logits} = {head}({s})", form)]
             if r.random() < 0.5:
                 body.reverse()  # assigned before or after the layer (always before the break)
-            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.8:
+            if self.slots_used() < MAX_CONDITIONS and r.random() < 0.8:
                 body.append(Break(self.a_cond(stage)))
             return [Research(f"{logits} = None", form), For(trips, body),
                     Research(f"x = x + 0.5 * {fold(logits)}", form)]
@@ -642,8 +654,6 @@ class Researcher:
             cond = self.a_cond(stage)
             return [CondLine(r.choice(["x = torch.tanh(x) if @ else x * 0.5", f"{m} = 1.5 if @ else 0.5\nx = x * {m}"]),
                              cond, form)]
-        if form == "tensor_predicate":
-            return self.tensor_predicate(stage)
         if form == "bool_math":
             b = self.fresh("b")
             use = r.choice([f"x = x * {b} + 0.5 * x", f"x = x + 0.5 * ({b} & (x > 0)).float()", f"x = torch.where(x > 0, x, x * {b})"])
