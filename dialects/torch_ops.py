@@ -437,8 +437,16 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     "torch.aten.tensor.int": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.float": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.bool": "np.array(a, dtype=dtype)",
-    # filled tensors whose size is a host int (`torch.zeros(len(lengths), max(lengths))`)
+    # filled tensors whose size is a host int (`torch.zeros(len(lengths), max(lengths))`),
+    # ranges and narrowed views that a host int bounds (`torch.arange(n)`, `x.narrow(1, 0, n)`)
     "torch.aten.zeros": "np.zeros(size, dtype=dtype)",
+    "torch.aten.arange": "np.arange(end, dtype=dtype)",
+    "torch.aten.arange.start": "np.arange(start, end, dtype=dtype)",
+    "torch.aten.arange.start_step": "np.arange(start, end, step, dtype=dtype)",
+    "torch.aten.narrow": "rt.narrow(x, dim, start, length)",
+    # `torch.equal(a, b)`: a Python bool from tensor values, which the host decides on (same
+    # shape and the same values; NaN equals nothing; values compare across dtypes)
+    "torch.aten.equal": "np.array_equal(a, b)",
     "torch.aten.ones": "np.ones(size, dtype=dtype)",
     "torch.aten.full": "np.full(size, value, dtype=dtype)",
     # Sub-DNN work with a MAC estimate.

@@ -13,7 +13,7 @@ from xdsl.ir import Attribute
 
 from dycl.frontend import values as V
 from dycl.frontend.hop import tensor_to_i1
-from dycl.dialects.torch_ops import LIST_CONSTRUCT
+from dycl.dialects.torch_ops import LIST_CONSTRUCT, Category, op_info
 
 
 # The discardable attribute that carries the user's variable names of an op's results from
@@ -83,6 +83,7 @@ class HostBuilder:
         raise TypeError(f"cannot make one IR value of {value!r}")
 
     def host_op(self, name: str, operands: list[V.Dyn], result_type: Attribute, example) -> V.Dyn:
+        check_host_op(name, [str(result_type)], reads_host_scalar=True)
         op = self.op(name, [o.value for o in operands], [result_type])
         return V.Dyn(op.result, result_type, example)
 
@@ -115,6 +116,42 @@ class HostBuilder:
         literal_type = V.type_of_example(zeros)
         op = self.op("torch.vtensor.literal", (), [literal_type], {"value": attr})
         return self.cast(V.Dyn(op.result, literal_type, zeros), type_)
+
+
+class NoHostTranslation(Exception):
+    """An op that the host program would run, which the op registry gives no host
+    translation (`dialects/torch_ops.py`): no later stage could run it, so the frontend
+    refuses the statement that makes it."""
+
+    def __init__(self, op: str):
+        super().__init__(op)
+        self.op = op
+
+    def explained(self, statement: str) -> tuple[str, str]:
+        """(construct, hint) of the refusal of `statement`, in Python terms."""
+        aten = self.op.removeprefix("torch.").replace("aten.", "torch.ops.aten.", 1)
+        return (
+            f"`{statement}` makes a Python value with `{aten}`, which the host program would have to run, "
+            "and DyCL has no host translation of it",
+            "keep the computation in tensors (`(a == b).all()` instead of a Python bool) and read "
+            "the result with `bool(...)` or `.item()`",
+        )
+
+
+_NEVER_IN_HOST_CODE = (Category.CONSTANT, Category.EFFECT, Category.NOT_TORCH)
+
+
+def check_host_op(name: str, result_types: list[str], reads_host_scalar: bool) -> None:
+    """Raise NoHostTranslation for an op that stays in the host and has no translation
+    there. What stays in the host (passes/outline.py): an op with a result that is neither a
+    tensor nor a list of tensors (`torch.aten.equal` -> `!torch.bool`), and a tensor op that
+    reads a scalar the host computes (`torch.aten.arange` of a runtime int)."""
+    info = op_info(name)
+    if not result_types or info.host is not None or info.category in _NEVER_IN_HOST_CODE:
+        return
+    tensors = all(t.startswith(("!torch.vtensor", "!torch.list<vtensor")) for t in result_types)
+    if reads_host_scalar or not tensors:
+        raise NoHostTranslation(name)
 
 
 def erase_after(ir_block: ir.Block, count: int) -> None:

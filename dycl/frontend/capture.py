@@ -21,6 +21,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter, FxImporterHooks, InputInfo
 from xdsl.ir import Attribute
 
+from dycl.frontend.build import check_host_op
 from dycl.frontend.export_cache import ExportCache, rename, renaming
 from dycl.frontend.hop import HopImporter
 from dycl.frontend.values import parse_type
@@ -192,11 +193,13 @@ class RunCapturer:
         dynamic_dims: Sequence[Sequence[int]],
         called_modules: Sequence[torch.nn.Module] | None = None,
         cache_key: tuple | None = None,
+        fixed_ints: frozenset[int] = frozenset(),
     ) -> CapturedRun:
         """Export `run(model, *examples)` (tensors and ints) and import it as a private func.
 
         `dynamic_dims[i]` lists the dims of tensor input i that are unknown in the host IR;
-        int inputs are always symbolic (they are data-dependent host values).
+        int inputs are always symbolic (they are data-dependent host values), but for those
+        at `fixed_ints`, which the caller calls the run for only when they have their example's value.
         """
         anchored = not examples
         if anchored:
@@ -233,7 +236,7 @@ class RunCapturer:
                 # tensors baked in as constants (a module outside the model, which the call
                 # record does not see): another run of the same code may hold other ones
                 key = None
-            _check_int_inputs_used(program)
+            _check_int_inputs_used(program, fixed_ints)
             _check_static_sizes(program)
             _retarget(program, _DETACHES, torch.ops.aten.alias.default)
             program = _functionalize(program)
@@ -273,10 +276,18 @@ class RunCapturer:
 
     def splice(self, func_name: str, operands: Sequence[ir.Value]) -> list[ir.Value]:
         """Move a run's body to the current insertion point (its arguments become
-        `operands`), erase its func and return what it returned. Calls it makes (branches of
+        `operands`), erase its func and return what it returned; an op of it that would stay
+        in the host program untranslated raises `build.NoHostTranslation`. Calls it makes (branches of
         an imported torch.cond) stay calls until `stitch.py` inlines them."""
         func = self.importer.symbol_table[func_name]
         block = func.regions[0].blocks[0]
+        scalars = [a for a in block.arguments if not str(a.type).startswith("!torch.vtensor")]
+        for op in block.operations:
+            name = op.operation.name
+            if name == "torch.operator":  # (an op torch-mlir has no named op for: `torch.operator "aten.is_same_size"`)
+                name = ir.StringAttr(op.attributes["name"]).value
+                name = name if name.startswith("torch.") else "torch." + name
+            check_host_op(name, [str(r.type) for r in op.results], any(v in scalars for v in op.operands))
         for argument, operand in zip(block.arguments, operands):
             argument.replace_all_uses_with(operand)
         *body, ret = list(block.operations)
@@ -360,17 +371,26 @@ def _user_inputs(program) -> list[tuple[object, object]]:
             for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
 
 
-def _runtime_sizes(program) -> list[list[tuple[int, int]]]:
-    """The symbolic dims of the program's tensor inputs, grouped by their size symbol."""
-    groups: dict[str, list[tuple[int, int]]] = {}
+def _runtime_sizes(program) -> list[list[tuple[int, int | None]]]:
+    """The symbolic dims of the program's tensor inputs, grouped by their size symbol. An int
+    input joins its symbol's group as (position, None); an int alone in its group counts
+    where export assumed it is not 0 or 1 (`torch.zeros(1, n) + x` broadcasts nothing only
+    for n >= 2): the run is then right for n >= 2 only, as for a dim."""
+    groups: dict[str, list[tuple[int, int | None]]] = {}
+    ints: dict[str, list[tuple[int, None]]] = {}
     for position, (_, node) in enumerate(_user_inputs(program)):
         value = node.meta.get("val") if node is not None else None
+        if isinstance(value, torch.SymInt) and value.node.expr.free_symbols:
+            assumed = program.range_constraints.get(value.node.expr)
+            if str(value.node.expr) in groups or assumed is not None and assumed.lower > 0:
+                groups.setdefault(str(value.node.expr), [])
+            ints.setdefault(str(value.node.expr), []).append((position, None))
         if not isinstance(value, torch.Tensor):
             continue
         for dim, size in enumerate(value.shape):
             if isinstance(size, torch.SymInt) and size.node.expr.free_symbols:
                 groups.setdefault(str(size.node.expr), []).append((position, dim))
-    return list(groups.values())
+    return [[*members, *ints.get(symbol, [])] for symbol, members in groups.items()]
 
 
 class DataDependentShape(Exception):
@@ -416,13 +436,14 @@ _INDEX_OPS = frozenset({
 })
 
 
-def _check_int_inputs_used(program) -> None:
+def _check_int_inputs_used(program, fixed_ints: frozenset[int] = frozenset()) -> None:
     """A runtime int the graph never reads was specialized to its example value; one used
-    as a number in tensor math must enter as a tensor."""
+    as a number in tensor math must enter as a tensor. (`fixed_ints`: the positions of ints
+    the run is captured for one value of, which export may specialize.)"""
     from torch.export.graph_signature import SymIntArgument
 
     for position, (spec, node) in enumerate(_user_inputs(program)):
-        if not isinstance(spec.arg, SymIntArgument):
+        if not isinstance(spec.arg, SymIntArgument) or position in fixed_ints:
             continue
         value = node.meta.get("val")
         if not node.users or (isinstance(value, torch.SymInt) and not value.node.expr.free_symbols):

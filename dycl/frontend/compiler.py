@@ -29,10 +29,10 @@ from xdsl.ir import Attribute
 from dycl.frontend import aliases, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
-from dycl.frontend import host_builtins, host_numpy, lists, packed
+from dycl.frontend import host_builtins, host_numpy, lists, packed, predicates
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
 from dycl.frontend import values as V
-from dycl.frontend.build import HostBuilder, erase_after
+from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError, RuntimeSize
@@ -884,7 +884,7 @@ class FunctionCompiler:
                     raise self.error(sub, *X.REJECTED_CALLS[func])
                 if packed.packs_runtime_lengths(self, sub, func, env):
                     return True
-                if X.known(X.SCALAR_BUILTINS, func) or X.known(X.HOST_TORCH_FUNCTIONS, func) or func is builtins.len:
+                if X.known(X.SCALAR_BUILTINS, func) or predicates.is_predicate_call(sub, func) or func is builtins.len:
                     return True
                 # any()/all() (and max/min with a key or over a comprehension) decide with
                 # Python `bool()` on their items: on the host when an item is a runtime value
@@ -1730,15 +1730,12 @@ class FunctionCompiler:
         What the run mutates in place is rebound in `env`, with every alias of it that is in
         `live` (None: every variable), or refused (aliases.py).
 
-        A runtime int enters as a symbolic int (an index or a size: `gate[0, k]`, `x[:, :n]`);
-        if export uses it as a number in tensor math (`h * k`) or freezes it, the run is
-        captured again with the int as a 0-d tensor."""
-        try:
-            return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=False)
-        except runs.IntsAsTensors:
-            return self._capture_run(function, stmts, dict(inputs), env, live, ints_as_tensors=True)
+        A runtime int enters as a symbolic int (an index or a size: `gate[0, k]`, `x[:, :n]`),
+        exported at 2 where its example is 0 or 1, or as a 0-d tensor where export uses it in
+        tensor math (`h * k`) or freezes it otherwise (`runs.capture_retrying`)."""
+        return runs.capture_retrying(lambda as_tensors, at_two: self._capture_run(function, stmts, dict(inputs), env, live, as_tensors, at_two))
 
-    def _capture_run(self, function, stmts, inputs, env, live, ints_as_tensors: bool) -> V.EnvValue:
+    def _capture_run(self, function, stmts, inputs, env, live, ints_as_tensors: bool, at_two=frozenset()) -> V.EnvValue:
         lines = sorted({s.lineno for s in stmts})
         names = list(inputs)
         for name in names:
@@ -1852,7 +1849,7 @@ class FunctionCompiler:
                         runs.container_layout(value for _, value in input_specs),
                     ),
                 )
-                examples = runs.distinct_examples(flat_inputs)
+                examples = runs.distinct_examples(flat_inputs, at_two)
                 if any(dynamic):  # (export specializes a dim whose example is 0 or 1)
                     examples = [runs.at_least_two(e, dims) for e, dims in zip(examples, dynamic)]
                 captured = self.capturer.capture(run, examples, dynamic, called, cache_key)
@@ -1862,7 +1859,8 @@ class FunctionCompiler:
                     """The run captured with the dims of `sizes` that size (0 or 1)."""
                     fixed = [runs.narrowed(e, [(d, n) for (k, d), n in sizes.items() if k == position]) for position, e in enumerate(examples)]
                     dims = [[d for d in ds if (position, d) not in sizes] for position, ds in enumerate(dynamic)]
-                    return self.capturer.capture(run, fixed, dims, called, (cache_key[0], (cache_key[1], tuple(sorted(sizes.items())))))
+                    return self.capturer.capture(run, fixed, dims, called, (cache_key[0], (cache_key[1], tuple(sorted(sizes.items(), key=str)))),
+                                                 frozenset(k for k, d in sizes if d is None))
 
                 names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
                 captured, values = self._splice_by_size(stmts, captured, variant, flat_inputs, names)
@@ -1872,7 +1870,7 @@ class FunctionCompiler:
                 raise self._data_dependent_shape_error(stmts, error) from None
             except (SpecializedInput, IntArithmetic) as error:
                 if not ints_as_tensors:
-                    raise runs.IntsAsTensors() from None
+                    raise runs.retry_with_ints(error, flat_inputs, at_two) from None
                 raise self._specialized_int(stmts[0], runs.bound_name(inputs, flat_inputs[error.position])) from None
             except WeightMutation as error:
                 raise self.error(
@@ -1881,7 +1879,7 @@ class FunctionCompiler:
                     "(`w = self.w * 2`, not `self.w.mul_(2)`)",
                 ) from None
             except Exception as error:
-                raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors) from None
+                raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors, at_two) from None
             mutated = len(captured.mutated_inputs)
             memory = [aliases.storage_of(leaf.example) for leaf in flat_inputs]
             seen = {memory[k] for k in captured.mutated_inputs}
@@ -1976,8 +1974,8 @@ class FunctionCompiler:
         def choose(sizes: list[int | None]) -> list[ir.Value]:
             if len(sizes) < len(groups):
                 group = groups[len(sizes)]
-                measured = [self.builder.host_op("torch.aten.size.int", [flat_inputs[k], self.builder.constant(d)], V.INT,
-                                                 flat_inputs[k].example.shape[d]) for k, d in group]
+                measured = [flat_inputs[k] if d is None else self.builder.host_op(  # (an int is its own size)
+                    "torch.aten.size.int", [flat_inputs[k], self.builder.constant(d)], V.INT, flat_inputs[k].example.shape[d]) for k, d in group]
                 smallest = functools.reduce(lambda a, b: self.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)), measured)
                 def at_least(size: V.Dyn, n: int) -> V.Dyn:
                     return self.builder.host_op("torch.aten.ge.int", [size, self.builder.constant(n)], V.BOOL, size.example >= n)
@@ -1995,8 +1993,8 @@ class FunctionCompiler:
                                  "compute new tensors instead of changing them in place")
             cast = list(operands)
             for k, leaf in enumerate(flat_inputs):
-                shape = [fixed.get((k, d), n) for d, n in enumerate(leaf.type.shape or ())]
-                if V.is_tensor_type(leaf.type) and leaf.type.shape is not None and shape != list(leaf.type.shape):
+                shape = [fixed.get((k, d), n) for d, n in enumerate(leaf.type.shape or ())] if V.is_tensor_type(leaf.type) else None
+                if shape is not None and leaf.type.shape is not None and shape != list(leaf.type.shape):
                     cast[k] = self.builder.cast(leaf, leaf.type.with_shape(shape)).value
             return self.capturer.splice(chosen.func_name, cast)
 
@@ -2239,9 +2237,13 @@ class FunctionCompiler:
         shape = type_.shape if V.is_tensor_type(type_) else None
         return [k for k, d in enumerate(shape) if d is None] if shape else []
 
-    def _capture_error(self, stmts, lines, error, flat_inputs=(), ints_as_tensors=True) -> FrontendError:
+    def _capture_error(self, stmts, lines, error, flat_inputs=(), ints_as_tensors=True, at_two=()) -> FrontendError:
         """What torch.export could not capture, in Python terms (its own message stays in
         the error's `detail`, not in what the user reads first)."""
+        if at_two:  # (an int exported at 2 where the program allows no 2, `x[0, k]` of a row of 2)
+            raise runs.IntsAsTensors()
+        if isinstance(error, NoHostTranslation):  # (from `splice`)
+            return self.error(stmts[0], *error.explained(runs.statement_text(stmts).splitlines()[0]))
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "Constraints violated" in text or "specialized integer from data-dependent" in text:
             # a runtime int used where the graph needs a constant (a size, an index it reads)
@@ -2359,6 +2361,9 @@ class FunctionCompiler:
             example = self._eager(expr, lambda: tensor.example.item())
             return self.builder.host_op("torch.aten.item", [tensor], V.type_of_example(example), example)
         func = self._try_constant(expr.func, env, quiet=True)
+        result = predicates.host_call(self, expr, env, func)
+        if result is not None:
+            return result
         handler = host_expressions.handler_of(host_builtins.HANDLERS, func)
         if handler is not None:
             result = handler(self, expr, env)
@@ -2390,12 +2395,6 @@ class FunctionCompiler:
             if V.type_of_example(example) == arg.type:
                 return arg
             return self.builder.host_op(host_expressions.conversion_op(func, source_kind), [arg], V.type_of_example(example), example)
-        if func is torch.equal:
-            a, b = (self._materialize(a, "argument") for a in args)
-            return self.builder.host_op("torch.aten.equal", [a, b], V.BOOL, torch.equal(a.example, b.example))
-        if func is torch.is_nonzero:
-            (a,) = (self._materialize(a, "argument") for a in args)
-            return self.builder.host_op("torch.aten.Bool.Tensor", [a], V.BOOL, self._eager(expr, lambda: bool(a.example)))
         if func is builtins.len and len(args) == 1 and isinstance(args[0], V.Dyn) and V.is_list_type(args[0].type):
             return self.builder.host_op(LIST_LENGTH, [args[0]], V.INT, len(args[0].example))
         host_numpy.refuse_numpy_argument(self, expr, args, func)
@@ -2932,6 +2931,8 @@ class FunctionCompiler:
         source, stmt = self.current or (self.scope.source, self.scope.source.node)
         # (a statement the frontend wrote, a `FixLength`, has no text: its kind instead)
         text = (desugar.source_text(stmt).splitlines() or [type(stmt).__name__])[0][:60]
+        if isinstance(error, NoHostTranslation):
+            return source.error(stmt, *error.explained(text))
         detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
         failure = source.error(
             stmt, f"DyCL failed to compile `{text}` (internal {type(error).__name__}{': ' + detail if detail else ''})",

@@ -1,7 +1,7 @@
 """Host-level expressions: Python scalars, lists of tensors and conditions.
 
 Tensor math goes to captured runs; what must stay outside them (data-dependent Python
-scalars from `.item()`/`bool(t)`/`torch.equal`, list ops whose length is data-dependent,
+scalars from `.item()`/`bool(t)`/`torch.equal` (`predicates.py`), list ops whose length is data-dependent,
 arithmetic and comparisons on such scalars) becomes torch-dialect scalar and list ops of
 the host function. Each op's example result comes from running the same aten op on the
 operands' examples, exactly as the reference interpreter will.
@@ -47,7 +47,6 @@ PY_COMPARE = {
 # Calls whose result is a Python scalar computed from tensor data: never inside a run.
 SCALAR_METHODS = {"item"}
 SCALAR_BUILTINS = {builtins.bool: "Bool", builtins.int: "Int", builtins.float: "Float"}
-HOST_TORCH_FUNCTIONS = {torch.equal, torch.is_nonzero}
 LIST_FUNCTIONS = {torch.stack: "stack", torch.cat: "cat", torch.concat: "cat"}
 REJECTED_CALLS = {
     builtins.print: ("`print` in forward", "remove it: DyCL cannot keep Python side effects"),

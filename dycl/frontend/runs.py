@@ -15,6 +15,7 @@ import torch
 
 from dycl.frontend import aliases, lists
 from dycl.frontend import values as V
+from dycl.frontend.capture import IntArithmetic
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.liveness import MUTATING_METHODS
@@ -200,21 +201,25 @@ def at_least_two(example, dims: list[int]):
     return example
 
 
-def narrowed(example, sizes: list[tuple[int, int]]):
-    """`example` cut to `size` along each (dim, size) of `sizes`, as a tensor of its own."""
+def narrowed(example, sizes: list[tuple[int | None, int]]):
+    """`example` cut to `size` along each (dim, size) of `sizes`, as a tensor of its own; an
+    int's (dim None) is that size."""
     for dim, size in sizes:
+        if dim is None:
+            return size
         example = example.narrow(dim, 0, size)
     return example.clone() if sizes else example
 
 
-def distinct_examples(flat_inputs: list[V.Dyn]) -> list:
+def distinct_examples(flat_inputs: list[V.Dyn], at_two: frozenset[int] = frozenset()) -> list:
     """Example inputs for export, one tensor per IR value. Two values may share an example
     (after `if c: y = x else: y = x * 0.5`, the join's example of `y` is `x`'s); export
-    would take one tensor passed twice for one input and compute `x + y` as `x + x`."""
+    would take one tensor passed twice for one input and compute `x + y` as `x + x`. The ints
+    at `at_two` are 2 (export freezes a 0 or 1 it reads: `IntAtTwo`)."""
     seen: set = set()
     examples = []
-    for leaf in flat_inputs:
-        example = leaf.example
+    for position, leaf in enumerate(flat_inputs):
+        example = 2 if position in at_two else leaf.example
         memory = aliases.storage_of(example)
         if memory is not None and memory in seen:
             example = example.clone()
@@ -225,6 +230,39 @@ def distinct_examples(flat_inputs: list[V.Dyn]) -> list:
 
 class IntsAsTensors(Exception):
     """Capture the run again with its runtime ints as 0-d tensors."""
+
+
+class IntAtTwo(Exception):
+    """Capture the run again with the runtime int at `position` exported at 2: export froze
+    its example, 0 or 1, and an example of 0 or 1 must not change what compiles. Where export
+    then assumes the int is at least 2 (`capture._runtime_sizes`), the run is also captured
+    for 0 and 1, as for a dim."""
+
+    def __init__(self, position: int):
+        super().__init__(position)
+        self.position = position
+
+
+def capture_retrying(capture):
+    """`capture(ints_as_tensors, at_two)` until it needs no other capture of its runtime ints:
+    symbolic (with the ints of `IntAtTwo` exported at 2), else as 0-d tensors."""
+    at_two: frozenset[int] = frozenset()
+    while True:
+        try:
+            return capture(False, at_two)
+        except IntAtTwo as retry:
+            at_two |= {retry.position}
+        except IntsAsTensors:
+            return capture(True, frozenset())
+
+
+def retry_with_ints(error, flat_inputs: list[V.Dyn], at_two: frozenset[int]) -> Exception:
+    """How to capture again a run whose int export froze (`SpecializedInput`) or used in
+    tensor math (`IntArithmetic`): at 2 if its example is 0 or 1 and it was not yet, else as tensors."""
+    example = flat_inputs[error.position].example
+    if isinstance(error, IntArithmetic) or error.position in at_two or type(example) is not int or example not in (0, 1):
+        return IntsAsTensors()
+    return IntAtTwo(error.position)
 
 
 class SplitRun(Exception):

@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from dycl.fuzz.oracle import PASSED
+
 
 def _worker(args: list[str]) -> subprocess.Popen:
     return subprocess.Popen(
@@ -116,8 +118,9 @@ def shrink_seed(seed: int, backend: str, tvm_every: int, out: Path, timeout: flo
 
 
 def failed(outcome: dict) -> bool:
-    """Not ok, and not a refusal the program asks for (`Outcome.by_design`)."""
-    return outcome["status"] != "ok" and not outcome.get("by_design")
+    """Not ok (or untestable: `oracle.PASSED`), and not a refusal the program asks for
+    (`Outcome.by_design`)."""
+    return outcome["status"] not in PASSED and not outcome.get("by_design")
 
 
 def refusal_message(detail: str) -> str:

@@ -90,6 +90,7 @@ class Generator:
                 self.researcher.lengths = rrng.choice(R.LENGTHS_ITEMS)
                 self.researcher.lengths_type = "tuple" if rrng.random() < R.TUPLE_PROBABILITY else "list"
             self.researcher.saved = rrng.random() < R.SAVED_PROBABILITY
+            self.researcher.predicates = random.Random(seed * 7919 + 0x7E57)
 
     # ----- names -------------------------------------------------------------------------
 
@@ -230,6 +231,8 @@ class Generator:
         for k in range(len(stmts) + 1):
             if rr.rng.random() < R.GAP_PROBABILITY:
                 mixed += rr.statements(scope.stage, scope.in_helper)
+            if rr.predicates.random() < R.PREDICATE_PROBABILITY:
+                mixed += rr.tensor_predicate(scope.stage)
             if k < len(stmts):
                 mixed.append(stmts[k])
         if mixed and rr.rng.random() < R.WITH_PROBABILITY:

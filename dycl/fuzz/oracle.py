@@ -10,7 +10,9 @@
 
 `check_program` never raises: it returns an `Outcome` whose `status` names the first stage
 that failed ("ok", "frontend-error", "pipeline-error", "hcfg-mismatch", "compile-error",
-"runtime-error", "mismatch", or "generator-error" when eager itself fails).
+"runtime-error", "mismatch", or "generator-error" when eager itself fails). A program for
+which no input keeps a margin from every threshold is "untestable": no input tells whether
+DyCL computes it right, which is the generator's limit, not a failure (`PASSED`).
 
 A refusal (a FrontendError at the program's own file and a nonzero line) is
 "frontend-error"; one at line 0 or in another file is "frontend-misplaced", and any other
@@ -58,6 +60,10 @@ INTERNAL_NAME = re.compile(r"on example values failed: (NameError|UnboundLocalEr
 _SOURCE_DIR = Path(tempfile.mkdtemp(prefix="dycl-fuzz-src-"))
 
 
+PASSED = frozenset({"ok", "untestable"})
+"""The statuses that are no failure (besides a refusal by design)."""
+
+
 @dataclass
 class Outcome:
     seed: int
@@ -74,7 +80,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return self.status != "ok" and not self.by_design
+        return self.status not in PASSED and not self.by_design
 
     def signature(self) -> str:
         """What the shrinker must preserve: the stage and the message, without paths and numbers."""
@@ -317,10 +323,10 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
     try:
         model, inputs, expected, outcome.arms_total, outcome.arms_covered = prepare(program)
         outcome.inputs = len(inputs)
-        if not inputs:
-            raise RuntimeError("no input keeps a margin from every threshold")
     except Exception as err:  # the generator wrote something eager PyTorch rejects
         return _finish(outcome, "generator-error", _error(err), start)
+    if not inputs:
+        return _finish(outcome, "untestable", "no input keeps a margin from every threshold", start)
     stage("prepare")
     rendered, path = RENDERED[model]
     try:

@@ -124,6 +124,9 @@ FORMS = (
     # SDN's block: without an exit, `self.forward = self.only_forward` on the instance
     # (`x, o, y = block(x)`); inlined (its layers read by index) or captured whole
     "instance_forward",
+    # a tensor predicate in an `if`: of metadata (`x.dim() == 2`, `torch.is_tensor(x)`, folded
+    # at import) or of values (`torch.equal`, `torch.allclose`, `x.is_nonzero()`, `torch.any`)
+    "tensor_predicate",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -157,6 +160,11 @@ WEIGHTS = {
 # `instance_forward` follows a construct with this probability, drawn from a stream of its own
 # (`Researcher.blocks`): the programs of every seed keep the constructs they had before it.
 INSTANCE_FORWARD_PROBABILITY = 0.05
+# `tensor_predicate` draws from a stream of its own (`Researcher.predicates`), so that the
+# other forms' programs stay what they were: a gap gets one with this probability, and at most
+# PREDICATE_CONDITIONS of them a program compare a statistic (their threshold slots are extra).
+PREDICATE_PROBABILITY = 0.04
+PREDICATE_CONDITIONS = 1
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
@@ -166,6 +174,22 @@ CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
 FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append", "packed_rnn")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
 ACTIVATIONS = ["torch.relu({})", "torch.tanh({})", "torch.sigmoid({})", "F.gelu({})", "F.silu({})"]
+# A predicate of values around a calibrated comparison `@` (a 0-d bool tensor): true exactly
+# where the comparison is.
+VALUE_PREDICATES = [
+    "torch.any(@)", "torch.all(@)", "(@).is_nonzero()", "torch.is_nonzero(@)", "(@).any().item()",
+    "torch.equal(@, torch.tensor(True))", "(@).equal(torch.ones((), dtype=torch.bool))",
+    "(@).eq(torch.tensor(True)).all()", "torch.count_nonzero(@) > 0",
+    "torch.allclose((@).float(), torch.ones(()))", "(@).double().allclose(torch.ones((), dtype=torch.float64), atol=0.5)",
+    "torch.isclose((@).float(), torch.tensor(1.0)).all()", "torch.isfinite(torch.log((@).float())).all()",
+]
+# Predicates of metadata, known at import ({w}: the width; {rank}: 2 for vectors, 4 for images).
+METADATA_PREDICATES = [
+    "x.dim() == {rank}", "x.ndim > 2", "x.numel() > {w}", "torch.numel(x) == {w}", "len(x) == 1", "x.size(1) == {w}",
+    "x.shape[-1] == {w}", "x.dtype == torch.float32", "x.is_floating_point()", "torch.is_floating_point(x)",
+    "torch.is_tensor(x)", "isinstance(x, torch.Tensor)", "x.is_contiguous()", "x.is_complex()", "x.requires_grad",
+    "x.is_cuda", "x.device.type == 'cpu'", "x.is_same_size(x * 2)",
+]
 NUMPY_STATISTICS = [
     "np.max(F.softmax({s}, -1).detach().cpu().numpy())",
     "np.max({s}.detach().cpu().numpy())",
@@ -222,6 +246,8 @@ class Researcher:
         self.names = 0
         self.modules = 0
         self.conds: list[Cond] = []  # threshold slots, numbered by the generator at the end
+        self.predicates = random.Random(0)  # the tensor_predicate stream (the generator seeds it)
+        self.predicate_conds = 0
         self.lengths = 0
         self.lengths_type = "list"
         self.saved = False
@@ -254,9 +280,13 @@ class Researcher:
         simple = value.replace("_", "a").replace(".", "a").isalnum() or value.endswith("]") and "(" not in value
         return f"{value}[:, :, None, None]" if simple else f"({value})[:, :, None, None]"
 
-    def layer(self, stage: str) -> str:
+    def slots_used(self) -> int:
+        """Threshold slots the forms of the research stream took (not tensor_predicate's)."""
+        return len(self.conds) - self.predicate_conds
+
+    def layer(self, stage: str, rng: random.Random | None = None) -> str:
         """`x = ...` keeping x's shape (a layer of this module's own)."""
-        r, w = self.rng, self.width
+        r, w = rng or self.rng, self.width
         act = r.choice(ACTIVATIONS)
         if stage == "image":
             conv = self.module(f"nn.Conv2d({w}, {w}, 3, padding=1)")
@@ -267,8 +297,8 @@ class Researcher:
         linear = self.module(f"nn.Linear({w}, {w})")
         return [f"x = {act.format(f'{linear}(x)')}", f"x = x + {act.format(f'{linear}(x)')}"][choice]
 
-    def cond(self, stat: str, wrap: str = "", item: bool = True, form: str | None = None) -> Cond:
-        r = self.rng
+    def cond(self, stat: str, wrap: str = "", item: bool = True, form: str | None = None, rng: random.Random | None = None) -> Cond:
+        r = rng or self.rng
         forms, weights = (["tensor", "item", "bool"], [5, 2, 1]) if item else (["tensor", "bool"], [5, 1])
         cond = Cond(stat=stat, index=-1, op=r.choice([">", "<"]), form=form or r.choices(forms, weights)[0],
                     via_attr=r.random() < 0.25, wrap=wrap)
@@ -292,7 +322,7 @@ class Researcher:
         """A research construct (a few statements) for a block of forward or a helper."""
         r = self.rng
         kinds = dict(WEIGHTS)
-        left = MAX_CONDITIONS - len(self.conds)
+        left = MAX_CONDITIONS - self.slots_used()
         for form, needed in CONDITIONS.items():
             if needed > left:
                 kinds[form] = 0.0
@@ -304,6 +334,22 @@ class Researcher:
         if self.blocks.random() < INSTANCE_FORWARD_PROBABILITY:
             stmts += self.form("instance_forward", stage, in_helper)
         return stmts
+
+    def tensor_predicate(self, stage: str) -> list[Stmt]:
+        """`if <predicate>:` around layers (drawn from the predicate stream only): a predicate
+        of values on a calibrated statistic, else one of metadata, whose `if` folds at import."""
+        r, form = self.predicates, "tensor_predicate"
+        orelse = [Research(self.layer(stage, r), form)] if r.random() < 0.5 else None
+        if self.predicate_conds < PREDICATE_CONDITIONS and r.random() < 0.75:
+            stat = r.choice(self.statistics(stage)).replace("{k}", str(r.randrange(self.width)))
+            cond = self.cond(stat, wrap=r.choice(VALUE_PREDICATES), form="tensor", rng=r)
+            self.predicate_conds += 1
+            return [If([(cond, [Research(self.layer(stage, r), form)])], orelse)]
+        predicate = r.choice(METADATA_PREDICATES).format(w=self.width, rank=2 if stage == "vector" else 4)
+        arms = f"if {predicate}:\n    {self.layer(stage, r)}"
+        if orelse:
+            arms += f"\nelse:\n    {self.layer(stage, r)}"
+        return [Research(arms, form)]
 
     def list_alias(self, stage: str, fold) -> list[Stmt]:
         """One list, several holders; a change through one under a runtime condition must show
@@ -479,7 +525,7 @@ class Researcher:
                 build = f"{c} = [torch.max(F.softmax(head({s}), 1)) for head in {heads}]"
             else:
                 build = f"{c} = []\nfor head in {heads}:\n    {c}.append(torch.max(F.softmax(head({s}), 1)).data)"
-            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.6:
+            if self.slots_used() < MAX_CONDITIONS and r.random() < 0.6:
                 cond = self.cond(f"float(np.mean({c}))", item=False)
                 return [Research(build, form), If([(cond, [Research(self.layer(stage), form)])])]
             return [Research(f"{build}\nx = x * (0.5 + float(np.mean({c})))", form)]
@@ -497,12 +543,12 @@ class Researcher:
             value = r.choice([f"int({s}.argmax())", f"float({s}.max())", f"bool({s}.sum() > 0)", f"{s}.argmax().item()"])
             body: list[Stmt] = [Research(self.layer(stage), form)]
             always = r.random() < 0.6  # appended on every iteration (else under a condition)
-            if always or len(self.conds) >= MAX_CONDITIONS:
+            if always or self.slots_used() >= MAX_CONDITIONS:
                 body.append(Research(f"{t} = {value}\n{toks}.append({t})", form))
                 always = True
             else:
                 body += [Research(f"{t} = {value}", form), If([(self.a_cond(stage), [Research(f"{toks}.append({t})", form)])])]
-            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.7:
+            if self.slots_used() < MAX_CONDITIONS and r.random() < 0.7:
                 body.append(Break(self.a_cond(stage)))
             uses = [f"x = x * (1.0 + 0.1 * len({toks}))"]
             if always:  # never empty: the first iteration appends
@@ -526,7 +572,7 @@ class Researcher:
             body: list[Stmt] = [Research(self.layer(stage), form)]
             if r.random() < 0.5:
                 body.append(Research(f"x = x * (1.0 - 0.05 * {i})", form))
-            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.5:
+            if self.slots_used() < MAX_CONDITIONS and r.random() < 0.5:
                 body.append(Break(self.a_cond(stage)))
             start = r.choice(["", "1, "])
             return [Research(f"{n} = int({s}[0, :3].argmax()) + 1", form), For(0, body, header=f"for {i} in range({start}{n}):")]
@@ -603,7 +649,7 @@ class Researcher:
             body: list[Stmt] = [Research(self.layer(stage), form), Research(f"{logits} = {head}({s})", form)]
             if r.random() < 0.5:
                 body.reverse()  # assigned before or after the layer (always before the break)
-            if len(self.conds) < MAX_CONDITIONS and r.random() < 0.8:
+            if self.slots_used() < MAX_CONDITIONS and r.random() < 0.8:
                 body.append(Break(self.a_cond(stage)))
             return [Research(f"{logits} = None", form), For(trips, body),
                     Research(f"x = x + 0.5 * {fold(logits)}", form)]

@@ -54,6 +54,16 @@ def slice_tensor(x: np.ndarray, dim: int = 0, start=None, end=None, step: int = 
     return x[(slice(None),) * dim + (slice(start, end, step),)]
 
 
+def narrow(x: np.ndarray, dim: int, start: int, length: int) -> np.ndarray:
+    """`x.narrow(dim, start, length)` at a runtime `start` or `length`: a negative start counts
+    from the end; a range past either end is torch's error."""
+    size = x.shape[dim % x.ndim]
+    first = start + size if start < 0 else start
+    if not 0 <= first <= size or length < 0 or first + length > size:
+        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size})")
+    return slice_tensor(x, dim, first, first + length)
+
+
 def select_scatter(base: np.ndarray, src, dim: int, index: int) -> np.ndarray:
     """`base` with `src` stored at `index` of `dim` (a store at a runtime int index)."""
     out = np.array(base, copy=True)

@@ -6,6 +6,7 @@ import tempfile
 import pytest
 
 from dycl.fuzz.generate import generate
+from dycl.fuzz.campaign import failed
 from dycl.fuzz.oracle import check_program
 
 os.environ.setdefault("DYCL_CACHE_DIR", tempfile.mkdtemp(prefix="dycl-test-cache-"))
@@ -21,6 +22,14 @@ def test_program_through_frontend_pipeline_and_interpreter_matches_eager(seed):
     outcome = check_program(generate(seed, mutation=False, research=False), backend=None)
     assert outcome.status == "ok", f"seed {seed}: {outcome.detail}"
     assert outcome.inputs >= 1 and outcome.arms_covered >= 1
+
+
+def test_a_program_without_a_testable_input_is_untestable_not_a_failure():
+    """No input keeps a margin from every threshold: the generator's limit, which says
+    nothing of DyCL (`python -m dycl.fuzz --count 20 --seed 9173` exited 1 on seed 9175)."""
+    outcome = check_program(generate(9175), backend=None)
+    assert (outcome.status, outcome.inputs) == ("untestable", 0), outcome.detail
+    assert not outcome.failed and not failed(outcome.to_json())
 
 
 def test_small_program_compiled_for_onnxruntime_matches_eager():
