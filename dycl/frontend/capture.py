@@ -382,8 +382,9 @@ def _check_static_sizes(program) -> None:
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
     for node in program.graph.nodes:
-        value = node.meta.get("val")
-        if isinstance(value, torch.Tensor) and free_unbacked_symbols(value):
+        values = node.meta.get("val")
+        values = values if isinstance(values, (tuple, list)) else [values]  # (`_unique2` makes three)
+        if any(isinstance(value, torch.Tensor) and free_unbacked_symbols(value) for value in values):
             frames = [(m["file"], int(m["line"])) for m in _FRAME.finditer(node.meta.get("stack_trace") or "")]
             raise DataDependentShape(str(node.target), str(node.target) in _SELECTING_OPS, frames)
 

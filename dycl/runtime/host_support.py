@@ -69,6 +69,12 @@ def slice_scatter(base: np.ndarray, src, dim: int = 0, start=None, end=None, ste
     return out
 
 
+def masked_select(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """`torch.masked_select`: both broadcast to one shape, the selected elements in order."""
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    return np.ascontiguousarray(np.broadcast_to(x, shape)[np.broadcast_to(mask.astype(bool), shape)])
+
+
 def stack(tensors, dim: int = 0) -> np.ndarray:
     return np.stack(tensors, axis=dim)
 
