@@ -370,7 +370,8 @@ class DataDependentShape(Exception):
 
 # Ops whose result size is the count of selected items (the others take a size as an argument).
 _SELECTING_OPS = frozenset({
-    "aten.nonzero.default", "aten.masked_select.default", "aten.index.Tensor", "aten._unique2.default",
+    "aten.nonzero.default", "aten.nonzero_numpy.default", "aten.where.default", "aten.masked_select.default",
+    "aten.index.Tensor", "aten._unique2.default",
     "aten.unique_consecutive.default", "aten.unique_dim.default", "aten.repeat_interleave.Tensor",
 })
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in forward')

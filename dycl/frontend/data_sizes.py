@@ -27,6 +27,7 @@ import copy
 
 import torch
 
+from dycl.frontend import host_numpy
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import DataSize, FrontendError
@@ -100,19 +101,23 @@ class _Lowering(ast.NodeTransformer):
         self.env[name] = value
         return ast.copy_location(ast.Name(name, ast.Load()), where)
 
+    def visit_scoped(self, node: ast.expr) -> ast.expr:
+        return node  # (evaluated in a scope of its own, or only on some paths: left as it is)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda = visit_scoped
+    visit_IfExp = visit_BoolOp = visit_scoped
+
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
         func = self.c._try_constant(node.func, self.env, quiet=True)
         method = node.func.attr if isinstance(node.func, ast.Attribute) and func is V.MISSING else None
         if func in _NONZERO_FUNCTIONS or method in _NONZERO_METHODS:
             source = node.args[0] if func in _NONZERO_FUNCTIONS and node.args else node.func.value if method else None
-            if source is None or len(node.args) > (1 if method is None else 0):
+            if source is None or len(node.args) > (1 if method is None else 0) or any(k.arg != "as_tuple" for k in node.keywords):
                 return node
             as_tuple = self._keyword(node, "as_tuple", False)
             tensor = self._tensor(source)
             if tensor is None:
-                return node
-            if func is torch.argwhere and node.keywords or method == "argwhere" and node.keywords:
                 return node
             positions = nonzero(self.c, tensor, node)
             return self.bind(V.Tup(tuple(columns(self.c, positions, tensor.type.rank)), "tuple") if as_tuple else positions, node)
@@ -141,6 +146,8 @@ class _Lowering(ast.NodeTransformer):
                 replaced.append(part)
                 continue
             value = self.c.expression(part, self.env)
+            if host_numpy.is_numpy(value):
+                return node  # (numpy indexing is host_numpy's)
             tensor = isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and isinstance(value.example, torch.Tensor)
             indexed |= tensor
             if tensor and value.example.dtype in _MASK_DTYPES and value.example.dim() > 0:
@@ -151,7 +158,7 @@ class _Lowering(ast.NodeTransformer):
         store = isinstance(node.ctx, ast.Store)
         if masks:
             holder = self.c.expression(_as_load(node.value), self.env)
-            if not (isinstance(holder, V.Dyn) and V.is_tensor_type(holder.type) and holder.type.shape is not None):
+            if host_numpy.is_numpy(holder) or not (isinstance(holder, V.Dyn) and V.is_tensor_type(holder.type) and holder.type.shape is not None):
                 return node
             if not isinstance(node.value, ast.Name):
                 if store:
@@ -184,6 +191,8 @@ class _Lowering(ast.NodeTransformer):
 
     def _tensor(self, node: ast.expr) -> V.Dyn | None:
         value = self.c.expression(node, self.env)
+        if host_numpy.is_numpy(value):
+            return None  # (numpy's `a.nonzero()` is a tuple of arrays: host_numpy's)
         if isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and value.type.shape is not None and isinstance(value.example, torch.Tensor):
             return value
         return None
@@ -269,4 +278,4 @@ def check_mask_shape(c, holder: V.Dyn, mask: V.Dyn, first: int, node: ast.AST) -
         c.runtime_check(same, node, message)
 
 
-__all__ = ["DataSize", "FrontendError", "compile_statement", "makes_data_sizes"]
+__all__ = ["compile_statement", "makes_data_sizes"]

@@ -31,12 +31,15 @@ class TokenPruning(nn.Module):
 
 
 class MaskedSelect(nn.Module):
-    """`masked_select` in both spellings, a mask that broadcasts, and `x[x > 0].sum()`."""
+    """`masked_select` in both spellings, a mask that broadcasts, `x[x > 0].sum()`, and the
+    columns `torch.where(mask)` gives, gathered by `x[:, columns]`."""
 
     def forward(self, x, bias):
         positive = torch.masked_select(x, x > 0)
         rows = x.masked_select(bias > 0)  # (a [1, 5] mask over [4, 5] rows)
-        return positive.sum(), rows * 2, x[x > 0].sum()
+        columns = torch.where(bias[0] > 0)[0]
+        picked = x[:, columns].sum(1)
+        return positive.sum(), rows * 2, x[x > 0].sum(), picked
 
 
 class NonzeroRows(nn.Module):
