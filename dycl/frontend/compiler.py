@@ -257,7 +257,7 @@ class FunctionCompiler:
             block.restart(expanded + block.stmts[block.i + 1 :], env)
             return
         if not self._is_run_statement(stmt, env, set()):
-            if self._per_length_on_failure(lambda: self._host_statement_or_data_sizes(stmt, env, block.live_out), block, 1):
+            if self._per_length_on_failure(lambda: data_sizes.host_statement(self, stmt, env, block.live_out), block, 1):
                 block.i += 1
             return
         stmts, i = block.stmts, block.i
@@ -638,19 +638,6 @@ class FunctionCompiler:
         return leaf
 
     # ----- host statements -------------------------------------------------------------
-
-    def _host_statement_or_data_sizes(self, stmt: ast.stmt, env: dict, live_out: set[str]) -> None:
-        """A host statement; one that makes a size from the data in a run it computes
-        (`y = x[mask] * float(s)`) again with that size made on the host (data_sizes.py)."""
-        ir_block = ir.InsertionPoint.current.block
-        before, saved = len(ir_block.operations), dict(env)
-        try:
-            self.host_statement(stmt, env)
-        except DataSize as failure:
-            erase_after(ir_block, before)
-            env.clear()
-            env.update(saved)
-            data_sizes.compile_statement(self, stmt, env, live_out, failure)
 
     def host_statement(self, stmt: ast.stmt, env: dict) -> None:
         """A statement the host program runs: `host_<statement class>`."""

@@ -26,9 +26,11 @@ import ast
 import copy
 
 import torch
+from torch_mlir import ir
 
 from dycl.frontend import host_numpy
 from dycl.frontend import values as V
+from dycl.frontend.build import erase_after
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import DataSize, FrontendError
 from dycl.frontend.nodes import OPERAND_PREFIX, fresh_id
@@ -56,6 +58,20 @@ def makes_data_sizes(fdef: ast.AST) -> bool:
         if isinstance(mask, ast.Compare) or isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert):
             return True
     return False
+
+
+def host_statement(c, stmt: ast.stmt, env: dict, live_after: set[str]) -> None:
+    """A statement the host runs; one that makes a size from the data in a run it computes
+    (`y = x[mask] * float(s)`) again, with that size made on the host."""
+    ir_block = ir.InsertionPoint.current.block
+    before, saved = len(ir_block.operations), dict(env)
+    try:
+        c.host_statement(stmt, env)
+    except DataSize as failure:
+        erase_after(ir_block, before)
+        env.clear()
+        env.update(saved)
+        compile_statement(c, stmt, env, live_after, failure)
 
 
 def compile_statement(c, stmt: ast.stmt, env: dict, live_after: set[str], refusal: DataSize) -> None:
@@ -278,4 +294,4 @@ def check_mask_shape(c, holder: V.Dyn, mask: V.Dyn, first: int, node: ast.AST) -
         c.runtime_check(same, node, message)
 
 
-__all__ = ["compile_statement", "makes_data_sizes"]
+__all__ = ["compile_statement", "host_statement", "makes_data_sizes"]
