@@ -464,6 +464,8 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     "torch.aten.zeros": "np.zeros(size, dtype=dtype)",
     "torch.aten.ones": "np.ones(size, dtype=dtype)",
     "torch.aten.full": "np.full(size, value, dtype=dtype)",
+    # a pad whose width a host int gives (`F.pad(seqs, (0, n - seqs.size(1)))`)
+    "torch.aten.pad": "rt.pad(x, pad, mode, value)",
     # Sub-DNN work with a MAC estimate.
     **dict.fromkeys(
         ("torch.aten.conv1d", "torch.aten.conv2d", "torch.aten.conv3d", "torch.aten.convolution",
