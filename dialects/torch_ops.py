@@ -48,6 +48,10 @@ class Category(enum.Enum):
     """A host scalar read from a tensor's metadata."""
     HOST = "host scalar/list"
     CONSTANT = "constant"
+    DATA_SIZE = "data-dependent size"
+    """Tensor math whose result size depends on the operands' values (`nonzero`,
+    `masked_select`): the host runs it on numpy, where that size is known, and a sub-DNN
+    takes the size as a runtime dim (as `x[:k]`'s)."""
     EFFECT = "effect"
     """An effect beyond its results (or a placeholder): never removed when unused."""
     NOT_TORCH = "not a torch op"
@@ -251,6 +255,25 @@ def _cat_shape(op: Operation) -> list[Attribute] | None:
     return [t.ValueTensorType(shape, types[0].element_type)]
 
 
+def _ranked_source(op: Operation) -> t.ValueTensorType | None:
+    source = op.operands[0].type if op.operands else None
+    return source if isinstance(source, t.ValueTensorType) and source.shape is not None else None
+
+
+def _nonzero_shape(op: Operation) -> list[Attribute] | None:
+    """`[?, rank]` int64: one row per nonzero element."""
+    if (source := _ranked_source(op)) is None:
+        return None
+    return [t.ValueTensorType([None, len(source.shape)], op.results[0].type.element_type)]
+
+
+def _selected_shape(op: Operation) -> list[Attribute] | None:
+    """`[?]` of the source's dtype: the selected elements."""
+    if (source := _ranked_source(op)) is None:
+        return None
+    return [t.ValueTensorType([None], source.element_type)]
+
+
 def _static_size(op: Operation) -> Any:
     source = op.operands[0] if len(op.operands) == 2 else None
     if source is None or not isinstance(source.type, t.ValueTensorType):
@@ -449,6 +472,8 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     "torch.aten.equal": "np.array_equal(a, b)",
     "torch.aten.ones": "np.ones(size, dtype=dtype)",
     "torch.aten.full": "np.full(size, value, dtype=dtype)",
+    # a pad whose width a host int gives (`F.pad(seqs, (0, n - seqs.size(1)))`)
+    "torch.aten.pad": "rt.pad(x, pad, mode, value)",
     # Sub-DNN work with a MAC estimate.
     **dict.fromkeys(
         ("torch.aten.conv1d", "torch.aten.conv2d", "torch.aten.conv3d", "torch.aten.convolution",
@@ -460,6 +485,13 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     ),
     **dict.fromkeys(("torch.aten.addmm", "torch.aten.baddbmm"), _with(None, macs=_per_output(1, _reduced_dim))),
     **dict.fromkeys(("torch.aten.amax", "torch.aten.amin"), _with(None, empty_dim_list_means_all=True)),
+}
+
+# Sizes that depend on data: the host computes them (numpy gives torch's order: row-major
+# positions, the selected elements in that order) and sub-DNNs take them as runtime dims.
+_DATA_SIZES: dict[str, HostSpec] = {
+    "torch.aten.nonzero": _with("np.argwhere(x).astype(np.int64)", shape=_nonzero_shape),
+    "torch.aten.masked_select": _with("rt.masked_select(x, mask)", shape=_selected_shape),
 }
 
 # Effects, and torch-mlir's placeholder for a value no path defines.
@@ -482,6 +514,7 @@ _RECORDS: list[TorchOpInfo] = [
     *_records(Category.RESHAPE, _RESHAPES),
     *_records(Category.STRIDED_VIEW, _STRIDED_VIEWS),
     *_records(Category.TENSOR_MATH, _TENSOR_MATH),
+    *_records(Category.DATA_SIZE, _DATA_SIZES),
     *_records(Category.EFFECT, _EFFECTS),
     *_records(Category.CONSTANT, _CONSTANTS),
 ]

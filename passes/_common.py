@@ -19,7 +19,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import SUBDNN_ATTR, ParamOp, is_kept_if, is_subdnn, mark_subdnn
-from dycl.dialects.torch_ops import has_value_semantics, is_torch_op, op_info
+from dycl.dialects.torch_ops import Category, has_value_semantics, is_torch_op, op_info
 
 CONTROL_OPS = (scf.IfOp, scf.ForOp, scf.WhileOp)
 """The region ops the host IR may contain."""
@@ -156,6 +156,8 @@ def is_tensor_compute(op: Operation) -> bool:
     ):
         return False
     info = op_info(op)
+    if info.category is Category.DATA_SIZE:
+        return False  # (its size is known where the host runs it)
     if info.unpacks:
         source = op.operands[0].owner if len(op.operands) == 1 else None
         return (
@@ -197,8 +199,9 @@ def is_host_tensor_compute(op: Operation) -> bool:
     info = op_info(op)
     if not is_torch_op(op) or info.python is not None:
         return False
-    # Tensor ops of a host list (data-dependent length) stay in the host.
-    if info.category.computation_free or info.reads_tensor_list:
+    # Tensor ops of a host list (data-dependent length) stay in the host, and so do ops
+    # whose size depends on the data.
+    if info.category.computation_free or info.reads_tensor_list or info.category is Category.DATA_SIZE:
         return False
     return any(is_tensor(r) for r in op.results)
 

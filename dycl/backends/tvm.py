@@ -275,15 +275,29 @@ def _complete_index_puts(graph_module) -> None:
             made.meta["val"] = value
             return made
 
+        def sized(shape):
+            """`shape` with each runtime size (an index of a runtime length) as a node that
+            reads it: a graph's sizes are nodes, never Python SymInts."""
+            out = []
+            for size in shape:
+                if isinstance(size, torch.SymInt):
+                    k, d = next((k, d) for k, m in zip(given, metas) for d in range(m.dim()) if str(m.shape[d]) == str(size))
+                    size = call(aten.sym_size.int, (indices[k], d), size)
+                out.append(size)
+            return out
+
         def spread(source, meta, at: int, width: int):
             """`source` (of `width` dims) at dims `at`.. of the indexed shape, expanded to it."""
             shape = [1] * at + list(meta.shape) + [1] * (len(full) - at - width)
-            reshaped = call(aten.reshape.default, (source, shape), meta.reshape(shape))
-            return call(aten.expand.default, (reshaped, full), meta.reshape(shape).expand(full))
+            reshaped = call(aten.reshape.default, (source, sized(shape)), meta.reshape(shape))
+            return call(aten.expand.default, (reshaped, sized(full)), meta.reshape(shape).expand(full))
 
         def arange(size: int, at: int):
             span = torch.arange(size, device=tensor.device)
             made = call(aten.arange.start_step, (0, size, 1), span)
+            fake_mode = getattr(tensor, "fake_mode", None)
+            if fake_mode is not None:  # (expanded to a shape with a runtime size: `idx` from nonzero)
+                span = fake_mode.from_tensor(span, static_shapes=True)
             made.kwargs = {"dtype": torch.int64, "device": tensor.device}
             return spread(made, span, at, 1)
 
@@ -293,7 +307,7 @@ def _complete_index_puts(graph_module) -> None:
         offset = len(before) + len(index_shape)
         completed += [arange(size, offset + k) for k, size in enumerate(after)]
         value_meta = values.meta.get("val")
-        expanded = call(aten.expand.default, (values, full), value_meta.expand(full) if value_meta is not None else None)
+        expanded = call(aten.expand.default, (values, sized(full)), value_meta.expand(full) if value_meta is not None else None)
         node.args = (target, completed, expanded, *node.args[3:])
     graph_module.recompile()
 

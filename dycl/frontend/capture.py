@@ -405,7 +405,8 @@ class DataDependentShape(Exception):
 
 # Ops whose result size is the count of selected items (the others take a size as an argument).
 _SELECTING_OPS = frozenset({
-    "aten.nonzero.default", "aten.masked_select.default", "aten.index.Tensor", "aten._unique2.default",
+    "aten.nonzero.default", "aten.nonzero_numpy.default", "aten.where.default", "aten.masked_select.default",
+    "aten.index.Tensor", "aten._unique2.default",
     "aten.unique_consecutive.default", "aten.unique_dim.default", "aten.repeat_interleave.Tensor",
 })
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in forward')
@@ -417,8 +418,9 @@ def _check_static_sizes(program) -> None:
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
     for node in program.graph.nodes:
-        value = node.meta.get("val")
-        if isinstance(value, torch.Tensor) and free_unbacked_symbols(value):
+        values = node.meta.get("val")
+        values = values if isinstance(values, (tuple, list)) else [values]  # (`_unique2` makes three)
+        if any(isinstance(value, torch.Tensor) and free_unbacked_symbols(value) for value in values):
             frames = [(m["file"], int(m["line"])) for m in _FRAME.finditer(node.meta.get("stack_trace") or "")]
             raise DataDependentShape(str(node.target), str(node.target) in _SELECTING_OPS, frames)
 

@@ -29,13 +29,13 @@ from xdsl.ir import Attribute
 from dycl.frontend import aliases, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend import expressions as X
-from dycl.frontend import host_builtins, host_numpy, lists, packed, predicates
+from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
-from dycl.frontend.errors import FrontendError, RuntimeSize
+from dycl.frontend.errors import DataSize, FrontendError, RuntimeSize
 from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import (
     SourceFunction,
@@ -255,7 +255,7 @@ class FunctionCompiler:
             block.restart(expanded + block.stmts[block.i + 1 :], env)
             return
         if not self._is_run_statement(stmt, env, set()):
-            if self._per_length_on_failure(lambda: self.host_statement(stmt, env), block, 1):
+            if self._per_length_on_failure(lambda: data_sizes.host_statement(self, stmt, env, block.live_out), block, 1):
                 block.i += 1
             return
         stmts, i = block.stmts, block.i
@@ -1009,7 +1009,8 @@ class FunctionCompiler:
         except FrontendError:
             return None
         must = (has_control_flow(source.node) or self.attributes.concerns(source.node) or changes_an_argument_list(source.node)
-                or self._passes_runtime_scalars(call_node, env) or _packs_sequences(source.node))
+                or self._passes_runtime_scalars(call_node, env) or _packs_sequences(source.node)
+                or data_sizes.makes_data_sizes(source.node))
         if not must and (nested or not _desugared(source.node)):
             return None  # runs inside a captured block
         return source, receiver
@@ -1628,12 +1629,15 @@ class FunctionCompiler:
         try:
             self.compile_run(stmts, env, live_after)
             return
-        except runs.SplitRun:
+        except (runs.SplitRun, DataSize) as failure:
             erase_after(ir_block, before)
             env.clear()
             env.update(saved)
+            if isinstance(failure, DataSize) and len(stmts) == 1:  # (a size from the data: made on the host)
+                data_sizes.compile_statement(self, stmts[0], env, live_after, failure)
+                return
         for k, stmt in enumerate(stmts):
-            self.compile_run([stmt], env, live_before(stmts[k + 1 :], live_after))
+            self._compile_run_or_split([stmt], env, live_before(stmts[k + 1 :], live_after))
 
     def compile_run(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
         inputs = sorted(n for n in live_before(stmts, set()) if n in env)
@@ -1867,7 +1871,8 @@ class FunctionCompiler:
             except (FrontendError, runs.SplitRun):
                 raise
             except DataDependentShape as error:
-                raise self._data_dependent_shape_error(stmts, error) from None
+                refusal = self._data_dependent_shape_error(stmts, error)
+                raise (DataSize.of(refusal) if error.from_mask else refusal) from None
             except (SpecializedInput, IntArithmetic) as error:
                 if not ints_as_tensors:
                     raise runs.retry_with_ints(error, flat_inputs, at_two) from None
@@ -1966,10 +1971,10 @@ class FunctionCompiler:
         if len(groups) > 2:
             if len(stmts) > 1:
                 raise runs.SplitRun()  # (each statement alone may see fewer of them)
-            raise self.error(
+            raise DataSize.of(self.error(  # (data_sizes.py computes its indices first, where it can)
                 stmt, f"`{source_text(stmt)}` computes with tensors of {len(groups)} unrelated sizes known only at run time",
                 "keep at most two such sizes in one statement (split it)",
-            )
+            ))
 
         def choose(sizes: list[int | None]) -> list[ir.Value]:
             if len(sizes) < len(groups):
@@ -2297,6 +2302,8 @@ class FunctionCompiler:
                 "rewrite it with torch operations on tensors; Python-level work on tensor "
                 "values belongs in forward, where DyCL compiles it",
             )
+            if "used as indices must be" in text:  # (a uint8 mask: export takes none; data_sizes.py does)
+                failure = DataSize.of(failure)
         failure.detail = text
         return failure
 
@@ -2308,11 +2315,12 @@ class FunctionCompiler:
         source = runs.statement_text([at] if at is not None else stmts)
         if error.from_mask:
             return self.error(
-                at or stmts[0], f"`{source}` makes a tensor whose size depends on the data (indexing "
-                "with a boolean mask, `nonzero`, `masked_select`)",
-                "DyCL compiles sizes that runtime ints give, not sizes that tensor code computes from "
-                "tensor values: keep the full shape and select with `torch.where(mask, a, b)` or "
-                "multiply by the mask (`(x * mask).sum()`)",
+                at or stmts[0], f"`{source}` makes a tensor whose size depends on the data in a way "
+                "DyCL does not lower (`torch.unique`, `repeat_interleave` with tensor repeats, a "
+                "mask where DyCL cannot place its positions)",
+                "DyCL makes such sizes on the host for `nonzero`, `torch.where(mask)`, `masked_select` "
+                "and boolean masks in an index (`x[mask]`, `x[mask] = v`); otherwise keep the full shape "
+                "and select with `torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
             )
         return self.error(
             at or stmts[0], f"`{source}` makes a tensor whose size is a number computed from tensor "

@@ -31,3 +31,14 @@ class RuntimeSize(FrontendError):
     @classmethod
     def of(cls, error: FrontendError) -> "RuntimeSize":
         return cls(error.construct, error.hint, file=error.file, line=error.line)
+
+
+class DataSize(FrontendError):
+    """A run in which torch.export found a tensor whose size depends on the data (`x[mask]`,
+    `nonzero`): the visitor compiles its statements again one by one, and lowers such a
+    statement with the size made on the host (data_sizes.py); the message is the refusal
+    where it cannot."""
+
+    @classmethod
+    def of(cls, error: FrontendError) -> "DataSize":
+        return cls(error.construct, error.hint, file=error.file, line=error.line)

@@ -269,6 +269,9 @@ def _len(c, expr, env):
         return V.Const(len(items))
     if isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and value.type.shape and value.type.shape[0] is not None:
         return V.Const(value.type.shape[0])  # a static size (of a numpy array too)
+    if isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and value.type.shape and isinstance(value.example, torch.Tensor):
+        # a size known only at run time (`len(x[:k])`, `len(mask.nonzero())`): the host reads it
+        return c.builder.host_op("torch.aten.size.int", [value, c.builder.constant(0)], V.INT, len(value.example))
     return None  # a tensor or anything else: the caller's default
 
 

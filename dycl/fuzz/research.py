@@ -127,6 +127,9 @@ FORMS = (
     # a tensor predicate in an `if`: of metadata (`x.dim() == 2`, `torch.is_tensor(x)`, folded
     # at import) or of values (`torch.equal`, `torch.allclose`, `x.is_nonzero()`, `torch.any`)
     "tensor_predicate",
+    # sizes that depend on the data: nonzero and mask gathers, stores back, a loop over the
+    # live rows that stops when none is left
+    "data_dependent_size",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -155,7 +158,7 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
-    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5,
+    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5, "data_dependent_size": 0.8,
 }
 # `instance_forward` follows a construct with this probability, drawn from a stream of its own
 # (`Researcher.blocks`): the programs of every seed keep the constructs they had before it.
@@ -453,6 +456,42 @@ class Researcher:
                 For(r.randint(2, 3), body, var=t),
                 Research(f"x = x + 0.1 * {fold(f'{acc}.sum(0, keepdim=True)')}", form)]
 
+    def data_dependent_size(self, stage: str, fold) -> list[Stmt]:
+        """Rows of a 3-row tensor built from x, picked by a mask on their values (0..3 of
+        them): gathered through `nonzero` indices or the mask itself, reduced, or stored back
+        into a buffer; or a loop that updates the live rows only and stops when none is left
+        (batch-level adaptive computation time)."""
+        r, s, w, form = self.rng, self.summary[stage], self.width, "data_dependent_size"
+        rows, mask, idx = self.fresh("rows"), self.fresh("mask"), self.fresh("idx")
+        stack = r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])", f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
+        made = f"{rows} = {stack}\n{mask} = {rows}.sum(1) {r.choice(['>', '<'])} {r.choice(['0.0', '0.1', '-0.1'])}"
+        nonzero = r.choice([f"{mask}.nonzero().squeeze(1)", f"torch.nonzero({mask}).view(-1)", f"torch.where({mask})[0]"])
+        kind = r.randrange(4)
+        if kind == 0:  # a gather of the picked rows, math on them, a reduction
+            lin = self.module(f"nn.Linear({w}, {w})")
+            gather = r.choice([f"{rows}[{idx}]", f"{rows}.index_select(0, {idx})", f"{rows}[{mask}]"])
+            picked = self.fresh("picked")
+            math = r.choice([f"torch.tanh({lin}({picked}))", f"{picked} * 2.0 + 1.0"])
+            reduced = r.choice([f"{math}.sum(0, keepdim=True)", f"({picked} > 0).any(0, keepdim=True).float()"])
+            return [Research(f"{made}\n{idx} = {nonzero}\n{picked} = {gather}\n"
+                             f"x = x + 0.1 * {fold(reduced)} + 0.01 * len({idx})", form)]
+        if kind == 1:  # the selected elements as a flat tensor
+            picked = r.choice([f"{rows}[{rows} > 0]", f"torch.masked_select({rows}, {mask}.unsqueeze(1))",
+                               f"{rows}.masked_select({rows} < 0.2)"])
+            return [Research(f"{made}\nx = x + 0.1 * {picked}.sum()", form)]
+        if kind == 2:  # a store back at the picked rows
+            buf = self.fresh("buf")
+            store = r.choice([f"{buf}[{idx}] = torch.tanh({rows}[{idx}])", f"{buf}[{idx}] += {rows}[{idx}] * 0.5",
+                              f"{buf}[{mask}] = {rows}[{mask}] * 2.0"])
+            return [Research(f"{made}\n{idx} = {nonzero}\n{buf} = torch.zeros(3, {w})\n{store}\n"
+                             f"x = x + 0.1 * {fold(f'{buf}.sum(0, keepdim=True)')}", form)]
+        lin, t = self.module(f"nn.Linear({w}, {w})"), self.fresh("t")
+        body = [Research(f"{idx} = {mask}.nonzero().squeeze(1)\n{rows}[{idx}] = torch.tanh({lin}({rows}[{idx}]))\n"
+                         f"{mask} = {mask} & ({rows}.sum(1) > {r.choice(['0.0', '0.2'])})\n"
+                         f"if not {mask}.any():\n    break", form)]
+        return [Research(made, form), For(r.randint(2, 3), body, var=t),
+                Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
+
     def packed_rnn(self, stage: str, fold) -> list[Stmt]:
         """A padded batch of 4 steps built from x, one sequence per item of `lengths`, packed
         with lengths made from them (positive, at most 4: every input is valid in eager), an
@@ -722,6 +761,8 @@ class Researcher:
             return self.runtime_slice(stage, fold, in_helper)
         if form == "packed_rnn":
             return self.packed_rnn(stage, fold)
+        if form == "data_dependent_size":
+            return self.data_dependent_size(stage, fold)
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]

@@ -79,6 +79,24 @@ def slice_scatter(base: np.ndarray, src, dim: int = 0, start=None, end=None, ste
     return out
 
 
+def pad(x: np.ndarray, pad, mode: str = "constant", value=None) -> np.ndarray:
+    """`torch.nn.functional.pad` with a constant: `pad` gives (before, after) widths from the
+    last dim backwards; a negative width cuts."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad mode {mode!r} on the host")
+    widths = [(0, 0)] * x.ndim
+    for k in range(len(pad) // 2):
+        widths[x.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    x = x[tuple(slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(widths))]
+    return np.pad(x, [(max(a, 0), max(b, 0)) for a, b in widths], constant_values=0 if value is None else value)
+
+
+def masked_select(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """`torch.masked_select`: both broadcast to one shape, the selected elements in order."""
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    return np.ascontiguousarray(np.broadcast_to(x, shape)[np.broadcast_to(mask.astype(bool), shape)])
+
+
 def stack(tensors, dim: int = 0) -> np.ndarray:
     return np.stack(tensors, axis=dim)
 

@@ -154,11 +154,24 @@ def _fast_run(session):
 # --------------------------------------------------------------------------- TVM
 
 
+def _compact(array: np.ndarray) -> bool:
+    """Row-major strides in every dim. numpy calls an array C-contiguous whatever the stride
+    of a dim of size 1 (`x[:, None]`, a host unsqueeze of a nonzero column, has stride 0
+    there), which TVM's compact check rejects."""
+    stride = array.itemsize
+    for size, step in zip(reversed(array.shape), reversed(array.strides)):
+        if step != stride:
+            return False
+        stride *= size
+    return True
+
+
 def _to_tvm(tvm, array: np.ndarray):
-    # from_dlpack wants a 64-byte-aligned, contiguous, writeable buffer (a misaligned one
+    # from_dlpack wants a 64-byte-aligned, compact, writeable buffer (a misaligned one
     # segfaulted here); anything else is copied into TVM-owned memory.
     if (
         array.flags.c_contiguous
+        and _compact(array)
         and array.flags.writeable
         and array.ctypes.data % 64 == 0
     ):

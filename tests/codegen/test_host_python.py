@@ -164,3 +164,19 @@ def test_names_and_in_place_carries_keep_the_program_exact(name, example):
     for scale in (30.0, 3.0, 1.0, 0.3, -3.0):
         x = torch.randn(1, 4, generator=torch.Generator().manual_seed(int(scale * 10))) * scale
         assert max_abs_error(eager(model, (x,)), compiled(x)) <= 1e-4
+
+
+@pytest.mark.parametrize("pad", [(0, 2), (1, 0), (0, -1), (1, 2, 0, 1), (-1, 1, 1, -1)])
+def test_host_pad_is_torchs(pad):
+    """`F.pad` with a width a host int gives stays in the host (a beam's finished sequences
+    padded to the step limit): numpy's pad, with torch's order of widths and cuts."""
+    import torch.nn.functional as F
+
+    from dycl.runtime import host_support
+
+    x = torch.randn(3, 4)
+    for value in (None, 1.5):
+        expected = F.pad(x, pad, value=0.0 if value is None else value).numpy()
+        assert np.array_equal(expected, host_support.pad(x.numpy(), list(pad), "constant", value))
+    ints = torch.arange(6).reshape(2, 3)
+    assert host_support.pad(ints.numpy(), [0, 2], "constant", None).dtype == np.int64

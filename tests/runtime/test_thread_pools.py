@@ -111,3 +111,14 @@ def test_each_tvm_model_runs_with_its_own_threads(compiled_samples):
     thread.join()
     both = min(2, int(os.environ["TVM_NUM_THREADS"]))
     assert seen == [both, 1, both]
+
+
+def test_tvm_takes_only_row_major_buffers_without_a_copy():
+    """numpy calls `x[:, None]` C-contiguous (a dim of size 1 may have any stride: here 0),
+    TVM's compact check does not: such an input is copied (a host unsqueeze of a nonzero
+    column failed TVM's call with "expected to be compact array")."""
+    column = np.arange(5, dtype=np.int64)[:, None]
+    assert column.flags.c_contiguous and column.strides[1] == 0
+    assert not runners._compact(column)
+    assert runners._compact(np.ascontiguousarray(np.arange(10).reshape(5, 2)))
+    assert runners._compact(np.array(column, order="C", copy=True))

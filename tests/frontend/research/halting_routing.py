@@ -7,6 +7,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.autograd import Variable
 
 from tests.frontend.research.common import images, randn
 
@@ -468,6 +469,98 @@ class MoEExpertDict(nn.Module):
         return images([(0, 1.0), (0, 0.3), (1, 20.0), (3, 20.0), (5, 20.0), (7, 20.0)], shape=(1, 8))
 
 
+class ACTBatchLiveRows(nn.Module):
+    """Batch-level ACT (the pattern of several ACT reimplementations): every sample halts on
+    its own, and each step runs the cell on the live rows only (`idx = selector.nonzero()
+    .squeeze(1)`, `hx[idx] = self.rnn_cell(x[idx], hx[idx])`, `accum[idx] += ...`) until
+    `not selector.any()`."""
+
+    N_PATHS = 5
+    CONSTRUCTS = ('data-size', 'Variable', '.data')
+    WEIGHT_SEED = 3
+
+    def __init__(self, size=6, hidden=8):
+        super().__init__()
+        self.hidden = hidden
+        self.rnn_cell = nn.GRUCell(size, hidden)
+        self.halt = nn.Linear(hidden, 1)
+        self.max_steps = 4
+        self.eps = 0.01
+
+    def forward(self, x):
+        batch_size = x.size(0)
+        hx = Variable(x.data.new(batch_size, self.hidden).zero_())
+        accum = torch.zeros_like(hx)
+        halting = x.new_zeros(batch_size)
+        n_updates = x.new_zeros(batch_size)
+        selector = halting < 1 - self.eps
+        for step in range(self.max_steps):
+            idx = selector.nonzero().squeeze(1)
+            hx[idx] = self.rnn_cell(x[idx], hx[idx])
+            p = torch.sigmoid(self.halt(hx[idx])).squeeze(1)
+            if step == self.max_steps - 1:
+                p = torch.ones_like(p)
+            still = halting[idx] + p < 1 - self.eps
+            weight = torch.where(still, p, 1 - halting[idx])
+            accum[idx] += weight.unsqueeze(1) * hx[idx]
+            halting[idx] += weight
+            n_updates[idx] += 1
+            selector = halting < 1 - self.eps
+            if not selector.any():
+                break
+        return accum, n_updates
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return tuple(sorted(int(n) for n in output[1]))
+
+    @staticmethod
+    def example_inputs():
+        return (randn(4, 6, seed=0, scale=0.1),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 0.1), (0, 3.0), (1, 10.0), (7, 3.0), (9, 3.0)], shape=(4, 6))
+
+
+class MoEDispatchRows(nn.Module):
+    """Top-1 mixture of experts over a batch, dispatched the way batched MoE code does: each
+    expert runs on the rows routed to it (`idx = (route == e).nonzero().squeeze(1)`), and
+    its output is stored back (`out[idx] = ...`); an expert with no rows is skipped."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('data-size', 'list-comp')
+
+    def __init__(self, size=6, experts=3):
+        super().__init__()
+        self.router = nn.Linear(size, experts)
+        self.experts = nn.ModuleList([nn.Linear(size, size) for _ in range(experts)])
+
+    def forward(self, x):
+        gates = F.softmax(self.router(x), dim=1)
+        gate, route = gates.max(1)
+        out = torch.zeros_like(x)
+        counts = []
+        for e, expert in enumerate(self.experts):
+            idx = (route == e).nonzero().squeeze(1)
+            counts.append(len(idx))
+            if len(idx) > 0:
+                out[idx] = expert(x[idx]) * gate[idx].unsqueeze(1)
+        return out, [min(c, 2) for c in counts]
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return tuple(output[1])
+
+    @staticmethod
+    def example_inputs():
+        return (randn(4, 6, seed=0),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0), (6, 1.0), (7, 1.0)], shape=(4, 6))
+
+
 MODELS = [
     ACTHalting,
     ACTNoGradLSTM,
@@ -481,4 +574,6 @@ MODELS = [
     RoutingSelfAttribute,
     ACTConstantLSTM,
     MoEExpertDict,
+    ACTBatchLiveRows,
+    MoEDispatchRows,
 ]

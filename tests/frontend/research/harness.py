@@ -66,6 +66,7 @@ CONSTRUCTS = {
     "early-return": "`return` inside a loop",
     "mixed-return": "a return mixing tensors, ints and bools",
     "packed": "`pack_padded_sequence` with runtime lengths, an RNN on it, `pad_packed_sequence`",
+    "data-size": "a size that depends on the data (`idx = mask.nonzero().squeeze(1)`, `x[idx]`, `out[idx] = v`)",
     "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}

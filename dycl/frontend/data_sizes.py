@@ -1,0 +1,297 @@
+"""Sizes that depend on the data: `idx = mask.nonzero().squeeze(1)`, `x[mask]`,
+`torch.masked_select(x, mask)`, `torch.where(mask)`, and what reads and stores at them
+(`x[idx]`, `x.index_select(0, idx)`, `hx[idx] = v`, `accum[idx] += h`, `x[mask] = v`).
+
+torch.export names such a size by an unbacked symbol, which no sub-DNN can take. So the op
+that makes it runs where its result is known, on the host (the op registry's
+`Category.DATA_SIZE` records: `torch.aten.nonzero`, `torch.aten.masked_select`), and its
+length is a runtime dim from there on: the machinery of `x[:k]` (a symbolic dim in the
+sub-DNNs, runs of their own for sizes 0 and 1, `dycl.by_size`). As with torch.export's
+unbacked sizes, nothing is assumed about that length: it may be 0 or 1.
+
+A boolean mask in an index is what PyTorch makes of it: its nonzero positions, one index
+tensor per mask dim (`x[a, mask]` is `x[a, nz[:, 0], nz[:, 1]]` for a 2-d mask), so reads
+and stores through it are index tensors of a runtime length. The mask's shape must match
+the dims it indexes (eager raises otherwise): a dim known only at run time is checked there.
+
+The statements are first compiled as they are; a run in which export finds a size that
+depends on the data (`DataSize`) is compiled again statement by statement, and a statement
+that makes one is rewritten here: each such call or mask becomes a host value bound to a
+fresh name, and the rewritten statement is compiled as any other.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+import torch
+from torch_mlir import ir
+
+from dycl.frontend import host_numpy
+from dycl.frontend import values as V
+from dycl.frontend.build import erase_after
+from dycl.frontend.desugar import source_text
+from dycl.frontend.errors import DataSize, FrontendError
+from dycl.frontend.nodes import OPERAND_PREFIX, fresh_id
+
+NONZERO = "torch.aten.nonzero"
+MASKED_SELECT = "torch.aten.masked_select"
+
+# Calls whose result size depends on the data, by the torch function or the method name.
+_NONZERO_FUNCTIONS = (torch.nonzero, torch.argwhere)
+_NONZERO_METHODS = frozenset({"nonzero", "argwhere"})
+_MASK_DTYPES = (torch.bool, torch.uint8)
+_MAKER_NAMES = frozenset({"nonzero", "argwhere", "masked_select"})
+
+
+def makes_data_sizes(fdef: ast.AST) -> bool:
+    """Whether a helper calls what makes a size from the data (`t.nonzero()`,
+    `masked_select`, or indexes with a comparison: `x[x > 0]`): DyCL compiles it itself
+    (inlined), so that the size is made on the host."""
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name in _MAKER_NAMES:
+                return True
+        mask = node.slice if isinstance(node, ast.Subscript) else None
+        if isinstance(mask, ast.Compare) or isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert):
+            return True
+    return False
+
+
+def host_statement(c, stmt: ast.stmt, env: dict, live_after: set[str]) -> None:
+    """A statement the host runs; one that makes a size from the data in a run it computes
+    (`y = x[mask] * float(s)`) again, with that size made on the host."""
+    ir_block = ir.InsertionPoint.current.block
+    before, saved = len(ir_block.operations), dict(env)
+    try:
+        c.host_statement(stmt, env)
+    except DataSize as failure:
+        erase_after(ir_block, before)
+        env.clear()
+        env.update(saved)
+        compile_statement(c, stmt, env, live_after, failure)
+
+
+def compile_statement(c, stmt: ast.stmt, env: dict, live_after: set[str], refusal: DataSize) -> None:
+    """Compile `stmt`, whose run made a size that depends on the data, with each call and
+    mask that makes one computed first on the host (`refusal`: when it has none)."""
+    scoped = dict(env)
+    lowering = _Lowering(c, scoped)
+    rewritten = lowering.visit(copy.deepcopy(stmt))
+    value = getattr(rewritten, "value", None)
+    if isinstance(rewritten, ast.Assign) and isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
+        # `return out.sum(0), kept.size(0), x[mask].sum()`: each item on its own (sizes
+        # known only at run time that one run cannot relate: each item sees fewer)
+        value.elts = [lowering.bind(c.expression(e, scoped), e) if not isinstance(e, ast.Name) else e for e in value.elts]
+    if not lowering.made:
+        raise refusal
+    ast.copy_location(rewritten, stmt)
+    ast.fix_missing_locations(rewritten)
+    try:
+        if c._is_run_statement(rewritten, scoped, set()):
+            c.compile_run([rewritten], scoped, set(scoped) | live_after)
+        else:
+            c.host_statement(rewritten, scoped)
+    except FrontendError as error:  # (quoting the user's statement, not the rewritten one)
+        text, original = source_text(rewritten), source_text(stmt)
+        raise type(error)(error.construct.replace(text, original), error.hint, file=error.file, line=error.line) from None
+    for name, value in scoped.items():
+        if not name.startswith(OPERAND_PREFIX) and env.get(name, V.UNDEF) is not value:
+            env[name] = value
+
+
+class _Lowering(ast.NodeTransformer):
+    """The statement with each call that makes a data-dependent size and each mask in an
+    index replaced by a name bound (in `env`) to the value the host computes; innermost
+    first, in Python's evaluation order."""
+
+    def __init__(self, c, env: dict):
+        self.c, self.env = c, env
+        self.made = False  # (whether anything was bound: else the statement is what failed)
+
+    def bind(self, value: V.EnvValue, where: ast.AST) -> ast.Name:
+        self.made = True
+        name = f"{OPERAND_PREFIX}_size{fresh_id()}"
+        self.env[name] = value
+        return ast.copy_location(ast.Name(name, ast.Load()), where)
+
+    def visit_scoped(self, node: ast.expr) -> ast.expr:
+        return node  # (evaluated in a scope of its own, or only on some paths: left as it is)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda = visit_scoped
+    visit_IfExp = visit_BoolOp = visit_scoped
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        func = self.c._try_constant(node.func, self.env, quiet=True)
+        method = node.func.attr if isinstance(node.func, ast.Attribute) and func is V.MISSING else None
+        if func in _NONZERO_FUNCTIONS or method in _NONZERO_METHODS:
+            source = node.args[0] if func in _NONZERO_FUNCTIONS and node.args else node.func.value if method else None
+            if source is None or len(node.args) > (1 if method is None else 0) or any(k.arg != "as_tuple" for k in node.keywords):
+                return node
+            as_tuple = self._keyword(node, "as_tuple", False)
+            tensor = self._tensor(source)
+            if tensor is None:
+                return node
+            positions = nonzero(self.c, tensor, node)
+            return self.bind(V.Tup(tuple(columns(self.c, positions, tensor.type.rank)), "tuple") if as_tuple else positions, node)
+        if func is torch.where and len(node.args) == 1 and not node.keywords:
+            tensor = self._tensor(node.args[0])
+            if tensor is None:
+                return node
+            return self.bind(V.Tup(tuple(columns(self.c, nonzero(self.c, tensor, node), tensor.type.rank)), "tuple"), node)
+        if func is torch.masked_select or method == "masked_select":
+            operands = node.args if func is torch.masked_select else [node.func.value, *node.args]
+            if len(operands) != 2 or node.keywords:
+                return node
+            tensor, mask = (self._tensor(o) for o in operands)
+            if tensor is None or mask is None:
+                return node
+            return self.bind(masked_select(self.c, tensor, mask, node), node)
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        self.generic_visit(node)
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        replaced: list[ast.expr] = []
+        masks, indexed = {}, False
+        for part in parts:
+            if isinstance(part, (ast.Slice, ast.Constant, ast.Starred)):
+                replaced.append(part)
+                continue
+            value = self.c.expression(part, self.env)
+            if host_numpy.is_numpy(value):
+                return node  # (numpy indexing is host_numpy's)
+            tensor = isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and isinstance(value.example, torch.Tensor)
+            indexed |= tensor
+            if tensor and value.example.dtype in _MASK_DTYPES and value.example.dim() > 0:
+                masks[len(replaced)] = (value, part)
+            elif not (isinstance(part, ast.Name) or isinstance(value, V.Const)):
+                part = self.bind(value, part)  # (computed once, here)
+            replaced.append(part)
+        store = isinstance(node.ctx, ast.Store)
+        if masks:
+            holder = self.c.expression(_as_load(node.value), self.env)
+            if host_numpy.is_numpy(holder) or not (isinstance(holder, V.Dyn) and V.is_tensor_type(holder.type) and holder.type.shape is not None):
+                return node
+            if not isinstance(node.value, ast.Name):
+                if store:
+                    return node  # (a store into what a name does not hold: refused as it was)
+                node.value = self.bind(holder, node.value)
+            replaced = self._positions(node, holder, replaced, masks)
+        if any(a is not b for a, b in zip(replaced, parts)) or len(replaced) != len(parts):
+            node.slice = ast.Tuple(replaced, ast.Load()) if len(replaced) > 1 or isinstance(node.slice, ast.Tuple) else replaced[0]
+        if indexed and not store:
+            # a gather of its own: its size is one runtime dim, not one for each index
+            return self.bind(self.c.expression(node, self.env), node)
+        return node
+
+    def _positions(self, node: ast.Subscript, holder: V.Dyn, parts: list[ast.expr], masks: dict) -> list[ast.expr]:
+        """The index parts with each mask replaced by its nonzero positions, one index
+        tensor per mask dim."""
+        dims = _indexed_dims(parts, {k: mask.type.rank for k, (mask, _) in masks.items()})
+        expanded: list[ast.expr] = []
+        for k, part in enumerate(parts):
+            if k not in masks:
+                expanded.append(part)
+                continue
+            mask, where = masks[k]
+            if dims is None:
+                raise self.c.error(where, f"`{source_text(node)}` indexes with a boolean mask after `...` or `None`", "index the mask's dims first (`x[mask]`, `x[:, mask]`)")
+            check_mask_shape(self.c, holder, mask, dims[k], node)
+            positions = nonzero(self.c, mask, where)
+            expanded.extend(self.bind(column, where) for column in columns(self.c, positions, mask.type.rank))
+        return expanded
+
+    def _tensor(self, node: ast.expr) -> V.Dyn | None:
+        value = self.c.expression(node, self.env)
+        if host_numpy.is_numpy(value):
+            return None  # (numpy's `a.nonzero()` is a tuple of arrays: host_numpy's)
+        if isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and value.type.shape is not None and isinstance(value.example, torch.Tensor):
+            return value
+        return None
+
+    def _keyword(self, node: ast.Call, name: str, default):
+        for keyword in node.keywords:
+            if keyword.arg == name:
+                value = self.c._try_constant(keyword.value, self.env, quiet=True)
+                if value is V.MISSING:
+                    raise self.c.error(node, f"`{source_text(node)}` with `{name}` computed at run time", f"pass `{name}=` a constant")
+                return value
+        return default
+
+
+def _as_load(node: ast.expr) -> ast.expr:
+    node = copy.deepcopy(node)
+    for sub in ast.walk(node):
+        if hasattr(sub, "ctx"):
+            sub.ctx = ast.Load()
+    return node
+
+
+def _indexed_dims(parts: list[ast.expr], mask_ranks: dict[int, int]) -> list[int] | None:
+    """The first dim of the holder each index part indexes (a mask indexes as many as it
+    has); None after an `...` or `None` (the mask's dims would count from the end)."""
+    dims, dim = [], 0
+    for k, part in enumerate(parts):
+        if isinstance(part, ast.Constant) and (part.value is None or part.value is Ellipsis):
+            return None
+        dims.append(dim)
+        dim += mask_ranks.get(k, 1)
+    return dims
+
+
+def nonzero(c, tensor: V.Dyn, node: ast.AST) -> V.Dyn:
+    """`torch.nonzero(tensor)` on the host: `[?, rank]` int64."""
+    if tensor.type.rank == 0:
+        raise c.error(node, f"`{source_text(node)}` of a 0-d tensor", "take the nonzero positions of a tensor of at least one dim")
+    example = torch.nonzero(tensor.example)
+    return c.builder.host_op(NONZERO, [tensor], V.tensor_type([None, tensor.type.rank], torch.int64), example)
+
+
+def columns(c, positions: V.Dyn, rank: int) -> list[V.Dyn]:
+    """The index tensors `positions[:, d]` of each dim, `[?]` int64 (views on the host)."""
+    made = []
+    for d in range(rank):
+        operands = [positions, c.builder.constant(1), c.builder.constant(d)]
+        made.append(c.builder.host_op("torch.aten.select.int", operands, positions.type.with_shape([None]), positions.example[:, d]))
+    return made
+
+
+def masked_select(c, tensor: V.Dyn, mask: V.Dyn, node: ast.AST) -> V.Dyn:
+    """`torch.masked_select(tensor, mask)` on the host: `[?]` of the tensor's dtype."""
+    if mask.example.dtype not in _MASK_DTYPES:
+        raise c.error(node, f"`{source_text(node)}` with a {str(mask.example.dtype).removeprefix('torch.')} mask", "select with a boolean mask")
+    try:
+        example = torch.masked_select(tensor.example, mask.example)
+    except RuntimeError as error:
+        raise c.error(node, f"`{source_text(node)}`: {str(error).splitlines()[0]}") from None
+    if None in tensor.type.shape or None in mask.type.shape:
+        raise c.error(node, f"`{source_text(node)}` of tensors whose shapes are known only at run time",
+                      "select from tensors of a size known when the model is imported (`x[mask]` selects rows of any count)")
+    return c.builder.host_op(MASKED_SELECT, [tensor, mask], V.tensor_type([None], tensor.example.dtype), example)
+
+
+def check_mask_shape(c, holder: V.Dyn, mask: V.Dyn, first: int, node: ast.AST) -> None:
+    """Eager raises where a mask's shape differs from the dims it indexes; an index tensor
+    would not: the dims known only at run time are checked there."""
+    shape, indexed = mask.type.shape, holder.type.shape[first : first + mask.type.rank]
+    message = f"`{source_text(node)}`: the shape of the mask does not match the shape of the indexed tensor"
+    if len(indexed) != len(shape):
+        raise c.error(node, f"`{source_text(node)}` indexes {holder.type.rank} dims with a {mask.type.rank}-d mask from dim {first}")
+    for d, (a, b) in enumerate(zip(shape, indexed)):
+        if a is not None and b is not None:
+            if a != b:
+                raise c.error(node, message)
+            continue
+        sizes = [
+            c.builder.host_op("torch.aten.size.int", [value, c.builder.constant(dim)], V.INT, value.example.shape[dim])
+            for value, dim in ((mask, d), (holder, first + d))
+        ]
+        same = c.builder.host_op("torch.aten.eq.int", sizes, V.BOOL, sizes[0].example == sizes[1].example)
+        c.runtime_check(same, node, message)
+
+
+__all__ = ["compile_statement", "host_statement", "makes_data_sizes"]

@@ -1,0 +1,199 @@
+"""Models whose tensor sizes depend on the data, written as published code writes them:
+`idx = mask.nonzero().squeeze(1)`, `x[mask]`, `masked_select`, stores at such indices,
+batch-level adaptive computation time and a beam search that drops finished beams."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.autograd import Variable
+
+
+class TokenPruning(nn.Module):
+    """Keeps the tokens whose score passes a threshold (token pruning, one sequence), with a
+    `.byte()` mask as older code writes it."""
+
+    def __init__(self, dim=6):
+        super().__init__()
+        self.score = nn.Linear(dim, 1)
+        self.mlp = nn.Linear(dim, dim)
+        self.threshold = 0.5
+
+    def keep_mask(self, tokens):
+        return torch.sigmoid(self.score(tokens)).squeeze(-1) > self.threshold
+
+    def forward(self, tokens):
+        keep = self.keep_mask(tokens).byte()
+        kept = tokens[keep]
+        out = self.mlp(kept).relu()
+        return out.sum(0), kept.size(0), tokens[keep.bool()].sum()
+
+
+class MaskedSelect(nn.Module):
+    """`masked_select` in both spellings, a mask that broadcasts, `x[x > 0].sum()`, and the
+    columns `torch.where(mask)` gives, gathered by `x[:, columns]`."""
+
+    def forward(self, x, bias):
+        positive = torch.masked_select(x, x > 0)
+        rows = x.masked_select(bias > 0)  # (a [1, 5] mask over [4, 5] rows)
+        columns = torch.where(bias[0] > 0)[0]
+        picked = x[:, columns].sum(1)
+        scale = float(bias.abs().max())
+        scaled = x[x < 0] * scale  # (a statement the host runs, for the float)
+        return positive.sum(), rows * 2, x[x > 0].sum(), picked, scaled.sum()
+
+
+class NonzeroRows(nn.Module):
+    """Live rows by `nonzero`, gathered by indexing and by `index_select`, updated by a
+    layer and stored back (`out[idx] = ...`, `accum[idx] += ...`, `z[mask] = ...`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def live(self, x):
+        return x.sum(1) > 0
+
+    def forward(self, x):
+        mask = self.live(x)
+        idx = mask.nonzero().squeeze(1)
+        rows = x.index_select(0, idx)
+        out = x.data.new(x.size()).zero_()
+        out[idx] = self.fc(rows)
+        accum = torch.zeros_like(x).fill_(0.5)
+        accum[idx] += torch.tanh(x[idx])
+        z = x.clone()
+        z[mask] = x[mask] * 2
+        counts = [int(c) for c in mask.long()]
+        return out, accum, z, len(idx), sum(counts)
+
+
+class BatchEarlyExit(nn.Module):
+    """Per-sample early exit inside a batch: after each block the samples whose exit is
+    confident leave the batch with that exit's prediction; the rest go on."""
+
+    def __init__(self, dim=6, classes=4, blocks=3):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(dim, dim) for _ in range(blocks)])
+        self.exits = nn.ModuleList([nn.Linear(dim, classes) for _ in range(blocks)])
+        self.threshold = 0.5
+        self.classes = classes
+
+    def forward(self, x):
+        out = Variable(torch.zeros(x.size(0), self.classes))
+        remaining = torch.arange(x.size(0))
+        h = x
+        for i, (block, exit_head) in enumerate(zip(self.blocks, self.exits)):
+            h = torch.relu(block(h))
+            logits = exit_head(h)
+            confidence = F.softmax(logits, dim=1).max(1)[0]
+            done = confidence > self.threshold
+            if i == len(self.blocks) - 1:
+                done = torch.ones_like(done)
+            out[remaining[done]] = logits[done]
+            h = h[~done]
+            remaining = remaining[~done]
+        return out, remaining.size(0)
+
+
+class AdaptiveComputationTime(nn.Module):
+    """Graves' adaptive computation time over a batch: each sample ponders until its
+    halting probabilities add up to 1 - eps; the step runs on the live rows only."""
+
+    def __init__(self, input_size=4, hidden_size=6, max_steps=4, eps=0.01):
+        super().__init__()
+        self.rnn_cell = nn.GRUCell(input_size, hidden_size)
+        self.halt = nn.Linear(input_size + hidden_size, 1)
+        self.max_steps, self.eps = max_steps, eps
+        with torch.no_grad():  # (the halting unit reads the input's first feature: tests pick when samples halt)
+            self.halt.weight.zero_()
+            self.halt.weight[0, 0] = 4.0
+            self.halt.bias.fill_(0.0)
+
+    def halting_probability(self, x, h):
+        return torch.sigmoid(self.halt(torch.cat([x, h], 1))).squeeze(1)
+
+    def forward(self, x, hx):
+        batch_size = x.size(0)
+        hx = hx.clone()
+        halting = Variable(x.data.new(batch_size).zero_())
+        remainders = x.new_zeros(batch_size)
+        n_updates = x.new_zeros(batch_size)
+        accum = torch.zeros_like(hx)
+        selector = halting < 1 - self.eps
+        for step in range(self.max_steps):
+            idx = selector.nonzero().squeeze(1)
+            hx[idx] = self.rnn_cell(x[idx], hx[idx])
+            p = self.halting_probability(x[idx], hx[idx])
+            still = (halting[idx] + p) < 1 - self.eps
+            weight = torch.where(still, p, 1 - halting[idx])
+            remainders[idx] += torch.where(still, torch.zeros_like(p), 1 - halting[idx])
+            halting[idx] += weight
+            n_updates[idx] += 1
+            accum[idx] += weight.unsqueeze(1) * hx[idx]
+            selector = halting < 1 - self.eps
+            if not selector.any():
+                break
+        return accum, remainders + n_updates
+
+
+class BeamSearch(nn.Module):
+    """A caption decoder's beam search that drops finished beams (`k -= ...`,
+    `seqs[incomplete_inds]`), with the finished ones kept as it goes."""
+
+    def __init__(self, vocab_size=6, hidden=8, beam_size=3, max_len=4, start=1, end=0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, hidden)
+        self.decode_step = nn.GRUCell(hidden, hidden)
+        self.fc = nn.Linear(hidden, vocab_size)
+        self.vocab_size, self.beam_size, self.max_len, self.start, self.end = vocab_size, beam_size, max_len, start, end
+        with torch.no_grad():  # (the end token's score follows the encoding's first feature)
+            self.fc.weight[end].zero_()
+            self.fc.weight[end, 0] = 4.0
+
+    def forward(self, encoder_out):
+        k = self.beam_size
+        vocab_size = self.vocab_size
+        h = encoder_out.expand(k, encoder_out.size(1)).contiguous()
+        k_prev_words = torch.LongTensor([[self.start]] * k)
+        seqs = k_prev_words
+        top_k_scores = torch.zeros(k, 1)
+        complete_seqs = torch.zeros(0, self.max_len + 1, dtype=torch.long)
+        complete_scores = torch.zeros(0)
+        for step in range(self.max_len):
+            embeddings = self.embedding(k_prev_words).squeeze(1)
+            h = self.decode_step(embeddings, h)
+            scores = F.log_softmax(self.fc(h), dim=1)
+            scores = top_k_scores.expand_as(scores) + scores
+            if step == 0:
+                top_k_scores, top_k_words = scores[0].topk(self.beam_size, 0, True, True)
+            else:
+                top_k_scores, top_k_words = scores.view(-1).topk(self.beam_size, 0, True, True)
+            top_k_scores, top_k_words = top_k_scores[:k], top_k_words[:k]
+            prev_word_inds = top_k_words // vocab_size
+            next_word_inds = top_k_words % vocab_size
+            seqs = torch.cat([seqs[prev_word_inds], next_word_inds.unsqueeze(1)], dim=1)
+            incomplete_inds = (next_word_inds != self.end).nonzero().squeeze(1)
+            complete_inds = (next_word_inds == self.end).nonzero().squeeze(1)
+            finished = F.pad(seqs[complete_inds], (0, self.max_len + 1 - seqs.size(1)))
+            complete_seqs = torch.cat([complete_seqs, finished])
+            complete_scores = torch.cat([complete_scores, top_k_scores[complete_inds]])
+            k -= len(complete_inds)
+            seqs = seqs[incomplete_inds]
+            h = h[prev_word_inds[incomplete_inds]]
+            top_k_scores = top_k_scores[incomplete_inds].unsqueeze(1)
+            k_prev_words = next_word_inds[incomplete_inds].unsqueeze(1)
+            if k == 0:
+                break
+        remaining = F.pad(seqs, (0, self.max_len + 1 - seqs.size(1)))
+        complete_seqs = torch.cat([complete_seqs, remaining])
+        complete_scores = torch.cat([complete_scores, top_k_scores.view(-1)])
+        i = int(complete_scores.argmax())
+        return complete_seqs[i], complete_scores[i], k
+
+
+class UniqueLabels(nn.Module):
+    def forward(self, x):
+        labels = (x * 3).long()
+        return torch.unique(labels).float().sum()  # REFUSED

@@ -1,0 +1,220 @@
+"""Sizes that depend on the data (`nonzero`, `x[mask]`, `masked_select`, stores at such
+indices): the size is made on the host and is a runtime dim from there on, 0 and 1
+included. Exact against eager on inputs that make every size the models can see."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+from xdsl.dialects import scf
+
+import dycl
+from dycl.dialects.torch_ops import Category, op_info
+from dycl.frontend import import_module
+from dycl.frontend.compiler import BY_SIZE
+from tests.frontend.data_size_models import (
+    AdaptiveComputationTime,
+    BatchEarlyExit,
+    BeamSearch,
+    MaskedSelect,
+    NonzeroRows,
+    TokenPruning,
+    UniqueLabels,
+)
+from tests.frontend.helpers import BranchCoverage, assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error, run
+
+
+def pruning_inputs():
+    """Token scores above the threshold for none, one, some and all of five tokens (each
+    token moved along the scoring weights to a logit of +3 or -3)."""
+    generator = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    score = TokenPruning().score
+    weight, bias = score.weight.detach()[0], score.bias.detach()[0]
+    inputs = []
+    for kept in (0, 1, 3, 5, 2):
+        tokens = torch.randn(5, 6, generator=generator)
+        target = torch.tensor([3.0] * kept + [-3.0] * (5 - kept))
+        tokens = tokens + ((target - tokens @ weight - bias) / weight.dot(weight)).unsqueeze(1) * weight
+        inputs.append((tokens,))
+    return inputs
+
+
+def rows_inputs():
+    """Rows whose sums are positive for none, one, two and all of five rows."""
+    generator = torch.Generator().manual_seed(1)
+    inputs = []
+    for live in (3, 0, 1, 2, 5):
+        x = -torch.rand(5, 4, generator=generator)
+        x[:live] = x[:live].abs() + 0.1
+        inputs.append((x,))
+    return inputs
+
+
+def masked_select_inputs():
+    generator = torch.Generator().manual_seed(2)
+    return [
+        (torch.randn(4, 5, generator=generator), torch.randn(1, 5, generator=generator)),
+        (-torch.rand(4, 5, generator=generator), -torch.rand(1, 5, generator=generator)),
+        (torch.rand(4, 5, generator=generator), torch.tensor([[1.0, -1.0, -1.0, -1.0, -1.0]])),
+    ]
+
+
+def early_exit_inputs():
+    """Scales at which no sample, some, one and all leave at the first exits."""
+    generator = torch.Generator().manual_seed(0)
+    torch.randn(8 * 6 * 4, generator=generator)
+    return [(torch.randn(8, 6, generator=generator) * scale,) for scale in (0.1, 2.0, 3.0, 10.0, 1.0)]
+
+
+def act_inputs():
+    """The halting unit reads the first feature: 3.0 halts at the first step, -3.0 never,
+    values between at later steps; one input keeps a single live sample."""
+    generator = torch.Generator().manual_seed(0)
+    firsts = (
+        [3.0] * 8,
+        [-3.0] * 8,
+        [3.0, -3.0, 0.0, 0.2, -0.3, 0.5, 1.0, -1.0],
+        [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45],
+        [3.0] * 7 + [-3.0],
+        [0.0] * 7 + [3.0],
+    )
+    inputs = []
+    for first in firsts:
+        x = torch.randn(8, 4, generator=generator)
+        x[:, 0] = torch.tensor(first)
+        inputs.append((x, torch.randn(8, 6, generator=generator)))
+    return inputs
+
+
+def beam_inputs():
+    """The end token's score follows the encoding's first feature: the beam count falls to
+    1, to 0 before the step limit, and stays above 0 to the limit."""
+    generator = torch.Generator().manual_seed(0)
+    inputs = []
+    for first in (-6.0, -3.0, -1.0, 0.0, 3.0):
+        for _ in range(4):
+            encoding = torch.randn(1, 8, generator=generator)
+            encoding[0, 0] = first
+            inputs.append((encoding,))
+    # the example first: one whose beams last to the step limit (DyCL runs every step on
+    # the example's values, and a step with no beam left cannot run)
+    return [inputs[2]] + inputs[:2] + inputs[3:]
+
+
+def by_size_ifs(program) -> list:
+    return [op for op in program.module.walk() if isinstance(op, scf.IfOp) and BY_SIZE in op.attributes]
+
+
+def host_ops(program, name: str) -> int:
+    return sum(1 for op in program.module.walk() if op.name == name or getattr(getattr(op, "op_name", None), "data", None) == name)
+
+
+def test_the_ops_that_make_sizes_from_data_run_on_the_host():
+    for name in ("torch.aten.nonzero", "torch.aten.masked_select"):
+        info = op_info(name)
+        assert info.category is Category.DATA_SIZE and info.host is not None and info.shape is not None
+
+
+@pytest.mark.parametrize("factory, inputs", [
+    (TokenPruning, pruning_inputs()),
+    (MaskedSelect, masked_select_inputs()),
+    pytest.param(BatchEarlyExit, early_exit_inputs(), marks=pytest.mark.slow),
+], ids=["token_pruning", "masked_select", "batch_early_exit"])
+def test_sizes_from_data_are_exact_on_the_interpreter(factory, inputs):
+    assert_imported_exactly(factory, inputs)
+
+
+def test_every_count_of_selected_rows_takes_its_own_arm():
+    """The counts 0, 1 and more of the selected rows each run the sub-DNN made for them."""
+    torch.manual_seed(0)
+    model = NonzeroRows().eval()
+    inputs = rows_inputs()
+    program = import_module(model, inputs[0])
+    assert host_ops(program, "torch.aten.nonzero") >= 1
+    coverage = BranchCoverage()
+    for args in inputs:
+        assert max_abs_error(eager(model, args), run(program, args, coverage)) <= 1e-6
+    picks = by_size_ifs(program)
+    both = [op for op in picks if len(coverage.taken[id(op)]) == 2]
+    assert len(both) >= 3, "the arms for sizes 0 and 1 never ran"
+
+
+def test_the_inputs_make_every_count():
+    """What the tests claim about their inputs: sizes 0, 1 and more where it matters."""
+    inputs = pruning_inputs()
+    torch.manual_seed(0)
+    model = TokenPruning().eval()
+    kept = [eager(model, args)[1] for args in inputs]
+    assert {0, 1, 5} <= set(kept), kept
+    torch.manual_seed(0)
+    model, sizes = BeamSearch().eval(), []
+    model.decode_step.register_forward_hook(lambda module, args, out: sizes.append(args[1].size(0)))
+    trajectories = []
+    for args in beam_inputs():
+        sizes.clear()
+        final = eager(model, args)[2]
+        trajectories.append((list(sizes), final))
+    assert any(final == 0 and len(steps) < model.max_len for steps, final in trajectories)
+    assert any(1 in steps for steps, _ in trajectories) and any(final > 0 for _, final in trajectories)
+    assert trajectories[0][1] > 0
+
+
+def test_adaptive_computation_time_over_a_batch_is_exact():
+    """0, some and all samples halt at a step; a single live sample; the loop's `break`."""
+    assert_imported_exactly(AdaptiveComputationTime, act_inputs())
+
+
+def test_a_beam_search_that_drops_finished_beams_is_exact():
+    torch.manual_seed(0)
+    model = BeamSearch().eval()
+    inputs = beam_inputs()
+    program = import_module(model, inputs[0])
+    for args in inputs:
+        assert max_abs_error(eager(model, args), run(program, args)) <= 1e-5
+
+
+@pytest.mark.parametrize("factory, inputs", [
+    pytest.param(TokenPruning, pruning_inputs(), marks=pytest.mark.slow),
+    (NonzeroRows, rows_inputs()),
+    (MaskedSelect, masked_select_inputs()),
+], ids=["token_pruning", "nonzero_rows", "masked_select"])
+def test_sizes_from_data_compile_exactly_on_onnxruntime(factory, inputs):
+    assert_compiled_exactly(factory, inputs, "onnxruntime")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, inputs", [
+    (BatchEarlyExit, early_exit_inputs()),
+    (AdaptiveComputationTime, act_inputs()),
+    (BeamSearch, beam_inputs()),
+], ids=["batch_early_exit", "act", "beam_search"])
+def test_loops_over_sizes_from_data_compile_exactly_on_onnxruntime(factory, inputs):
+    assert_compiled_exactly(factory, inputs, "onnxruntime")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, inputs", [
+    (TokenPruning, pruning_inputs()),
+    pytest.param(NonzeroRows, rows_inputs(), marks=pytest.mark.xfail(
+        strict=True, raises=dycl.BackendError,
+        reason="TVM 0.27's IndexPut cannot broadcast index shapes of a symbolic size: "
+               "`accum[idx] += h` fails TVM's compile (a BackendError, never a wrong answer)")),
+    (MaskedSelect, masked_select_inputs()),
+], ids=["token_pruning", "nonzero_rows", "masked_select"])
+def test_sizes_from_data_compile_exactly_on_tvm(factory, inputs):
+    assert_compiled_exactly(factory, inputs, "tvm")
+
+
+def marked(model_class, mark: str) -> int:
+    lines, first = inspect.getsourcelines(model_class)
+    return first + next(k for k, text in enumerate(lines) if f"# {mark}" in text)
+
+
+def test_a_size_from_data_dycl_does_not_lower_is_refused_at_its_line():
+    with pytest.raises(dycl.FrontendError) as caught:
+        import_module(UniqueLabels().eval(), (torch.rand(4, 3),))
+    assert caught.value.line == marked(UniqueLabels, "REFUSED"), caught.value
+    assert "`return torch.unique(labels).float().sum()`" in str(caught.value)
