@@ -391,14 +391,14 @@ class ScaledGate(nn.Module):
         return h
 
 
-class MaskedArgument(nn.Module):
+class UniqueArgument(nn.Module):
     def __init__(self):
-        super(MaskedArgument, self).__init__()
+        super(UniqueArgument, self).__init__()
         self.gate = ScaledGate()
 
     def forward(self, x):
-        y = self.gate(x, x[x > 0].sum())  # line marker: masked-argument
+        y = self.gate(x, torch.unique(x).sum())  # line marker: unique-argument
         return y
 
 
-REFUSED["data_dependent_argument"] = (MaskedArgument, (torch.randn(1, 4),), "masked-argument", "size depends on the data")
+REFUSED["data_dependent_argument"] = (UniqueArgument, (torch.randn(1, 4),), "unique-argument", "size depends on the data")
