@@ -62,7 +62,11 @@ _ABSENT = object()
 class ModuleAttributes:
     """The attribute variables of one compiled call (one per module and attribute)."""
 
-    def __init__(self):
+    def __init__(self, keeps_state: bool = False):
+        # keeps_state: state that persists across calls raises `state.PersistentState` (the
+        # importer compiles again with it as a slot of the call) instead of a refusal
+        self.keeps_state = keeps_state
+        self.append_only: set[str] = set()  # variables of lists kept across calls (state.py)
         self._by_key: dict[tuple[int, str], Attribute] = {}
         self.by_name: dict[str, Attribute] = {}
         self.read_from_module: dict[str, ast.AST] = {}  # variable -> the first load of the module's value
@@ -110,6 +114,14 @@ class ModuleAttributes:
                                 self._variable(owner, node.attr)
                                 self.assigned.add(node.attr)
 
+    def state_variable(self, owner: torch.nn.Module, attr: str, append: bool = False) -> str:
+        """The variable of an attribute the call takes in and gives back (state.py)."""
+        name = self._variable(owner, attr).name
+        self.assigned.add(attr)
+        if append:
+            self.append_only.add(name)
+        return name
+
     def variables(self) -> set[str]:
         return set(self.by_name)
 
@@ -128,7 +140,14 @@ class ModuleAttributes:
         expressions: nested statement lists are bound when they are compiled."""
         if not self.by_name or not _has_marks(stmt):
             return stmt
-        binder = _Binder(self, env, written, error)
+        bound = self._bind(stmt, _Binder(self, env, written, error))
+        if self.append_only:
+            from dycl.frontend.state import check_append_only
+
+            check_append_only(bound, self.append_only, self.describe, error)
+        return bound
+
+    def _bind(self, stmt: ast.stmt, binder: "_Binder") -> ast.stmt:
         if isinstance(stmt, ast.If):
             new = ast.If(test=binder.visit(copy.deepcopy(stmt.test)), body=stmt.body, orelse=stmt.orelse)
             return ast.copy_location(new, stmt)
@@ -157,7 +176,15 @@ class ModuleAttributes:
     def describe(self, name: str) -> str:
         return self.by_name[name].text if name in self.by_name else name
 
+    def _found_state(self, name: str, node: ast.AST) -> None:
+        if self.keeps_state:
+            from dycl.frontend.state import PersistentState
+
+            attribute = self.by_name[name]
+            raise PersistentState(attribute.owner, attribute.attr, node)
+
     def refuse_persistent(self, name: str, node: ast.AST, error):
+        self._found_state(name, node)
         text = self.describe(name)
         first = self.read_from_module.get(name)
         where = f" (line {first.lineno})" if getattr(first, "lineno", None) else ""
@@ -170,6 +197,7 @@ class ModuleAttributes:
         )
 
     def refuse_partial(self, name: str, node: ast.AST, error):
+        self._found_state(name, node)
         text = self.describe(name)
         return error(
             node, f"`{text}` is read where this call assigned it on some paths only (the "
@@ -219,6 +247,11 @@ class _Binder(ast.NodeTransformer):
         if isinstance(node.ctx, ast.Del):
             raise self.error(node, f"`del {self.attributes.describe(name)}`", "assign None instead, or keep the value in a local variable")
         if isinstance(node.ctx, ast.Store):
+            if name in self.attributes.append_only:  # (`self.gate_probs = []`: a per-call list)
+                from dycl.frontend.state import Demoted
+
+                attribute = self.attributes.by_name[name]
+                raise Demoted(attribute.owner, attribute.attr)
             if name in self.attributes.read_from_module:
                 raise self.attributes.refuse_persistent(name, node, self.error)
             return ast.copy_location(ast.Name(name, ast.Store()), node)

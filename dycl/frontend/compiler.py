@@ -29,6 +29,7 @@ from torch_mlir import ir
 from xdsl.ir import Attribute
 from dycl.frontend import aliases
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
+from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
 from dycl.frontend import host_builtins, host_numpy, lists, packed
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
@@ -74,8 +75,10 @@ class FunctionCompiler:
     captured as runs. Builtins and numpy functions are tables of handlers keyed by the
     function (`host_builtins`, `host_numpy`) that take this compiler as their context."""
 
-    def __init__(self, model: torch.nn.Module, capturer: RunCapturer):
+    def __init__(self, model: torch.nn.Module, capturer: RunCapturer, state: CallState | None = None):
         self.model = model
+        self.state = state  # the attributes forward keeps from one call to the next (state.py)
+        self.state_record: list | None = None  # their arguments and results (func attribute `dycl.state`)
         self.capturer = capturer
         self.builder = HostBuilder(capturer.context)
         self.scope: _Scope | None = None
@@ -88,7 +91,7 @@ class FunctionCompiler:
         self.memory_of_weights = self.state_guard.memory
         self.memory_of_inputs: dict[int, str] = {}
         self.current = None
-        self.attributes = ModuleAttributes()  # module attributes forward assigns
+        self.attributes = ModuleAttributes(keeps_state=state is not None)  # module attributes forward assigns
         self._length_chains: list[_LengthChain] = []
         # The runtime loops being compiled, innermost last: (their break and return flags,
         # the names read after them), for the joins of their bodies (see _join_if).
@@ -109,6 +112,9 @@ class FunctionCompiler:
             raise source.error(fdef, f"{len(example_inputs)} example inputs for {len(params) - 1} parameters")
         leaves: list[tuple[str, object]] = []  # the function's arguments: (name, example)
         input_tree = [self._flatten_input(fdef, name, e, leaves) for name, e in zip(given, example_inputs)]
+        user_leaves = len(leaves)
+        if self.state is not None:
+            leaves += self.state.arguments()  # (after the model's inputs)
         input_types = [V.type_of_example(e) for _, e in leaves]
 
         func_type = ir.FunctionType.get([self.builder.type(t) for t in input_types], [], self.builder.context)
@@ -135,13 +141,23 @@ class FunctionCompiler:
         end = fresh_id()
         statements = copy.deepcopy(fdef.body)  # (the parsed function is shared: mark a copy)
         self.attributes.preregister(self.model)
+        if self.state is not None:
+            self.state.register(self.attributes)
+            self.state.bind(self.attributes, env, arguments[user_leaves:])
         self.attributes.annotate(statements, params[0], self.model)
         desugar.check_deletes(source)
         body = lower(source, statements, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
         with ir.InsertionPoint(entry):
             final = self.compile_block(body, env, {RETURN_VAR})
             result = final[RETURN_VAR]
-            outputs, tree = self._flatten_result(result, _return_node(fdef))
+            states = []
+            if self.state is not None:
+                states = self.state.finals(self.attributes, final)
+                if self.state.widen(states, self.error, fdef):
+                    raise Widened()
+            outputs, tree = self._flatten_result(V.Tup((result, *states)), _return_node(fdef))
+            (tree, *state_trees), = tree.values()
+            self.state_record = None if self.state is None else self.state.record(user_leaves, state_trees)
             ir.Operation.create("func.return", operands=[o.value for o in outputs])
         func_type = ir.FunctionType.get(
             [self.builder.type(t) for t in input_types], [self.builder.type(o.type) for o in outputs]
