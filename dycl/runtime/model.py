@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import types
 from collections.abc import Mapping
 from dataclasses import replace
@@ -20,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from dycl.backends import runner_factory
-from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest
+from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest, replace_file
 from dycl.runtime.options import RuntimeOptions, default_threads
 from dycl.runtime.outputs import unflatten
+from dycl.runtime import state as state_io
 
 
 class InputError(TypeError):
@@ -82,6 +84,52 @@ class CompiledModel:
         self._output_tree = self.manifest["outputs"]["tree"]
         self.subdnn_calls = {}
         self._forward = self._bind_host()
+        self._load_state()
+
+    def _load_state(self) -> None:
+        """A stateful model's slots and values (the state it was saved with)."""
+        record = self.manifest.get("state")
+        self._slots = state_io.StateSlots(record["slots"]) if record else None
+        self._state: dict[str, Any] = {}
+        self._initial_state: dict[str, Any] = {}
+        self._busy = threading.Lock()  # (a stateful model is not re-entrant)
+        if record:
+            try:
+                self._initial_state = state_io.from_file(self.directory / record["initial"])
+                self._state = state_io.from_file(self.directory / record["current"])
+            except Exception as err:
+                raise ArtifactError(f"{self.directory}: unreadable state file ({err})") from err
+            missing = set(self._slots.paths) - set(self._state) | set(self._slots.paths) - set(self._initial_state)
+            if missing:
+                raise ArtifactError(f"{self.directory}: the state files have no value for {sorted(missing)}")
+
+    # ------------------------------------------------------------- state
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the model keeps module attributes from one call to the next."""
+        return self._slots is not None
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """attribute path -> the value forward left there (a copy; tensors as numpy arrays,
+        lists of what forward appended): `{"hidden": array(...), "calls": 3}`. Empty for a
+        model that keeps no state."""
+        return state_io.copy_state(self._state)
+
+    def reset_state(self) -> None:
+        """Back to the state the model was compiled with (its module's attributes then)."""
+        with self._exclusive():
+            self._state = state_io.copy_state(self._initial_state)
+
+    def _exclusive(self):
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(
+                f"{self.entry}() of a stateful model is already running: a model that keeps state "
+                f"across calls ({', '.join(self._slots.paths)}) is not re-entrant; call it from one "
+                "thread at a time (or load one copy per thread with dycl.load)"
+            )
+        return _Release(self._busy)
 
     # ------------------------------------------------------------- loading
 
@@ -115,6 +163,7 @@ class CompiledModel:
         clone = object.__new__(CompiledModel)
         clone.__dict__.update(self.__dict__)
         clone.subdnn_calls = dict(subdnns)
+        clone._busy, clone._state = threading.Lock(), state_io.copy_state(self._state)
         clone._forward = self._host_module.bind(clone.subdnn_calls, self._constants)
         return clone
 
@@ -147,7 +196,14 @@ class CompiledModel:
             elif not isinstance(value, _SCALAR_TYPES[spec.kind]) or (spec.kind == "int" and isinstance(value, bool)):
                 raise InputError(f"{self.entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
             args.append(value)
-        results = self._forward(*args)
+        if self._slots is None:
+            results = self._forward(*args)
+        else:
+            with self._exclusive():
+                results = self._forward(*args, *self._slots.arguments(self._state))
+                state = dict(self._state)
+                self._slots.update(state, results)
+                self._state = state
         try:
             outputs = unflatten(self._output_tree, results)
         except ValueError as error:
@@ -160,11 +216,15 @@ class CompiledModel:
         """Copy the artifact (all files the manifest lists, and the manifest)."""
         target = Path(directory)
         if target.resolve() == self.directory.resolve():
+            if self._slots is not None:
+                self.manifest = replace_file(target, self.manifest["state"]["current"], state_io.to_bytes(self._state))
             return target
         target.mkdir(parents=True, exist_ok=True)
         for name in self.manifest["files"]:
             shutil.copyfile(self.directory / name, target / name)
         shutil.copyfile(self.directory / MANIFEST, target / MANIFEST)
+        if self._slots is not None:  # the state as it is now (reset_state goes back to state_initial.npz)
+            replace_file(target, self.manifest["state"]["current"], state_io.to_bytes(self._state))
         read_manifest(target)  # what was written verifies
         return target
 
@@ -177,6 +237,18 @@ class CompiledModel:
             f"<dycl.CompiledModel {self.entry}: {len(self.subdnn_names)} sub-DNNs, "
             f"backend={self.backend}, from {self.directory}>"
         )
+
+
+class _Release:
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        return False
 
 
 def _tensor_input(spec: _InputSpec, value: Any, entry: str) -> np.ndarray:
