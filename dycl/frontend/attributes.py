@@ -86,6 +86,10 @@ class ModuleAttributes:
                         node.dycl_local = self._variable(owner, node.attr).name
                         if isinstance(node.ctx, ast.Store):
                             self.assigned.add(node.attr)
+        if self.append_only:
+            from dycl.frontend.state import hoist_appended_items
+
+            hoist_appended_items(stmts, self.append_only)
 
     def preregister(self, model: torch.nn.Module) -> None:
         """A variable for every attribute that a method of the user's modules assigns

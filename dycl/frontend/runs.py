@@ -236,6 +236,15 @@ def picked_object(leaf) -> bool:
     return isinstance(leaf, torch.nn.Module) or callable(leaf) and not isinstance(leaf, type)
 
 
+def holds_computed_tensors(leaf, weights: dict) -> bool:
+    """A run result that is a Python object holding tensors the run computed (a
+    `Categorical(probs)`): as a constant it would keep the example's values forever."""
+    if isinstance(leaf, (torch.Tensor, torch.nn.Module, type, bool, int, float, str)) or leaf is None or callable(leaf):
+        return False
+    held = getattr(leaf, "__dict__", None) or {}
+    return any(isinstance(v, torch.Tensor) and aliases.storage_of(v) not in weights for v in held.values())
+
+
 def is_tensor_value(value) -> bool:
     return isinstance(value, V.Dyn) and V.is_tensor_type(value.type)
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from dycl.frontend import values as V
+from dycl.frontend.nodes import fresh_id
 from dycl.frontend.errors import FrontendError
 
 APPEND_METHODS = ("append", "extend")
@@ -299,6 +300,36 @@ def _appended(node: ast.AST) -> ast.Attribute | None:
             and node.value.func.attr in APPEND_METHODS and isinstance(node.value.func.value, ast.Attribute)):
         return node.value.func.value
     return None
+
+
+def hoist_appended_items(stmts: list[ast.stmt], names: set[str]) -> None:
+    """Consecutive `self.saved_actions.append(<expr>)` statements as `__item = <expr>` for
+    each, then the appends (in place, in every statement list): the items are computed in
+    the run of the statements before them, with the Python objects those made (`dist =
+    Bernoulli(logits=...)`, then `append(dist.log_prob(a))`). Python computes the same:
+    forward reads an append slot nowhere, so an earlier append cannot change a later item."""
+    for holder in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(holder, field, None)
+            if not isinstance(body, list):
+                continue
+            k = 0
+            while k < len(body):
+                j = k
+                while j < len(body) and getattr(_appended(body[j]), "dycl_local", None) in names:
+                    j += 1
+                if j == k:
+                    k += 1
+                    continue
+                items = []
+                for stmt in body[k:j]:
+                    call = stmt.value
+                    if len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Name):
+                        item = f"__item{fresh_id()}_{call.func.value.attr}"
+                        items.append(ast.copy_location(ast.Assign(targets=[ast.Name(item, ast.Store())], value=call.args[0]), stmt))
+                        call.args[0] = ast.copy_location(ast.Name(item, ast.Load()), call.args[0])
+                body[k:k] = items
+                k = j + len(items)
 
 
 def check_append_only(stmt: ast.stmt, names: set[str], describe, error) -> None:
