@@ -1240,9 +1240,12 @@ class FunctionCompiler:
             test = f"{k} {'<' if step > 0 else '>'} {stop}"
             item = ast.Name(k, ast.Load())
         else:
-            iterated = self.expression(call, env)  # evaluated once, as Python does
+            start = self._enumerate_start(call, env)  # `enumerate(rows)`: its items count from `start`
+            iterated = self.expression(call if start is None else call.args[0], env)  # evaluated once, as Python does
             if isinstance(iterated, V.Dyn) and V.is_tensor_type(iterated.type):
-                return self._unrolled_rows(loop, iterated, env)
+                return self._unrolled_rows(loop, iterated, env, start)
+            if start is not None:
+                iterated = self.expression(call, env)
             if not lists.is_runtime_list(iterated):
                 return None
             step = 1
@@ -1255,7 +1258,14 @@ class FunctionCompiler:
         loop_node = nodes.located(ast.While(test=condition, body=[bind, advance, *node.body], orelse=[]), node)
         return [*head, nodes.Loop(loop_node, loop.returns)]
 
-    def _unrolled_rows(self, loop: nodes.Loop, tensor: V.Dyn, env: dict) -> list[ast.stmt]:
+    def _enumerate_start(self, call: ast.expr, env) -> int | None:
+        if not (isinstance(call, ast.Call) and self._try_constant(call.func, env, quiet=True) is enumerate and call.args
+                and not call.keywords and len(call.args) <= 2 and not any(isinstance(a, ast.Starred) for a in call.args)):
+            return None
+        start = self._try_constant(call.args[1], env) if len(call.args) == 2 else 0
+        return start if type(start) is int else None
+
+    def _unrolled_rows(self, loop: nodes.Loop, tensor: V.Dyn, env: dict, start: int | None = None) -> list[ast.stmt]:
         """`for row in t` (or a numpy array) whose first dimension is static: one copy of the
         body per row. The rows are read before the loop, so a body that changes a row or
         `t` in place (a row is a view of `t` in PyTorch and numpy) is refused."""
@@ -1274,6 +1284,8 @@ class FunctionCompiler:
         if isinstance(tensor, host_numpy.NumpyValue):
             # numpy's integers index and count as Python ints do (`self.experts[k]`, `gate[0, k]`)
             rows = [host_numpy.integer_item(self, row) or row for row in rows]
+        if start is not None:
+            rows = [V.Tup((start + k, row)) for k, row in enumerate(rows)]
         return unroll(self.scope.source, loop, rows, lambda row: self._bind_target(node.target, row))
 
     def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
