@@ -605,16 +605,9 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
 
 
 def _state_slots(function) -> list[dict[str, Any]]:
-    """The func's `dycl.state` with each tensor slot's dtype and shape (its argument's type)."""
-    from dycl.dialects.dtypes import dtype_name
+    from dycl.interpreter import state_slots
 
-    slots = _output_tree(function, "dycl.state") or []
-    inputs = function.function_type.inputs
-    for slot in slots:
-        if slot["kind"] in ("tensor", "optional"):
-            type_ = inputs.data[slot["args"][-1]]
-            slot["dtype"], slot["shape"] = dtype_name(type_.element_type), list(type_.shape)
-    return slots
+    return state_slots(function)
 
 
 def _initial_state(slots, values: Mapping[str, Any]) -> dict[str, Any]:

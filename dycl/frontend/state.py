@@ -30,6 +30,7 @@ the model's classes are append slots from the start; one that forward assigns
 from __future__ import annotations
 
 import ast
+import copy
 import types
 from dataclasses import dataclass
 
@@ -95,6 +96,9 @@ class CallState:
         self.demoted: set[tuple[int, str]] = set()
         for owner, attr in _appended_lists(model):
             self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "append")
+        for owner, attr in _changed_tensors(model):  # (`self.running.mul_(0.9)`)
+            value = owner.__dict__[attr]
+            self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "tensor", V.type_of_example(value))
         self.attempts = 0
 
     def _path(self, owner, attr: str) -> str:
@@ -223,7 +227,7 @@ class CallState:
 
     def initial_values(self) -> dict:
         """attribute path -> the module's value (what the compiled model starts from)."""
-        return {slot.path: slot.owner.__dict__.get(slot.attr) for slot in self.slots.values()}
+        return {slot.path: copy.deepcopy(slot.owner.__dict__.get(slot.attr)) for slot in self.slots.values()}
 
 
 _ABSENT = object()
@@ -262,13 +266,10 @@ def _zeros(type_) -> torch.Tensor:
     return torch.zeros(tuple(type_.shape), dtype=V.tensor_dtype(type_))
 
 
-def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
-    """(module, attribute) of every list attribute that a method of the model's own classes
-    appends to or extends (`self.saved_actions.append(a)`, `self.control.log.extend(xs)`)."""
-    from dycl.frontend.attributes import _owner
+def _methods(model: torch.nn.Module):
+    """(module, the parsed method, its `self` name) of every method of the model's own classes."""
     from dycl.frontend.rewrite import parse_function
 
-    found = []
     for module in model.modules():
         for klass in type(module).__mro__:
             if klass.__module__.partition(".")[0] in ("torch", "builtins"):
@@ -280,17 +281,50 @@ def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]
                     fdef = parse_function(function).node
                 except Exception:  # no source: never compiled
                     continue
-                if not fdef.args.args:
-                    continue
-                self_name = fdef.args.args[0].arg
-                for node in ast.walk(fdef):
-                    receiver = _appended(node)
-                    if receiver is None:
-                        continue
-                    owner = _owner(receiver.value, self_name, module)
-                    if owner is not None and type(owner.__dict__.get(receiver.attr)) is list:
-                        if not any(o is owner and a == receiver.attr for o, a in found):
-                            found.append((owner, receiver.attr))
+                if fdef.args.args:
+                    yield module, fdef, fdef.args.args[0].arg
+
+
+def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
+    """(module, attribute) of every list attribute that a method of the model's own classes
+    appends to or extends (`self.saved_actions.append(a)`, `self.control.log.extend(xs)`)."""
+    from dycl.frontend.attributes import _owner
+
+    found = []
+    for module, fdef, self_name in _methods(model):
+        for node in ast.walk(fdef):
+            receiver = _appended(node)
+            if receiver is None:
+                continue
+            owner = _owner(receiver.value, self_name, module)
+            if owner is not None and type(owner.__dict__.get(receiver.attr)) is list:
+                if not any(o is owner and a == receiver.attr for o, a in found):
+                    found.append((owner, receiver.attr))
+    return found
+
+
+def _changed_tensors(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
+    """(module, attribute) of every tensor attribute (not a parameter or buffer) that a method
+    of the model's own classes changes in place: `self.running.mul_(0.9)`,
+    `self.memory.data.zero_()`, `self.buf[0] = v`, `self.buf[:, k] += v`."""
+    from dycl.frontend.attributes import _owner
+
+    found = []
+    for module, fdef, self_name in _methods(model):
+        parents = {child: node for node in ast.walk(fdef) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(fdef):
+            if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
+                continue
+            owner = _owner(node.value, self_name, module)
+            if owner is None or not isinstance(owner.__dict__.get(node.attr), torch.Tensor):
+                continue
+            use = parents.get(node)
+            if isinstance(use, ast.Attribute) and use.attr == "data":
+                use = parents.get(use)
+            in_place = (isinstance(use, ast.Attribute) and use.attr.endswith("_") and not use.attr.startswith("_")
+                        or isinstance(use, ast.Subscript) and isinstance(use.ctx, ast.Store))
+            if in_place and not any(o is owner and a == node.attr for o, a in found):
+                found.append((owner, node.attr))
     return found
 
 
