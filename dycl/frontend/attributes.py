@@ -181,10 +181,10 @@ class ModuleAttributes:
         return self.by_name[name].text if name in self.by_name else name
 
     def _found_state(self, name: str, node: ast.AST) -> None:
-        if self.keeps_state:
+        attribute = self.by_name[name]
+        if self.keeps_state and attribute.attr in attribute.owner.__dict__:  # (else eager fails without a value)
             from dycl.frontend.state import PersistentState
 
-            attribute = self.by_name[name]
             raise PersistentState(attribute.owner, attribute.attr, node)
 
     def refuse_persistent(self, name: str, node: ast.AST, error):
@@ -237,6 +237,11 @@ class _Binder(ast.NodeTransformer):
         self.env = env
         self.written = written
         self.error = error
+
+    def visit_Assign(self, node: ast.Assign):
+        node.value = self.visit(node.value)  # (Python evaluates the value before it stores)
+        node.targets = [self.visit(target) for target in node.targets]
+        return node
 
     def visit_AugAssign(self, node: ast.AugAssign):
         name = getattr(node.target, "dycl_local", None)

@@ -1777,7 +1777,8 @@ class FunctionCompiler:
         for name in names:
             held = V.maybes(inputs[name])
             if held:
-                shown = next((n for n, v in env.items() if any(v is m for m in held) and not n.startswith("__")), name)
+                shown = next((self.attributes.describe(n) for n, v in env.items() if any(v is m for m in held)
+                              and (not n.startswith("__") or self.attributes.is_variable(n))), name)
                 raise self.error(
                     stmts[0], f"`{shown}` is None on some paths and a tensor or number on others, and `{runs.statement_text(stmts)}` computes with it",
                     f"test `{shown} is None` first (`if {shown} is not None:`), or give it the same kind on every path",
