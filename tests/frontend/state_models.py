@@ -57,7 +57,7 @@ class StreamingLSTMData(nn.Module):
         self.c = torch.zeros(1, 1, 6)
 
     def forward(self, chunk):
-        if chunk[0, 0, 0] > 1.5:  # a new stream
+        if chunk[0, 0, 0] > 0.5:  # a new stream
             self.h.zero_()
             self.c.data.fill_(0.0)
         out, (h, c) = self.lstm(chunk, (self.h, self.c))
