@@ -12,12 +12,14 @@ as one:
 - `bind`, right before a statement is compiled, turns marked accesses into that variable:
   stores always; loads once the call has assigned it on the path being compiled. A load
   before that reads the module's own value (configuration such as `self.threshold`).
-- State that persists from one call to the next is refused at its statement: an attribute
-  read from the module and assigned later in the same call, read after an `if` that assigns
-  it on some paths only, or read by code that runs inside a captured block (`poisoned`).
+- State that persists from one call to the next (an attribute read from the module and
+  assigned later in the same call, or read after an `if` that assigns it on some paths only)
+  raises `state.PersistentState` when the importer keeps state (`keeps_state`): it compiles
+  again with the attribute as a slot of the call (state.py), bound at the entry. Code that
+  runs inside a captured block and reads such an attribute is refused (`poisoned`).
 
-PyTorch leaves the last value on the module after the call. A compiled model has no module:
-only a caller that reads `model.hidden` afterwards could tell, and DyCL does not reproduce it.
+An attribute that the call assigns before any read is a variable of the call only: PyTorch
+leaves its last value on the module, a compiled model does not keep it (it is not state).
 """
 
 from __future__ import annotations
