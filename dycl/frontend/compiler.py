@@ -1956,16 +1956,8 @@ class FunctionCompiler:
                 "or run every candidate and select the result (`torch.stack([e(x) for e in "
                 "self.experts])[k]`)",
             )
-        frozen = [l for k, l in enumerate(out_leaves) if k not in produced and id(l) not in known and runs.holds_computed_tensors(l, self.memory_of_weights)]
-        if flat_inputs and frozen:
-            kind = type(frozen[0]).__name__
-            maker = next((s for s in stmts if kind in source_text(s)), stmts[0])
-            raise self.error(
-                maker, f"`{runs.statement_text([maker])}` makes a {kind} holding tensors computed in "
-                "forward, and a later statement uses it (as a constant it would keep the example's values)",
-                "use it in the statement that makes it (`lp = Categorical(probs).log_prob(a)`), or keep the "
-                "tensors it is made from and make it again where it is used",
-            )
+        if flat_inputs:  # (`m = Categorical(probs)` read by a later statement)
+            runs.refuse_frozen_objects(self, stmts, [l for k, l in enumerate(out_leaves) if k not in produced and id(l) not in known])
         structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
         try:
             renewed: list[tuple[V.Tup, V.Tup]] = []

@@ -245,6 +245,21 @@ def holds_computed_tensors(leaf, weights: dict) -> bool:
     return any(isinstance(v, torch.Tensor) and aliases.storage_of(v) not in weights for v in held.values())
 
 
+def refuse_frozen_objects(c, stmts, results) -> None:
+    """Refuse a run result that holds tensors the run computed (`holds_computed_tensors`)."""
+    frozen = [leaf for leaf in results if holds_computed_tensors(leaf, c.memory_of_weights)]
+    if not frozen:
+        return
+    kind = type(frozen[0]).__name__
+    maker = next((s for s in stmts if kind in source_text(s)), stmts[0])
+    raise c.error(
+        maker, f"`{statement_text([maker])}` makes a {kind} holding tensors computed in forward, and a "
+        "later statement uses it (as a constant it would keep the example's values)",
+        "use it in the statement that makes it (`lp = Categorical(probs).log_prob(a)`), or keep the "
+        "tensors it is made from and make it again where it is used",
+    )
+
+
 def is_tensor_value(value) -> bool:
     return isinstance(value, V.Dyn) and V.is_tensor_type(value.type)
 

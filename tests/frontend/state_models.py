@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.autograd import Variable
+from torch.distributions import Categorical
 
 SEQUENCES: dict = {}
 REFUSED: dict = {}
@@ -208,3 +209,24 @@ class DictState(nn.Module):
 
 
 REFUSED["dict_state"] = (DictState, (torch.ones(1, 3),), "dict-state", "a dict that persists")
+
+
+class DistributionUsedLater(nn.Module):
+    """A `Categorical` made in one statement and used by a later one, which DyCL compiles
+    on its own: the distribution would keep the example's probabilities (a wrong
+    log-probability on every other input before this was refused)."""
+
+    def __init__(self):
+        super().__init__()
+        self.policy = nn.Linear(4, 3)
+
+    def forward(self, x):
+        probs = F.softmax(self.policy(x), -1)
+        m = Categorical(probs)  # line marker: categorical
+        action = probs.argmax()
+        log_probs = []
+        log_probs.append(m.log_prob(action))
+        return log_probs[0], action.item()
+
+
+REFUSED["distribution_used_later"] = (DistributionUsedLater, (torch.ones(1, 4),), "categorical", "holding tensors computed in forward")
