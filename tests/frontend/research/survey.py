@@ -178,6 +178,8 @@ def _replace_between(path: str, begin: str, end: str, text: str) -> None:
     with open(path) as f:
         content = f.read()
     head, rest = content.split(begin, 1)
+    if rest.startswith(end.lstrip("\n")):  # (nothing between them: `{\n}`)
+        rest = "\n" + rest
     _, tail = rest.split(end, 1)
     with open(path, "w") as f:
         f.write(head + begin + text + end + tail)
