@@ -172,6 +172,7 @@ def compile(  # noqa: A001 - the public name the design asks for
         run_pipeline=True,
         stage=_stage,
         tune=tune,
+        state=program.state,
     )
     if check:
         with _stage("check"):
@@ -206,13 +207,16 @@ def compile_module(
     passes: str | Sequence[Any] | None = None,
     run_pipeline: bool = True,
     tune: TuneOptions | None = None,
+    state: Mapping[str, Any] | None = None,
     **backend_options: Any,
 ) -> CompiledModel:
     """Compile host IR (an xDSL module, as the frontend writes it) with its weights.
 
     `pipeline` and `passes` as in `compile`. With `run_pipeline=False` no pass runs: the
-    module must already be an HCFG (a `PipelineError` says where it is not). Unlike
-    `compile`, errors pass through as raised (no self-check: there is no model)."""
+    module must already be an HCFG (a `PipelineError` says where it is not).
+    state: the initial values of the attributes the func's `dycl.state` lists (path ->
+    value); a None/list attribute not given starts as None/[].
+    Unlike `compile`, errors pass through as raised (no self-check: there is no model)."""
     from dycl.backends import backend_options as check_options
 
     options = check_options(backend, backend_options)  # fail before the slow steps
@@ -221,6 +225,7 @@ def compile_module(
     return _compile(
         module, weights, backend, options, entry=entry, threads=threads, runtime=runtime, jobs=jobs, cache_dir=cache_dir,
         use_cache=use_cache, progress=progress, passes=passes, run_pipeline=run_pipeline, stage=_no_stage, tune=tune,
+        state=state,
     )
 
 
@@ -251,6 +256,7 @@ def _check_tune(backend: str, tune: TuneOptions | None) -> None:
 def _compile(
     module, weights, backend, options, *, entry, threads, runtime, jobs, cache_dir, use_cache, progress, passes,
     run_pipeline, stage: Callable[[str], contextlib.AbstractContextManager], tune: TuneOptions | None = None,
+    state: Mapping[str, Any] | None = None,
 ) -> CompiledModel:
     report: dict[str, Any] = {"backend": backend}
     start = time.perf_counter()
@@ -288,7 +294,7 @@ def _compile(
     with stage("artifact"):
         directory = tempfile.mkdtemp(prefix="dycl-artifact-")
         try:
-            write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads)
+            write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state)
             model = CompiledModel(directory, threads=threads, runtime=runtime)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -354,14 +360,27 @@ def check_against_eager(
         model.eval()  # as the frontend compiled it
     forward = model if method == "forward" else getattr(model, method)
     eager_args, compiled_args = _clone(inputs), _clone(inputs)
-    eager_start = time.perf_counter()
-    with torch.no_grad():
-        expected = forward(*eager_args)
-    eager_seconds = time.perf_counter() - eager_start
-    compiled_start = time.perf_counter()
-    actual = compiled(*compiled_args)
-    compiled_seconds = time.perf_counter() - compiled_start
-    error, difference = compare_outputs(expected, actual, rtol=rtol, atol=atol)
+    # A model that keeps state across calls: the state after the call is compared too, and
+    # both are put back as they were (the module's attributes, the compiled model's state)
+    paths = list(compiled.state) if getattr(compiled, "stateful", False) else []
+    kept = _keep_attributes(model, paths)
+    try:
+        eager_start = time.perf_counter()
+        with torch.no_grad():
+            expected = forward(*eager_args)
+        eager_seconds = time.perf_counter() - eager_start
+        compiled_start = time.perf_counter()
+        actual = compiled(*compiled_args)
+        compiled_seconds = time.perf_counter() - compiled_start
+        error, difference = compare_outputs(expected, actual, rtol=rtol, atol=atol)
+        if difference is None and paths:
+            eager_state = {path: _attribute(model, path) for path in paths}
+            state_error, difference = compare_outputs(eager_state, compiled.state, rtol=rtol, atol=atol, path="state")
+            error = max(error, state_error)
+    finally:
+        _restore_attributes(kept)
+        if paths:
+            compiled.reset_state()
     if difference is not None:
         raise CompileMismatch(*difference, inputs=inputs_label)
     return {
@@ -374,6 +393,37 @@ def check_against_eager(
         "compiled_seconds": compiled_seconds,
         "seconds": time.perf_counter() - start,
     }
+
+
+def _attribute(model, path: str):
+    owner, _, attr = path.rpartition(".")
+    return getattr(model.get_submodule(owner) if owner else model, attr)
+
+
+def _keep_attributes(model, paths: Sequence[str]) -> list:
+    """(module, attribute, the object, a copy of its contents) for each state attribute."""
+    import torch
+
+    kept = []
+    for path in paths:
+        owner_path, _, attr = path.rpartition(".")
+        owner = model.get_submodule(owner_path) if owner_path else model
+        value = owner.__dict__.get(attr)
+        snapshot = value.detach().clone() if isinstance(value, torch.Tensor) else list(value) if isinstance(value, list) else None
+        kept.append((owner, attr, value, snapshot))
+    return kept
+
+
+def _restore_attributes(kept: list) -> None:
+    import torch
+
+    for owner, attr, value, snapshot in kept:
+        if isinstance(value, torch.Tensor):
+            with torch.no_grad():
+                value.copy_(snapshot)  # (a change in place, `self.hidden.zero_()`)
+        elif isinstance(value, list):
+            value[:] = snapshot  # (the caller's list object stays the module's)
+        owner.__dict__[attr] = value
 
 
 def compare_outputs(
@@ -532,7 +582,7 @@ def _clone(value: Any) -> Any:
     return value
 
 
-def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads):
+def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state=None):
     from dycl.runtime.artifact import write_artifact
 
     files: dict[str, bytes] = {"host.py": host.source.encode()}
@@ -558,11 +608,14 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
             }
         )
     function = _function(module, entry)
+    slots = _state_slots(function)
+    state_arguments = sum(len(slot["args"]) for slot in slots)
+    user_arguments = len(function.function_type.inputs) - state_arguments
     manifest = {
         "backend": backend,
         "backend_options": options,
         "entry": entry,
-        "inputs": _input_signature(function, host.arg_names),
+        "inputs": _input_signature(function, host.arg_names[:user_arguments]),
         "input_tree": _output_tree(function, "dycl.input_tree"),
         "outputs": {"count": len(function.function_type.outputs), "tree": _output_tree(function)},
         "host": "host.py",
@@ -570,7 +623,39 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         "subdnns": records,
         "runtime": {"threads": threads},
     }
+    if slots:
+        from dycl.runtime.state import to_bytes
+
+        initial = _initial_state(slots, state or {})
+        files["state_initial.npz"] = files["state.npz"] = to_bytes(initial)
+        manifest["state"] = {"slots": slots, "initial": "state_initial.npz", "current": "state.npz"}
     write_artifact(directory, json.loads(json.dumps(manifest, default=str)), files)
+
+
+def _state_slots(function) -> list[dict[str, Any]]:
+    from dycl.interpreter import state_slots
+
+    return state_slots(function)
+
+
+def _initial_state(slots, values: Mapping[str, Any]) -> dict[str, Any]:
+    from dycl.runtime.state import as_numpy
+
+    def convert(value):
+        if isinstance(value, (list, tuple)):
+            items = [convert(v) for v in value]
+            return items if isinstance(value, list) else tuple(items)
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        return as_numpy(value).copy()
+
+    state = {}
+    for slot in slots:
+        path = slot["path"]
+        if path not in values and slot["kind"] not in ("optional", "none", "append"):
+            raise ValueError(f"no initial value for the state '{path}' (a {slot['kind']}): pass state={{'{path}': ...}}")
+        state[path] = convert(values.get(path, [] if slot["kind"] == "append" else None))
+    return state
 
 
 def _function(module, name: str):

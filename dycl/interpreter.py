@@ -214,3 +214,39 @@ def flatten_inputs(function: func.FuncOp, inputs: Sequence[Any]) -> tuple:
         return [leaf for sub, item in zip(items, value) for leaf in leaves(sub, item)]
 
     return tuple(leaf for tree, value in zip(json.loads(attr.data), inputs) for leaf in leaves(tree, value))
+
+
+def state_slots(function: func.FuncOp) -> list[dict[str, Any]]:
+    """The func's `dycl.state` (the module attributes it takes in and gives back: see
+    `dycl.runtime.state`), each tensor slot with the dtype and shape of its argument."""
+    from dycl.dialects.dtypes import dtype_name
+
+    attr = function.attributes.get("dycl.state")
+    slots = json.loads(attr.data) if isinstance(attr, StringAttr) else []
+    inputs = function.function_type.inputs.data
+    for slot in slots:
+        if slot["kind"] in ("tensor", "optional"):
+            type_ = inputs[slot["args"][-1]]
+            slot["dtype"], slot["shape"] = dtype_name(type_.element_type), list(type_.shape)
+    return slots
+
+
+def run_call(
+    module: ModuleOp,
+    inputs: Sequence[Any],
+    weights: Mapping[str, Any] | None,
+    state: Mapping[str, Any],
+    name: str = "forward",
+) -> tuple[Any, dict[str, Any]]:
+    """One call of a model that keeps state across calls: (its output, the state after it).
+    `inputs` are the model's inputs (as `flatten_inputs` takes them), `state` maps attribute
+    paths to their values before the call (as `ImportedProgram.state` and `compiled.state`)."""
+    from dycl.runtime.state import StateSlots
+
+    function = find_function(module, name)
+    slots = StateSlots(state_slots(function))
+    extra = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in slots.arguments(state)]
+    results = run_function(module, (*flatten_inputs(function, inputs), *extra), weights, name)
+    after = dict(state)
+    slots.update(after, results)
+    return unflatten(output_tree(function), results), after

@@ -12,12 +12,14 @@ as one:
 - `bind`, right before a statement is compiled, turns marked accesses into that variable:
   stores always; loads once the call has assigned it on the path being compiled. A load
   before that reads the module's own value (configuration such as `self.threshold`).
-- State that persists from one call to the next is refused at its statement: an attribute
-  read from the module and assigned later in the same call, read after an `if` that assigns
-  it on some paths only, or read by code that runs inside a captured block (`poisoned`).
+- State that persists from one call to the next (an attribute read from the module and
+  assigned later in the same call, or read after an `if` that assigns it on some paths only)
+  raises `state.PersistentState` when the importer keeps state (`keeps_state`): it compiles
+  again with the attribute as a slot of the call (state.py), bound at the entry. Code that
+  runs inside a captured block and reads such an attribute is refused (`poisoned`).
 
-PyTorch leaves the last value on the module after the call. A compiled model has no module:
-only a caller that reads `model.hidden` afterwards could tell, and DyCL does not reproduce it.
+An attribute that the call assigns before any read is a variable of the call only: PyTorch
+leaves its last value on the module, a compiled model does not keep it (it is not state).
 """
 
 from __future__ import annotations
@@ -62,7 +64,11 @@ _ABSENT = object()
 class ModuleAttributes:
     """The attribute variables of one compiled call (one per module and attribute)."""
 
-    def __init__(self):
+    def __init__(self, keeps_state: bool = False):
+        # keeps_state: state that persists across calls raises `state.PersistentState` (the
+        # importer compiles again with it as a slot of the call) instead of a refusal
+        self.keeps_state = keeps_state
+        self.append_only: set[str] = set()  # variables of lists kept across calls (state.py)
         self._by_key: dict[tuple[int, str], Attribute] = {}
         self.by_name: dict[str, Attribute] = {}
         self.read_from_module: dict[str, ast.AST] = {}  # variable -> the first load of the module's value
@@ -82,6 +88,10 @@ class ModuleAttributes:
                         node.dycl_local = self._variable(owner, node.attr).name
                         if isinstance(node.ctx, ast.Store):
                             self.assigned.add(node.attr)
+        if self.append_only:
+            from dycl.frontend.state import hoist_appended_items
+
+            hoist_appended_items(stmts, self.append_only)
 
     def preregister(self, model: torch.nn.Module) -> None:
         """A variable for every attribute that a method of the user's modules assigns
@@ -105,6 +115,14 @@ class ModuleAttributes:
                             self._variable(owner, node.attr)
                             self.assigned.add(node.attr)
 
+    def state_variable(self, owner: torch.nn.Module, attr: str, append: bool = False) -> str:
+        """The variable of an attribute the call takes in and gives back (state.py)."""
+        name = self._variable(owner, attr).name
+        self.assigned.add(attr)
+        if append:
+            self.append_only.add(name)
+        return name
+
     def variables(self) -> set[str]:
         return set(self.by_name)
 
@@ -123,7 +141,14 @@ class ModuleAttributes:
         expressions: nested statement lists are bound when they are compiled."""
         if not self.by_name or not _has_marks(stmt):
             return stmt
-        binder = _Binder(self, env, written, error)
+        bound = self._bind(stmt, _Binder(self, env, written, error))
+        if self.append_only:
+            from dycl.frontend.state import check_append_only
+
+            check_append_only(bound, self.append_only, self.describe, error)
+        return bound
+
+    def _bind(self, stmt: ast.stmt, binder: "_Binder") -> ast.stmt:
         if isinstance(stmt, ast.If):
             new = ast.If(test=binder.visit(copy.deepcopy(stmt.test)), body=stmt.body, orelse=stmt.orelse)
             return ast.copy_location(new, stmt)
@@ -152,7 +177,15 @@ class ModuleAttributes:
     def describe(self, name: str) -> str:
         return self.by_name[name].text if name in self.by_name else name
 
+    def _found_state(self, name: str, node: ast.AST) -> None:
+        attribute = self.by_name[name]
+        if self.keeps_state and attribute.attr in attribute.owner.__dict__:  # (else eager fails without a value)
+            from dycl.frontend.state import PersistentState
+
+            raise PersistentState(attribute.owner, attribute.attr, node)
+
     def refuse_persistent(self, name: str, node: ast.AST, error):
+        self._found_state(name, node)
         text = self.describe(name)
         first = self.read_from_module.get(name)
         where = f" (line {first.lineno})" if getattr(first, "lineno", None) else ""
@@ -165,6 +198,7 @@ class ModuleAttributes:
         )
 
     def refuse_partial(self, name: str, node: ast.AST, error):
+        self._found_state(name, node)
         text = self.describe(name)
         return error(
             node, f"`{text}` is read where this call assigned it on some paths only (the "
@@ -201,6 +235,11 @@ class _Binder(ast.NodeTransformer):
         self.written = written
         self.error = error
 
+    def visit_Assign(self, node: ast.Assign):
+        node.value = self.visit(node.value)  # (Python evaluates the value before it stores)
+        node.targets = [self.visit(target) for target in node.targets]
+        return node
+
     def visit_AugAssign(self, node: ast.AugAssign):
         name = getattr(node.target, "dycl_local", None)
         if name is not None and not self._assigned(name, node):
@@ -214,6 +253,11 @@ class _Binder(ast.NodeTransformer):
         if isinstance(node.ctx, ast.Del):
             raise self.error(node, f"`del {self.attributes.describe(name)}`", "assign None instead, or keep the value in a local variable")
         if isinstance(node.ctx, ast.Store):
+            if name in self.attributes.append_only:  # (`self.gate_probs = []`: a per-call list)
+                from dycl.frontend.state import Demoted
+
+                attribute = self.attributes.by_name[name]
+                raise Demoted(attribute.owner, attribute.attr)
             if name in self.attributes.read_from_module:
                 raise self.attributes.refuse_persistent(name, node, self.error)
             return ast.copy_location(ast.Name(name, ast.Store()), node)

@@ -28,6 +28,7 @@ from torch_mlir import ir
 from xdsl.ir import Attribute
 from dycl.frontend import aliases, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
+from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
@@ -72,8 +73,10 @@ class FunctionCompiler:
     captured as runs. Builtins and numpy functions are tables of handlers keyed by the
     function (`host_builtins`, `host_numpy`) that take this compiler as their context."""
 
-    def __init__(self, model: torch.nn.Module, capturer: RunCapturer):
+    def __init__(self, model: torch.nn.Module, capturer: RunCapturer, state: CallState | None = None):
         self.model = model
+        self.state = state  # the attributes forward keeps from one call to the next (state.py)
+        self.state_record: list | None = None  # their arguments and results (func attribute `dycl.state`)
         self.capturer = capturer
         self.builder = HostBuilder(capturer.context)
         self.scope: _Scope | None = None
@@ -86,7 +89,7 @@ class FunctionCompiler:
         self.memory_of_weights = self.state_guard.memory
         self.memory_of_inputs: dict[int, str] = {}
         self.current = None
-        self.attributes = ModuleAttributes()  # module attributes forward assigns
+        self.attributes = ModuleAttributes(keeps_state=state is not None)  # module attributes forward assigns
         self._length_chains: list[_LengthChain] = []
         # The runtime loops being compiled, innermost last: (their break and return flags,
         # the names read after them), for the joins of their bodies (see _join_if).
@@ -107,6 +110,9 @@ class FunctionCompiler:
             raise source.error(fdef, f"{len(example_inputs)} example inputs for {len(params) - 1} parameters")
         leaves: list[tuple[str, object]] = []  # the function's arguments: (name, example)
         input_tree = [self._flatten_input(fdef, name, e, leaves) for name, e in zip(given, example_inputs)]
+        user_leaves = len(leaves)
+        if self.state is not None:
+            leaves += self.state.arguments()  # (after the model's inputs)
         input_types = [V.type_of_example(e) for _, e in leaves]
 
         func_type = ir.FunctionType.get([self.builder.type(t) for t in input_types], [], self.builder.context)
@@ -133,13 +139,23 @@ class FunctionCompiler:
         end = fresh_id()
         statements = copy.deepcopy(fdef.body)  # (the parsed function is shared: mark a copy)
         self.attributes.preregister(self.model)
+        if self.state is not None:
+            self.state.register(self.attributes)
+            self.state.bind(self.attributes, env, arguments[user_leaves:])
         self.attributes.annotate(statements, params[0], receiver)
         desugar.check_deletes(source)
         body = lower(source, statements, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
         with ir.InsertionPoint(entry):
             final = self.compile_block(body, env, {RETURN_VAR})
             result = final[RETURN_VAR]
-            outputs, tree = self._flatten_result(result, _return_node(fdef))
+            states = []
+            if self.state is not None:
+                states = self.state.finals(self.attributes, final)
+                if self.state.widen(states, self.error, fdef):
+                    raise Widened()
+            outputs, tree = self._flatten_result(V.Tup((result, *states)), _return_node(fdef))
+            (tree, *state_trees), = tree.values()
+            self.state_record = None if self.state is None else self.state.record(user_leaves, state_trees)
             ir.Operation.create("func.return", operands=[o.value for o in outputs])
         func_type = ir.FunctionType.get(
             [self.builder.type(t) for t in input_types], [self.builder.type(o.type) for o in outputs]
@@ -1220,9 +1236,12 @@ class FunctionCompiler:
             test = f"{k} {'<' if step > 0 else '>'} {stop}"
             item = ast.Name(k, ast.Load())
         else:
-            iterated = self.expression(call, env)  # evaluated once, as Python does
+            start = self._enumerate_start(call, env)  # `enumerate(rows)`: its items count from `start`
+            iterated = self.expression(call if start is None else call.args[0], env)  # evaluated once, as Python does
             if isinstance(iterated, V.Dyn) and V.is_tensor_type(iterated.type):
-                return self._unrolled_rows(loop, iterated, env)
+                return self._unrolled_rows(loop, iterated, env, start)
+            if start is not None:
+                iterated = self.expression(call, env)
             if not lists.is_runtime_list(iterated):
                 return None
             step = 1
@@ -1235,7 +1254,14 @@ class FunctionCompiler:
         loop_node = nodes.located(ast.While(test=condition, body=[bind, advance, *node.body], orelse=[]), node)
         return [*head, nodes.Loop(loop_node, loop.returns)]
 
-    def _unrolled_rows(self, loop: nodes.Loop, tensor: V.Dyn, env: dict) -> list[ast.stmt]:
+    def _enumerate_start(self, call: ast.expr, env) -> int | None:
+        if not (isinstance(call, ast.Call) and self._try_constant(call.func, env, quiet=True) is enumerate and call.args
+                and not call.keywords and len(call.args) <= 2 and not any(isinstance(a, ast.Starred) for a in call.args)):
+            return None
+        start = self._try_constant(call.args[1], env) if len(call.args) == 2 else 0
+        return start if type(start) is int else None
+
+    def _unrolled_rows(self, loop: nodes.Loop, tensor: V.Dyn, env: dict, start: int | None = None) -> list[ast.stmt]:
         """`for row in t` (or a numpy array) whose first dimension is static: one copy of the
         body per row. The rows are read before the loop, so a body that changes a row or
         `t` in place (a row is a view of `t` in PyTorch and numpy) is refused."""
@@ -1254,6 +1280,8 @@ class FunctionCompiler:
         if isinstance(tensor, host_numpy.NumpyValue):
             # numpy's integers index and count as Python ints do (`self.experts[k]`, `gate[0, k]`)
             rows = [host_numpy.integer_item(self, row) or row for row in rows]
+        if start is not None:
+            rows = [V.Tup((start + k, row)) for k, row in enumerate(rows)]
         return unroll(self.scope.source, loop, rows, lambda row: self._bind_target(node.target, row))
 
     def _bind_target(self, target: ast.expr, item) -> list[ast.stmt]:
@@ -1745,7 +1773,8 @@ class FunctionCompiler:
         for name in names:
             held = V.maybes(inputs[name])
             if held:
-                shown = next((n for n, v in env.items() if any(v is m for m in held) and not n.startswith("__")), name)
+                shown = next((self.attributes.describe(n) for n, v in env.items() if any(v is m for m in held)
+                              and (not n.startswith("__") or self.attributes.is_variable(n))), name)
                 raise self.error(
                     stmts[0], f"`{shown}` is None on some paths and a tensor or number on others, and `{runs.statement_text(stmts)}` computes with it",
                     f"test `{shown} is None` first (`if {shown} is not None:`), or give it the same kind on every path",
@@ -1925,6 +1954,8 @@ class FunctionCompiler:
                 "or run every candidate and select the result (`torch.stack([e(x) for e in "
                 "self.experts])[k]`)",
             )
+        if flat_inputs:  # (`m = Categorical(probs)` read by a later statement)
+            runs.refuse_frozen_objects(self, stmts, [l for k, l in enumerate(out_leaves) if k not in produced and id(l) not in known])
         structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
         try:
             renewed: list[tuple[V.Tup, V.Tup]] = []

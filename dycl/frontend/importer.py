@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch_mlir import ir
@@ -14,6 +14,7 @@ from dycl.frontend.build import RESULT_NAMES
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.compiler import FunctionCompiler
 from dycl.frontend.errors import FrontendError
+from dycl.frontend.state import CallState, Recompile
 from dycl.frontend.stitch import inline_private_calls
 from dycl.weights import WeightStore
 
@@ -25,6 +26,9 @@ class ImportedProgram:
     module: ModuleOp
     weights: WeightStore
     function_name: str = "forward"
+    # attribute path -> the module's value when compiled, for the attributes forward keeps
+    # from one call to the next (the func's `dycl.state` says where they enter and leave)
+    state: dict = field(default_factory=dict)
 
     @property
     def function(self) -> func.FuncOp:
@@ -50,8 +54,7 @@ def import_module(
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     model.eval()
-    capturer = RunCapturer(model)
-    compiler = FunctionCompiler(model, capturer)
+    state = CallState(model)
     # Inference: no weight requires grad while runs execute and export (`out=` arguments
     # and functionalized in-place ops fail under autograd); restored afterwards.
     needs_grad = [p for p in model.parameters() if p.requires_grad]
@@ -62,14 +65,22 @@ def import_module(
         torch.distributions.Distribution.set_default_validate_args(False)
         for parameter in needs_grad:
             parameter.requires_grad_(False)
-        with capturer.context, ir.Location.unknown(capturer.context):
-            try:
-                _, tree, input_names, input_tree = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
-            except FrontendError:
-                raise
-            except Exception as error:  # no internal exception reaches the user untranslated
-                raise compiler.internal_error(error) from error
-            text = capturer.module.operation.get_asm(print_generic_op_form=True)
+        while True:  # once more for each attribute found to outlive the call (state.py)
+            capturer = RunCapturer(model)
+            compiler = FunctionCompiler(model, capturer, state)
+            with capturer.context, ir.Location.unknown(capturer.context):
+                try:
+                    _, tree, input_names, input_tree = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
+                except Recompile as found:
+                    state.next_attempt(compiler.error, getattr(found, "node", None))
+                    state.learn(found, compiler.error)
+                    continue
+                except FrontendError:
+                    raise
+                except Exception as error:  # no internal exception reaches the user untranslated
+                    raise compiler.internal_error(error) from error
+                text = capturer.module.operation.get_asm(print_generic_op_form=True)
+            break
     finally:
         torch.distributions.Distribution.set_default_validate_args(validate)
         for parameter in needs_grad:
@@ -82,6 +93,9 @@ def import_module(
     function.attributes["dycl.output_tree"] = StringAttr(json.dumps(tree))
     function.attributes["dycl.input_names"] = ArrayAttr([StringAttr(n) for n in input_names])
     function.attributes["dycl.input_tree"] = StringAttr(json.dumps(input_tree))
+    if compiler.state_record:
+        function.attributes["dycl.state"] = StringAttr(json.dumps(compiler.state_record))
+        program.state = state.initial_values()
     used = {op.attributes["name"].data for op in module.walk() if op.name == "dycl.param"}
     program.weights = WeightStore.from_module(model).subset(sorted(used))
     return program

@@ -274,6 +274,30 @@ def picked_object(leaf) -> bool:
     return isinstance(leaf, torch.nn.Module) or callable(leaf) and not isinstance(leaf, type)
 
 
+def holds_computed_tensors(leaf, weights: dict) -> bool:
+    """A run result that is a Python object holding tensors the run computed (a
+    `Categorical(probs)`): as a constant it would keep the example's values forever."""
+    if isinstance(leaf, (torch.Tensor, torch.nn.Module, type, bool, int, float, str)) or leaf is None or callable(leaf):
+        return False
+    held = getattr(leaf, "__dict__", None) or {}
+    return any(isinstance(v, torch.Tensor) and aliases.storage_of(v) not in weights for v in held.values())
+
+
+def refuse_frozen_objects(c, stmts, results) -> None:
+    """Refuse a run result that holds tensors the run computed (`holds_computed_tensors`)."""
+    frozen = [leaf for leaf in results if holds_computed_tensors(leaf, c.memory_of_weights)]
+    if not frozen:
+        return
+    kind = type(frozen[0]).__name__
+    maker = next((s for s in stmts if kind in source_text(s)), stmts[0])
+    raise c.error(
+        maker, f"`{statement_text([maker])}` makes a {kind} holding tensors computed in forward, and a "
+        "later statement uses it (as a constant it would keep the example's values)",
+        "use it in the statement that makes it (`lp = Categorical(probs).log_prob(a)`), or keep the "
+        "tensors it is made from and make it again where it is used",
+    )
+
+
 def is_tensor_value(value) -> bool:
     return isinstance(value, V.Dyn) and V.is_tensor_type(value.type)
 

@@ -12,7 +12,7 @@ and a mutating program is that program with mutation statements added (and, most
 `outs.append(x.clone())` for `outs.append(x)`). Research-code constructs
 (`dycl.fuzz.research`: inference no-ops, numpy, list surgery, None-started variables,
 LSTMCell/GRUCell states, comprehensions, conditional expressions, `and`/`or`, a `lengths`
-list argument, `self.saved.append` refused by design) draw from a third stream:
+list argument, state kept across calls) draw from a third stream:
 `generate(seed, research=False)` is the program of the same seed before they existed (and
 `generate(seed, mutation=False, research=False)` the one before mutation); a research program
 is that program with research statements added (and statements wrapped in
@@ -89,7 +89,7 @@ class Generator:
             if rrng.random() < R.LENGTHS_PROBABILITY:
                 self.researcher.lengths = rrng.choice(R.LENGTHS_ITEMS)
                 self.researcher.lengths_type = "tuple" if rrng.random() < R.TUPLE_PROBABILITY else "list"
-            self.researcher.saved = rrng.random() < R.SAVED_PROBABILITY
+            self.researcher.saved = rrng.random() < R.STATE_PROBABILITY
             self.researcher.predicates = random.Random(seed * 7919 + 0x7E57)
 
     # ----- names -------------------------------------------------------------------------
@@ -330,7 +330,7 @@ class Generator:
 
     def finish_research(self, program: Program, vector_start: int) -> None:
         """Research constructs in forward's own blocks (the image part, the vector part);
-        at least one construct; `lengths` read; `self.saved.append`; slots, modules, imports."""
+        at least one construct; `lengths` read; state kept across calls; slots, modules, imports."""
         rr = self.researcher
         body = program.body
         head = []
@@ -344,15 +344,15 @@ class Generator:
         if rr.lengths and not any(isinstance(s, Research) and s.form.startswith("lengths") for s in walk([body])):
             at = rr.rng.randint(vector_start, len(body))  # a program with `lengths` reads it
             body[at:at] = rr.form(rr.rng.choice(["lengths_enumerate", "lengths_compare", "lengths_len"]), "vector", False)
-        if rr.saved:  # module state changed in forward: anywhere in forward (DyCL must refuse it)
+        if rr.saved:  # state that outlives the call: anywhere in forward
             blocks = [b for b in _blocks(body)]
             target = rr.rng.choice(blocks)
             # before a block's closing `return` (after it, the statement is dead code: eager
             # never runs it, and DyCL rightly compiles nothing for it; seed 88086)
             returns = bool(target) and isinstance(target[-1], Line) and target[-1].text.split("\n")[-1].lstrip().startswith("return")
             at = rr.rng.randint(0, len(target) - returns)
-            target[at:at] = rr.form("saved_append", "vector", False)
-            self.modules["saved"] = "[]"
+            target[at:at] = rr.form("cross_call_state", "vector", False)
+            self.modules.update(R.STATE_MODULES)
         first = self.conditions + (len(self.mutator.conds) if self.mutator is not None else 0)
         for k, cond in enumerate(rr.conds):  # their threshold slots come after all others
             cond.index = first + k
@@ -393,7 +393,7 @@ def _is_research(stmt: Stmt) -> bool:
 
 
 def _research_module(name: str) -> bool:
-    return name == "saved" or (name.startswith("r") and name[1:].isdigit()) or (name.startswith("rb") and name[2:].isdigit())
+    return name in R.STATE_MODULES or (name.startswith("r") and name[1:].isdigit()) or (name.startswith("rb") and name[2:].isdigit())
 
 
 def _uses(stmts: list[Stmt], name: str) -> bool:

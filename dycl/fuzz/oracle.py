@@ -18,10 +18,12 @@ A refusal (a FrontendError at the program's own file and a nonzero line) is
 "frontend-error"; one at line 0 or in another file is "frontend-misplaced", and any other
 exception of the frontend "frontend-crash" (both bugs), as is a FrontendError saying that the
 program's lines failed on example values with a NameError about one of the frontend's own
-names (`__comp3_head`: eager ran those lines). A program that changes module state
-in forward (`self.saved.append(v)`, `Rendered.refusals`) must be refused at that line: that
-refusal is "frontend-error" with `by_design` set (not a failure); compiling it anyway is
-"state-not-refused". Programs with a `lengths` argument are called with `(x, lengths)`
+names (`__comp3_head`: eager ran those lines). A refusal at a line of `Rendered.refusals`
+is "frontend-error" with `by_design` set (not a failure). A program that keeps state across
+calls (`cross_call_state`: `self.saved.append(v)`, `self.steps += 1`, `self.ema`) runs its
+inputs as one sequence of calls from the state it was compiled with, on eager, the
+interpreter (`dycl.interpreter.run_call`) and the compiled model, and the state after each
+call must match eager's too ("hcfg-mismatch" / "mismatch" otherwise). Programs with a `lengths` argument are called with `(x, lengths)`
 (`candidate_inputs` gives such tuples); the compiled model must refuse a `lengths` of another
 length with an InputError.
 """
@@ -54,6 +56,9 @@ RTOL, ATOL = 1e-3, 1e-4
 
 _counter = itertools.count()
 RENDERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> (Rendered, file) (prepare)
+# model -> eager's state after each call of `prepare`'s sequence (attribute -> value)
+EAGER_STATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+STATE_ATTRIBUTES = ("saved", "steps", "ema")  # what `cross_call_state` keeps (research.STATE_MODULES)
 # a FrontendError that reports an exception about one of the frontend's own names
 # (`__comp3_head`, `__dycl_...`) when it ran the program's lines: an internal error
 INTERNAL_NAME = re.compile(r"on example values failed: (NameError|UnboundLocalError): .*'__\w+'")
@@ -304,15 +309,37 @@ def prepare(program: Program):
     model, final, path = build(program)
     RENDERED[model] = (final, path)
     selected = [inputs[i] for i in chosen]
+    initial = state_of(model)
+    expected, states = [], []
     with torch.no_grad():
-        expected = [model(*arguments(x)) for x in selected]
+        for x in selected:  # one sequence of calls (a model that keeps state sees them all)
+            expected.append(model(*arguments(x)))
+            states.append(state_of(model))
+    model.__dict__.update(initial)  # compiled from the state before the sequence
+    EAGER_STATES[model] = states
     return model, selected, expected, len(rendered.arms), len(covered)
+
+
+def state_of(model) -> dict[str, Any]:
+    """A copy of the attributes `cross_call_state` keeps (those the model has)."""
+    import copy
+
+    return {name: copy.deepcopy(model.__dict__[name]) for name in STATE_ATTRIBUTES if name in model.__dict__}
+
+
+def compare_state(eager: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """None when a compiled model's state (attribute path -> value) matches eager's."""
+    unknown = sorted(set(state) - set(eager))
+    if unknown:
+        return f"state {unknown}: attributes the model does not keep"
+    problem = compare(tuple(eager[k] for k in state), tuple(state.values()))
+    return None if problem is None else f"state after the call: {problem}"
 
 
 def check_program(program: Program, backend: str | None = "onnxruntime") -> Outcome:
     """Run one program through every stage; `backend=None` stops after the interpreter."""
     from dycl.frontend import FrontendError, import_module
-    from dycl.interpreter import find_function, flatten_inputs, output_tree, run_function, unflatten
+    from dycl.interpreter import find_function, flatten_inputs, output_tree, run_call, run_function, unflatten
 
     outcome = Outcome(program.seed, backend=backend or "interpreter")
     start = time.perf_counter()
@@ -340,10 +367,8 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
         return _finish(outcome, "frontend-error", _error(err), start)
     except Exception as err:
         return _finish(outcome, "frontend-crash", _error(err), start)
-    if rendered.refusals:
-        lines = ", ".join(map(str, rendered.refusals))
-        return _finish(outcome, "state-not-refused", f"module state changed in forward (line {lines}) was compiled", start)
     stage("frontend")
+    states = EAGER_STATES.get(model, [{}] * len(inputs))
     try:
         from dycl.ir import make_context
         from dycl.passes.pipeline import PipelinePass
@@ -351,10 +376,15 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
         PipelinePass().apply(make_context(), imported.module)
         function = find_function(imported.module, imported.function_name)
         tree = output_tree(function)
-        for x, e in zip(inputs, expected):
-            args = flatten_inputs(function, arguments(x))
-            got = unflatten(tree, run_function(imported.module, args, imported.weights, imported.function_name))
-            problem = compare(e, got)
+        state = imported.state
+        for x, e, eager_state in zip(inputs, expected, states):
+            if imported.state:
+                got, state = run_call(imported.module, arguments(x), imported.weights, state, imported.function_name)
+                problem = compare(e, got) or compare_state(eager_state, state)
+            else:
+                args = flatten_inputs(function, arguments(x))
+                got = unflatten(tree, run_function(imported.module, args, imported.weights, imported.function_name))
+                problem = compare(e, got)
             if problem:
                 return _finish(outcome, "hcfg-mismatch", problem, start)
     except Exception as err:
@@ -367,18 +397,18 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
 
         compiled = compile_module(
             imported.module, imported.weights, backend, entry=imported.function_name, progress=False,
-            run_pipeline=False, threads=1, jobs=1,
+            run_pipeline=False, threads=1, jobs=1, state=imported.state,
         )
         outcome.subdnns = len(compiled.subdnn_names)
     except Exception as err:
         return _finish(outcome, "compile-error", _error(err), start)
     stage("compile")
-    for x, e in zip(inputs, expected):
+    for x, e, eager_state in zip(inputs, expected, states):
         try:
             got = compiled(*arguments(x))
         except Exception as err:
             return _finish(outcome, "runtime-error", _error(err), start)
-        problem = compare(e, got)
+        problem = compare(e, got) or (compare_state(eager_state, compiled.state) if compiled.stateful else None)
         if problem:
             return _finish(outcome, "mismatch", problem, start)
     if program.lengths:  # the compiled model takes `lengths` of the example's length only

@@ -17,7 +17,8 @@ expression (`CondLine`: `m = 1 if @ else 0`).
 Research-code constructs (`dycl.fuzz.research`) add `with torch.no_grad():` blocks (`With`),
 imports (`Program.imports`: numpy, `Variable`), module classes (`Program.classes`: SDN's
 block with its forward replaced on the instance), a second forward argument (`Program.lengths`:
-a list or tuple of Python ints) and module state (`self.saved = []`, in `Program.modules`).
+a list or tuple of Python ints) and state kept across calls (`self.saved = []`, `self.steps = 0`,
+`self.mem = None`, in `Program.modules`).
 """
 
 from __future__ import annotations
@@ -225,8 +226,6 @@ class _Writer:
             self.stmt(indent, stmt)
 
     def stmt(self, indent: int, stmt: Stmt) -> None:
-        if isinstance(stmt, Research) and stmt.form == "saved_append":
-            self.refusals.append(len(self.lines) + 1)
         if isinstance(stmt, Line):
             self.emit(indent, stmt.text)
         elif isinstance(stmt, CondLine):

@@ -44,8 +44,11 @@ their form (`FORMS`):
 - module attributes assigned in forward or a helper, then read there (variables of the
   call): `self.mem = torch.tanh(s)` read back, a per-call list `self.probs = []` filled by
   a ModuleList, a counter `self.n = 0` incremented under a runtime condition;
-- module state: `self.saved.append(v)` in forward, in a few programs; DyCL must refuse it
-  with a FrontendError at that line (the oracle counts that refusal as by design);
+- state that outlives the call, in a few programs, anywhere in forward (also in an arm no
+  input takes): `self.saved.append(v)` (a list forward only appends to), a call counter
+  `self.steps += 1`, or a None-started running value (`if self.ema is None: self.ema =
+  torch.zeros(())`, then `self.ema = self.ema * 0.5 + s.detach().mean()`); the oracle runs
+  the inputs as one sequence of calls and compares the state after each call;
 - sizes that runtime ints give: `rows = torch.cat([...])[:k]` with `k` counted from
   `lengths` (`sum([l > t for l in lengths])`) or from tensor data (`int(...argmax())`), math
   on those 0..3 rows, `buf[:k] = v` into a tensor, and a batch that shrinks step by step
@@ -60,7 +63,7 @@ Rules that keep every program valid: statements keep the shape of `x` (a stage's
 are folded back into `x`, broadcast over the image for images), lists are never popped when
 they may be empty, loops have constant trip counts, and thresholds of the conditions written
 here take slots after every other (numbered by the generator at the end). Statements that read
-forward's `outs`, `count` or `lengths` or write `self.saved` appear in forward only.
+forward's `outs`, `count` or `lengths` or keep state across calls appear in forward only.
 
 The researcher draws from its own random stream and names its modules `r<k>`: with research
 off the generator writes exactly the programs it wrote before (`generate(seed, research=False)`).
@@ -115,8 +118,8 @@ FORMS = (
     "lengths_enumerate", "lengths_compare", "lengths_len",
     # module attributes assigned, then read, in the same call
     "attr_state", "attr_list", "attr_counter",
-    # module state changed in forward (refused by design)
-    "saved_append",
+    # state that outlives the call: a list appended to, a counter, a None-started value
+    "cross_call_state",
     # sizes that runtime ints give: `x[:k]`, `buf[:k] = v`, a batch that shrinks per step
     "runtime_slice",
     # an RNN module on pack_padded_sequence with runtime lengths
@@ -138,7 +141,8 @@ WITH_PROBABILITY = 0.1  # a block wraps one or two of its statements in `with to
 LENGTHS_PROBABILITY = 0.3  # a research program takes `lengths` (forward(self, x, lengths))
 TUPLE_PROBABILITY = 0.25  # ... passed as a tuple rather than a list
 LENGTHS_ITEMS = (2, 3, 4)  # how many ints `lengths` holds (values 0..4: oracle.candidate_inputs)
-SAVED_PROBABILITY = 0.04  # a research program appends to `self.saved` in forward (refused)
+STATE_PROBABILITY = 0.06  # a research program keeps state across calls (`cross_call_state`)
+STATE_MODULES = {"saved": "[]", "steps": "0", "ema": "None"}  # the attributes it keeps
 MAX_CONDITIONS = 3  # threshold slots of this module's conditions, per program
 HEADS = (2, 3, 4)  # heads in a ModuleList
 
@@ -174,7 +178,7 @@ CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "view_store": 1, "view_of_changed": 1, "decode_array": 1, "optional_aux": 1, "list_alias": 1,
     "dict_state": 1,
 }
-FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "saved_append", "packed_rnn")
+FORWARD_ONLY = ("lengths_enumerate", "lengths_compare", "lengths_len", "cross_call_state", "packed_rnn")
 SURGERY = ("del_last", "pop_last", "pop_first", "slice_drop_last", "insert_front", "extend", "prepend_concat")
 ACTIVATIONS = ["torch.relu({})", "torch.tanh({})", "torch.sigmoid({})", "F.gelu({})", "F.silu({})"]
 # A predicate of values around a calibrated comparison `@` (a 0-d bool tensor): true exactly
@@ -824,8 +828,11 @@ class Researcher:
             use = b.choice([f"if {o}:\n    x = x + 0.5 * {y}", f"x = x + 0.5 * {y} if {o} else x",
                             f"if {y} is not None:\n    x = x * 0.5 + {y}"])
             return [Research(f"x, {o}, {y} = {name}(x)\n{use}", form)]
-        if form == "saved_append":
-            return [Research(r.choice([f"self.saved.append({s})", "self.saved.append(x.detach())"]), form)]
+        if form == "cross_call_state":
+            return [Research(r.choice([
+                f"self.saved.append({s})", "self.saved.append(x.detach())", "self.steps += 1",
+                f"if self.ema is None:\n    self.ema = torch.zeros(())\nself.ema = self.ema * 0.5 + {s}.detach().mean()",
+            ]), form)]
         raise ValueError(f"no such research form: {form}")
 
     def surgery(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:

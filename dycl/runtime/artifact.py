@@ -7,6 +7,8 @@ artifact/
                      sha256 of every other file
   host.py            generated host program (numpy + dycl.runtime)
   constants.npz      tensors the host reads directly (only when there are any)
+  state_initial.npz  a stateful model's state when compiled, and state.npz its state when
+  state.npz          saved (only for models that keep state across calls: runtime/state.py)
   subdnn_0.onnx ...  one compiled file per sub-DNN (weights inside)
   model.sig          a signature of all the above, when signed (`dycl.runtime.signing`)
 ```
@@ -67,6 +69,21 @@ def update_manifest(directory: str | os.PathLike, fields: Mapping[str, Any]) -> 
     files = manifest.pop("files")
     manifest.update(json.loads(json.dumps(dict(fields))))  # what a reader will see
     manifest["files"] = files  # last, as write_artifact writes it
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def replace_file(directory: str | os.PathLike, name: str, data: bytes) -> dict[str, Any]:
+    """Write a new version of one listed file (the model's current state, at save) and
+    record its sha256. Returns the new manifest."""
+    _check_file_name(name)
+    root = Path(directory)
+    path = root / MANIFEST
+    manifest = json.loads(path.read_text())
+    if name not in manifest.get("files", {}):
+        raise ArtifactError(f"{root}: {name} is not a file of this artifact")
+    (root / name).write_bytes(data)
+    manifest["files"][name] = hashlib.sha256(data).hexdigest()
     path.write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import types
 from collections.abc import Mapping
 from dataclasses import replace
@@ -20,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from dycl.backends import runner_factory
-from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest
+from dycl.runtime.artifact import MANIFEST, ArtifactError, read_manifest, replace_file
 from dycl.runtime.options import RuntimeOptions, default_threads
 from dycl.runtime.signing import SIGNATURE, sign_artifact, verify_artifact
 from dycl.runtime.outputs import unflatten
+from dycl.runtime import state as state_io
 
 
 class InputError(TypeError):
@@ -90,6 +92,52 @@ class CompiledModel:
         self._output_tree = self.manifest["outputs"]["tree"]
         self.subdnn_calls = {}
         self._forward = self._bind_host()
+        self._load_state()
+
+    def _load_state(self) -> None:
+        """A stateful model's slots and values (the state it was saved with)."""
+        record = self.manifest.get("state")
+        self._slots = state_io.StateSlots(record["slots"]) if record else None
+        self._state: dict[str, Any] = {}
+        self._initial_state: dict[str, Any] = {}
+        self._busy = threading.Lock()  # (a stateful model is not re-entrant)
+        if record:
+            try:
+                self._initial_state = state_io.from_file(self.directory / record["initial"])
+                self._state = state_io.from_file(self.directory / record["current"])
+            except Exception as err:
+                raise ArtifactError(f"{self.directory}: unreadable state file ({err})") from err
+            missing = set(self._slots.paths) - set(self._state) | set(self._slots.paths) - set(self._initial_state)
+            if missing:
+                raise ArtifactError(f"{self.directory}: the state files have no value for {sorted(missing)}")
+
+    # ------------------------------------------------------------- state
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the model keeps module attributes from one call to the next."""
+        return self._slots is not None
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """attribute path -> the value forward left there (a copy; tensors as numpy arrays,
+        lists of what forward appended): `{"hidden": array(...), "calls": 3}`. Empty for a
+        model that keeps no state."""
+        return state_io.copy_state(self._state)
+
+    def reset_state(self) -> None:
+        """Back to the state the model was compiled with (its module's attributes then)."""
+        with self._exclusive():
+            self._state = state_io.copy_state(self._initial_state)
+
+    def _exclusive(self):
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(
+                f"{self.entry}() of a stateful model is already running: a model that keeps state "
+                f"across calls ({', '.join(self._slots.paths)}) is not re-entrant; call it from one "
+                "thread at a time (or load one copy per thread with dycl.load)"
+            )
+        return _Release(self._busy)
 
     # ------------------------------------------------------------- loading
 
@@ -123,6 +171,7 @@ class CompiledModel:
         clone = object.__new__(CompiledModel)
         clone.__dict__.update(self.__dict__)
         clone.subdnn_calls = dict(subdnns)
+        clone._busy, clone._state = threading.Lock(), state_io.copy_state(self._state)
         clone._forward = self._host_module.bind(clone.subdnn_calls, self._constants)
         return clone
 
@@ -155,7 +204,14 @@ class CompiledModel:
             elif not isinstance(value, _SCALAR_TYPES[spec.kind]) or (spec.kind == "int" and isinstance(value, bool)):
                 raise InputError(f"{self.entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
             args.append(value)
-        results = self._forward(*args)
+        if self._slots is None:
+            results = self._forward(*args)
+        else:
+            with self._exclusive():
+                results = self._forward(*args, *self._slots.arguments(self._state))
+                state = dict(self._state)
+                self._slots.update(state, results)
+                self._state = state
         try:
             outputs = unflatten(self._output_tree, results)
         except ValueError as error:
@@ -177,6 +233,14 @@ class CompiledModel:
             else:  # never leave a signature of files that were overwritten
                 (target / SIGNATURE).unlink(missing_ok=True)
             read_manifest(target)  # what was written verifies
+        if self._slots is not None:  # the state as it is now (reset_state goes back to state_initial.npz)
+            current, data = self.manifest["state"]["current"], state_io.to_bytes(self._state)
+            if (target / current).read_bytes() != data:
+                manifest = replace_file(target, current, data)
+                if target.resolve() == self.directory.resolve():
+                    self.manifest = manifest
+                # The signature covered the state the artifact had; sign_key signs the new one.
+                (target / SIGNATURE).unlink(missing_ok=True)
         if sign_key is not None:
             sign_artifact(target, sign_key)
         return target
@@ -199,6 +263,18 @@ def _replace_with_copy(source: Path, target: Path) -> None:
     staging = target.with_name(f".{target.name}.partial")
     shutil.copyfile(source, staging)
     os.replace(staging, target)
+
+
+class _Release:
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        return False
 
 
 def _tensor_input(spec: _InputSpec, value: Any, entry: str) -> np.ndarray:

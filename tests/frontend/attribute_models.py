@@ -165,7 +165,6 @@ class CountsAcrossCalls(nn.Module):
         return x * self.calls
 
 
-REFUSED["counts_across_calls"] = (CountsAcrossCalls, (_vec(1.0, 2.0, 3.0),), "counts-calls", "persists from one call to the next")
 
 
 class LazyHidden(nn.Module):
@@ -181,7 +180,6 @@ class LazyHidden(nn.Module):
         return self.hidden
 
 
-REFUSED["lazy_hidden"] = (LazyHidden, (_vec(1.0, 2.0, 3.0),), "lazy-hidden", "persists from one call to the next")
 
 
 class AssignedOnOnePath(nn.Module):
@@ -195,7 +193,6 @@ class AssignedOnOnePath(nn.Module):
         return x + self.last  # line marker: one-path
 
 
-REFUSED["assigned_on_one_path"] = (AssignedOnOnePath, (_vec(1.0, 2.0, 3.0),), "one-path", "on some paths only")
 
 
 class AssignedInWhile(nn.Module):

@@ -427,7 +427,8 @@ CASES["store_at_runtime_index"] = (
 
 
 class SavesActions(nn.Module):
-    """REINFORCE-style bookkeeping: the module's list grows on every call."""
+    """REINFORCE-style bookkeeping: the module's list grows on every call (state that
+    outlives the call: compiled, tests/frontend/test_state.py)."""
 
     def __init__(self):
         super().__init__()
@@ -460,7 +461,6 @@ class HelperSetsState(nn.Module):
         return y
 
 
-REFUSED["saves_actions"] = (SavesActions, (torch.ones(1, 3),), "saves-actions", "`self.saved_actions`")
 CASES["helper_sets_state"] = (HelperSetsState, [(torch.ones(1, 3),), (-torch.ones(1, 3),)])
 
 

@@ -272,7 +272,7 @@ def test_every_research_form_appears_in_the_first_300_seeds_in_every_context():
     assert set(forms) == set(R.FORMS), set(R.FORMS) - set(forms)
     assert set(contexts) == {"straight", "if", "for", "while", "helper"}, contexts
     assert kinds["list"] >= 10 and kinds["tuple"] >= 3, kinds
-    assert 1 <= forms["saved_append"] <= 0.05 * len(FIRST_SEEDS)  # few programs change module state
+    assert 1 <= forms["cross_call_state"] <= 0.08 * len(FIRST_SEEDS)  # few programs keep state across calls
 
 
 def test_research_forms_stay_in_their_places():
@@ -289,11 +289,12 @@ def test_research_forms_stay_in_their_places():
         if program.lengths:
             assert "lengths" in repr(program.body), seed
         source = render(program).source
-        assert ("saved" in program.modules) == ("self.saved.append(" in source)
+        kept = ("self.saved.append(", "self.steps += 1", "self.ema = self.ema")
+        assert ("saved" in program.modules) == any(text in source for text in kept)
         # never dead code after a `return` (seed 88086): eager would not run it
         lines = source.splitlines()
         for k, line in enumerate(lines[1:], start=1):
-            if "self.saved.append(" in line:
+            if any(text in line for text in kept):
                 previous = lines[k - 1]
                 indent = len(line) - len(line.lstrip())
                 assert not (previous.lstrip().startswith("return") and len(previous) - len(previous.lstrip()) == indent), seed
@@ -341,6 +342,8 @@ RESEARCH_SPELLINGS = {
     "lengths items compared": r"if lengths\[-?\d\] [<>=]",
     "len(lengths)": re.escape("len(lengths)"),
     "self.saved.append(v)": r"self\.saved\.append\(",
+    "self.steps += 1": r"self\.steps \+= 1",
+    "if self.ema is None: ...": r"if self\.ema is None:\n\s+self\.ema = torch\.zeros\(\(\)\)\n\s*self\.ema = self\.ema \* 0\.5",
     "self.heads[k](v) with a runtime k": r"(k\d+) = .*\n\s*(x = .*|y\1 = )self\.r\d+\[\1\]\(",
     "np.argmax(...) as a module index": r"(k\d+) = np\.argmax\(.*\n\s*.*self\.r\d+\[\1\]\(",
     "a negative module index": r"(k\d+) = int\(.*\) - \d\n\s*.*self\.r\d+\[\1\]\(",

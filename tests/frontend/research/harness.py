@@ -33,6 +33,7 @@ CONSTRUCTS = {
     "self-attr": "a module attribute written in forward or a helper, then read",
     "init-hidden": "`self.hidden = self.init_hidden(b)` at the top of forward, read in a helper",
     "saved-actions": "`self.saved_actions.append(a)`",
+    "cross-call-state": "module state carried from one call to the next (`if self.hidden is None:`, `self.steps += 1`, `self.h.data.zero_()`)",
     "del": "`del lst[-1]`",
     "pop": "`lst.pop()`",
     "slice[:-1]": "`lst[:-1]`",

@@ -328,6 +328,88 @@ class PolicyHiddenState(nn.Module):
         return images([(0, 1.0), (0, 0.3), (1, 1.0), (1, 0.3), (1, 10.0), (8, 1.0), (8, 3.0), (12, 30.0)], shape=(1, 8))
 
 
+class StreamingGRUClassifier(nn.Module):
+    """Streaming inference over consecutive chunks: the GRU state is created on the first
+    chunk (`if self.hidden is None`) and carried to the next, a step counter decides when
+    to smooth the prediction."""
+
+    N_PATHS = 2
+    CONSTRUCTS = ('cross-call-state', 'Variable', '.detach()')
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(8, 12, batch_first=True)
+        self.fc = nn.Linear(12, 4)
+        self.hidden = None
+        self.steps = 0
+
+    def init_hidden(self, batch_size):
+        return Variable(torch.zeros(1, batch_size, 12))
+
+    def forward(self, x):
+        if self.hidden is None:
+            self.hidden = self.init_hidden(x.size(0))
+        out, hidden = self.gru(x, self.hidden)
+        self.hidden = hidden.detach()
+        self.steps += 1
+        y = self.fc(out[:, -1])
+        smoothed = self.steps % 2 == 0
+        if smoothed:
+            y = y * 0.5
+        return y, smoothed
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0), (2, 0.5), (3, 2.0)], shape=(1, 3, 8))
+
+
+class RecurrentPolicyStream(nn.Module):
+    """A recurrent REINFORCE policy kept across calls (`self.h`, cleared in place at an
+    episode boundary), its log-probabilities saved on the module, its action picking the
+    expert that runs."""
+
+    N_PATHS = 2
+    CONSTRUCTS = ('cross-call-state', 'saved-actions', '.data')
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(8, 8)
+        self.head = nn.Linear(8, 2)
+        self.expert0 = nn.Linear(8, 3)
+        self.expert1 = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))
+        self.h = torch.zeros(1, 8)
+        self.saved_log_probs = []
+
+    def forward(self, x):
+        if x.abs().max() > 2.5:  # a new episode
+            self.h.data.zero_()
+        self.h = self.cell(x, self.h)
+        logits = self.head(self.h)
+        action = logits.argmax(1)
+        self.saved_log_probs.append(F.log_softmax(logits, 1).gather(1, action.view(-1, 1)))
+        if int(action) == 0:
+            y = self.expert0(x)
+        else:
+            y = self.expert1(x)
+        return y
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0), (2, 3.0), (3, 0.5), (4, 1.0), (5, 2.0)], shape=(1, 8))
+
+
 MODELS = [
     ActorCriticArgmax,
     ReinforceExpertPolicy,
@@ -338,4 +420,6 @@ MODELS = [
     BernoulliPolicySaved,
     PolicyVariableNumpy,
     PolicyHiddenState,
+    StreamingGRUClassifier,
+    RecurrentPolicyStream,
 ]

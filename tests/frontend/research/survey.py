@@ -41,11 +41,8 @@ BLOCKERS = {
     "SkipAllAny": "returns `(t, 0, False)` / `(t, sum(bools), all(bools))` typed int vs float",
     "SkipExtendGroups": "conditional expression on `.item()`",
     "SkipSelfCounter": "`self.executed` written in forward",
-    "ActorCriticArgmax": "`self.saved_actions.append(...)`: module state that persists across calls (refused by design)",
-    "BlockDropAgentNumpy": "`self.saved_actions.append(...)`: module state that persists across calls (refused by design)",
     "GlimpsePolicyStop": "loop variable `t` read after a `for` with `break` (frontend NameError)",
     "NumpyWhereLayerSelect": "`np.where` (index array of data-dependent length), loop over it",
-    "BernoulliPolicySaved": "`self.saved_actions.append(...)`: module state that persists across calls (refused by design)",
     "PolicyVariableNumpy": "`self.heads[action]` with a numpy int from `np.argmax(probs.data.numpy())`",
     "PolicyHiddenState": "`self.hidden` written in forward",
     "ShowTellSample": "`for` over a numpy array (`sampled_ids[0].cpu().numpy()`)",
@@ -181,6 +178,8 @@ def _replace_between(path: str, begin: str, end: str, text: str) -> None:
     with open(path) as f:
         content = f.read()
     head, rest = content.split(begin, 1)
+    if rest.startswith(end.lstrip("\n")):  # (nothing between them: `{\n}`)
+        rest = "\n" + rest
     _, tail = rest.split(end, 1)
     with open(path, "w") as f:
         f.write(head + begin + text + end + tail)

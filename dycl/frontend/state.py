@@ -1,0 +1,389 @@
+"""State that outlives a call: module attributes that forward carries from one call to the next.
+
+Research code keeps such state on the module: a streaming RNN's `self.hidden` (`if
+self.hidden is None: self.hidden = ...`), a counter (`self.calls += 1`), the REINFORCE buffer
+`self.saved_actions.append(action)`, filled in forward at inference too. A compiled model
+owns these attributes and carries them exactly as PyTorch does:
+
+- each one is a *slot*: the host function takes its value at the start of a call as extra
+  arguments (after the model's inputs) and returns its value at the end as extra results
+  (after the model's). The func attribute `dycl.state` (JSON, `record`) says which arguments
+  and results belong to which attribute path (`"control.hidden"`);
+- a list that forward only appends to (`self.saved_actions.append(a)`, `.extend(...)`) is an
+  *append* slot: the call starts from an empty list and returns what it appended, which the
+  runtime appends to the stored list (the items of earlier calls never enter the program).
+  Any other use of such a list in forward is refused: the compiled call does not see them;
+- a slot's kind comes from the module's value when compiling: a tensor, a Python int, float
+  or bool, or None that becomes a tensor (an *optional* slot: a bool "present" argument and a
+  tensor of the type the call assigns). What the call leaves must have the slot's kind and
+  type, so that the next call can take it; a None slot learns its tensor type from the call.
+
+Which attributes are state is found while compiling: `attributes.ModuleAttributes` raises
+`PersistentState` where an attribute is read from the module and assigned in the same call
+(or read after being assigned on some paths only), and the importer compiles again with that
+attribute as a slot (`import_module`); a None slot, once its type is known, and a slot whose
+value the call may leave as None cause one more compile. Lists appended to in any method of
+the model's classes are append slots from the start; one that forward assigns
+(`self.gate_probs = []`, a per-call variable) is dropped again (`Demoted`).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import types
+from dataclasses import dataclass
+
+import torch
+
+from dycl.frontend import values as V
+from dycl.frontend.nodes import fresh_id
+from dycl.frontend.errors import FrontendError
+
+APPEND_METHODS = ("append", "extend")
+MAX_ATTEMPTS = 12  # compiles of one forward while its state is found (each finds one more fact)
+
+
+class Recompile(BaseException):
+    """The importer must compile forward again with what this says about its state. (Not an
+    Exception: no fallback of the compiler that tries another way may swallow it.)"""
+
+
+class PersistentState(Recompile):
+    """Compiling found an attribute whose value one call leaves for the next (`owner.attr`)."""
+
+    def __init__(self, owner: torch.nn.Module, attr: str, node: ast.AST):
+        super().__init__(attr)
+        self.owner, self.attr, self.node = owner, attr, node
+
+
+class Widened(Recompile):
+    """A slot whose kind the call changes (a None that became a tensor): compile again."""
+
+
+class Demoted(Recompile):
+    """An append slot that forward assigns: a per-call variable, not a list kept across calls."""
+
+    def __init__(self, owner: torch.nn.Module, attr: str):
+        super().__init__(attr)
+        self.owner, self.attr = owner, attr
+
+
+@dataclass
+class Slot:
+    owner: torch.nn.Module
+    attr: str
+    path: str  # "control.hidden"
+    kind: str  # "tensor" | "int" | "float" | "bool" | "optional" | "none" | "append"
+    type: object = None  # the tensor type of a "tensor" or "optional" slot
+
+    @property
+    def text(self) -> str:
+        return f"self.{self.path}"
+
+    @property
+    def argument_name(self) -> str:
+        return "state_" + self.path.replace(".", "_")
+
+
+class CallState:
+    """The slots of one model's forward, kept across the importer's compiles."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self._paths = {id(module): prefix for prefix, module in model.named_modules()}
+        self.slots: dict[tuple[int, str], Slot] = {}
+        self.demoted: set[tuple[int, str]] = set()
+        for owner, attr in _appended_lists(model):
+            self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "append")
+        for owner, attr in _changed_tensors(model):  # (`self.running.mul_(0.9)`)
+            value = owner.__dict__[attr]
+            self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "tensor", V.type_of_example(value))
+        self.attempts = 0
+
+    def _path(self, owner, attr: str) -> str:
+        prefix = self._paths.get(id(owner), "")
+        return f"{prefix}.{attr}" if prefix else attr
+
+    # ----- between compiles ------------------------------------------------------------
+
+    def add(self, found: PersistentState, error) -> None:
+        """A new slot for the attribute `found` names, of the kind of its module value."""
+        key = (id(found.owner), found.attr)
+        value = found.owner.__dict__.get(found.attr, _ABSENT)
+        path = self._path(found.owner, found.attr)
+        if key in self.slots or value is _ABSENT:
+            raise error(found.node, f"`self.{path}` is module state that persists from one call to the next, "
+                        "and forward assigns it before the module has a value for it",
+                        f"give it a value in `__init__` (for example `self.{found.attr} = None`)")
+        kind = _kind_of(value)
+        if kind is None:
+            raise error(found.node, f"`self.{path}`, a {type(value).__name__} that persists from one call to the next",
+                        "keep a tensor, a Python int/float/bool or None there (or a list that forward only appends to)")
+        type_ = V.type_of_example(value) if kind == "tensor" else None
+        self.slots[key] = Slot(found.owner, found.attr, path, kind, type_)
+
+    def demote(self, found: Demoted) -> None:
+        key = (id(found.owner), found.attr)
+        self.slots.pop(key, None)
+        self.demoted.add(key)
+
+    def next_attempt(self, error, node) -> None:
+        self.attempts += 1
+        if self.attempts > MAX_ATTEMPTS:
+            raise error(node, "module state whose kind changes from call to call",
+                        "give each attribute forward keeps one kind and shape on every call")
+
+    # ----- compiling -------------------------------------------------------------------
+
+    def register(self, attributes) -> None:
+        """Make every slot an attribute variable of the call (`ModuleAttributes`)."""
+        for slot in self.slots.values():
+            attributes.state_variable(slot.owner, slot.attr, append=slot.kind == "append")
+
+    def arguments(self) -> list[tuple[str, object]]:
+        """(name, example) of the host function's extra arguments, slot by slot."""
+        leaves = []
+        for slot in self.slots.values():
+            value = slot.owner.__dict__.get(slot.attr)
+            if slot.kind == "tensor":
+                leaves.append((slot.argument_name, value.detach().clone()))
+            elif slot.kind in ("int", "float", "bool"):
+                leaves.append((slot.argument_name, value))
+            elif slot.kind == "optional":
+                present = value is not None
+                example = value.detach().clone() if present else _zeros(slot.type)
+                leaves += [(slot.argument_name + "_present", present), (slot.argument_name, example)]
+        return leaves
+
+    def bind(self, attributes, env: dict, arguments: list) -> None:
+        """Each slot's variable at the entry: its arguments (an append slot: an empty list)."""
+        arguments = iter(arguments)
+        for slot in self.slots.values():
+            name = attributes.state_variable(slot.owner, slot.attr, append=slot.kind == "append")
+            if slot.kind in ("tensor", "int", "float", "bool"):
+                env[name] = next(arguments)
+            elif slot.kind == "optional":
+                present = next(arguments)
+                env[name] = V.Maybe(present, next(arguments))
+            elif slot.kind == "none":
+                env[name] = V.Const(None)
+            else:
+                env[name] = V.Tup((), "list")
+
+    def finals(self, attributes, env: dict) -> list:
+        return [env.get(attributes.state_variable(s.owner, s.attr, append=s.kind == "append"), V.UNDEF)
+                for s in self.slots.values()]
+
+    def learn(self, found: Recompile, error) -> None:
+        if isinstance(found, PersistentState):
+            self.add(found, error)
+        elif isinstance(found, Demoted):
+            self.demote(found)
+
+    def widen(self, finals: list, error, node) -> bool:
+        """Check what the call leaves in each slot against the slot's kind; True when a slot
+        must change kind (a None that became a tensor, a tensor the call may leave None) and
+        the forward must be compiled again."""
+        changed = False
+        for slot, final in zip(self.slots.values(), finals):
+            if slot.kind == "append":
+                continue
+            if final is V.UNDEF:
+                raise error(node, f"`{slot.text}` is not assigned on every path of forward")
+            leaf_type, may_be_none = _leaf(final)
+            if slot.kind in ("tensor", "optional", "none") and leaf_type is not None and slot.type is None:
+                slot.type = leaf_type
+            if slot.kind in ("int", "float", "bool"):
+                if leaf_type != V.type_of_example(_SCALAR_EXAMPLES[slot.kind]) or may_be_none:
+                    raise self._changes(slot, final, error, node)
+                continue
+            if leaf_type is not None and leaf_type != slot.type or leaf_type is None and not may_be_none:
+                raise self._changes(slot, final, error, node)
+            wanted = "optional" if may_be_none or slot.kind in ("optional", "none") else "tensor"
+            if leaf_type is None and slot.kind == "none":
+                wanted = "none"
+            if wanted != slot.kind:
+                slot.kind, changed = wanted, True
+        return changed
+
+    def _changes(self, slot: Slot, final, error, node) -> FrontendError:
+        what = slot.type if slot.kind in ("tensor", "optional") else slot.kind
+        return error(
+            node, f"`{slot.text}` is module state kept from one call to the next, and a call leaves "
+            f"{V.kind_of(final, detailed=True)} where the call started from {V.describe_type(what) if not isinstance(what, str) else 'a Python ' + what}",
+            f"give `{slot.text}` the same kind, shape and dtype at the end of every call as at its start",
+        )
+
+    def record(self, arg_offset: int, trees: list) -> list[dict]:
+        """The JSON the func attribute `dycl.state` holds: per slot, its path, kind, the
+        indices of its arguments and the output tree of its results."""
+        entries, index = [], arg_offset
+        for slot, tree in zip(self.slots.values(), trees):
+            count = {"tensor": 1, "int": 1, "float": 1, "bool": 1, "optional": 2}.get(slot.kind, 0)
+            entries.append({"path": slot.path, "kind": slot.kind, "args": list(range(index, index + count)), "tree": tree})
+            index += count
+        return entries
+
+    def initial_values(self) -> dict:
+        """attribute path -> the module's value (what the compiled model starts from)."""
+        return {slot.path: copy.deepcopy(slot.owner.__dict__.get(slot.attr)) for slot in self.slots.values()}
+
+
+_ABSENT = object()
+_SCALAR_EXAMPLES = {"int": 0, "float": 0.0, "bool": False}
+
+
+def _kind_of(value) -> str | None:
+    if isinstance(value, torch.Tensor):
+        return "tensor"
+    if value is None:
+        return "none"
+    for kind in ("bool", "int", "float"):  # (bool first: a bool is an int)
+        if isinstance(value, {"bool": bool, "int": int, "float": float}[kind]):
+            return kind
+    return None
+
+
+def _leaf(value) -> tuple[object, bool]:
+    """(the IR type a final value holds, or None; whether it may be None)."""
+    if isinstance(value, V.Maybe):
+        inner, _ = _leaf(value.value)
+        return inner, True
+    if isinstance(value, V.Const):
+        if value.value is None:
+            return None, True
+        try:
+            return V.type_of_example(value.value), False
+        except TypeError:
+            return None, False
+    if isinstance(value, V.Dyn):
+        return value.type, False
+    return None, False
+
+
+def _zeros(type_) -> torch.Tensor:
+    return torch.zeros(tuple(type_.shape), dtype=V.tensor_dtype(type_))
+
+
+def _methods(model: torch.nn.Module):
+    """(module, the parsed method, its `self` name) of every method of the model's own classes."""
+    from dycl.frontend.rewrite import parse_function
+
+    for module in model.modules():
+        for klass in type(module).__mro__:
+            if klass.__module__.partition(".")[0] in ("torch", "builtins"):
+                continue
+            for name, function in vars(klass).items():
+                if not isinstance(function, types.FunctionType) or name == "__init__":
+                    continue
+                try:
+                    fdef = parse_function(function).node
+                except Exception:  # no source: never compiled
+                    continue
+                if fdef.args.args:
+                    yield module, fdef, fdef.args.args[0].arg
+
+
+def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
+    """(module, attribute) of every list attribute that a method of the model's own classes
+    appends to or extends (`self.saved_actions.append(a)`, `self.control.log.extend(xs)`)."""
+    from dycl.frontend.attributes import _owner
+
+    found = []
+    for module, fdef, self_name in _methods(model):
+        for node in ast.walk(fdef):
+            receiver = _appended(node)
+            if receiver is None:
+                continue
+            owner = _owner(receiver.value, self_name, module)
+            if owner is not None and type(owner.__dict__.get(receiver.attr)) is list:
+                if not any(o is owner and a == receiver.attr for o, a in found):
+                    found.append((owner, receiver.attr))
+    return found
+
+
+def _changed_tensors(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
+    """(module, attribute) of every tensor attribute (not a parameter or buffer) that a method
+    of the model's own classes changes in place: `self.running.mul_(0.9)`,
+    `self.memory.data.zero_()`, `self.buf[0] = v`, `self.buf[:, k] += v`."""
+    from dycl.frontend.attributes import _owner
+
+    found = []
+    for module, fdef, self_name in _methods(model):
+        parents = {child: node for node in ast.walk(fdef) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(fdef):
+            if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
+                continue
+            owner = _owner(node.value, self_name, module)
+            if owner is None or not isinstance(owner.__dict__.get(node.attr), torch.Tensor):
+                continue
+            use = parents.get(node)
+            if isinstance(use, ast.Attribute) and use.attr == "data":
+                use = parents.get(use)
+            in_place = (isinstance(use, ast.Attribute) and use.attr.endswith("_") and not use.attr.startswith("_")
+                        or isinstance(use, ast.Subscript) and isinstance(use.ctx, ast.Store))
+            if in_place and not any(o is owner and a == node.attr for o, a in found):
+                found.append((owner, node.attr))
+    return found
+
+
+def _appended(node: ast.AST) -> ast.Attribute | None:
+    """`X.attr` of a statement `X.attr.append(...)` / `.extend(...)`."""
+    if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr in APPEND_METHODS and isinstance(node.value.func.value, ast.Attribute)):
+        return node.value.func.value
+    return None
+
+
+def hoist_appended_items(stmts: list[ast.stmt], names: set[str]) -> None:
+    """Consecutive `self.saved_actions.append(<expr>)` statements as `__item = <expr>` for
+    each, then the appends (in place, in every statement list): the items are computed in
+    the run of the statements before them, with the Python objects those made (`dist =
+    Bernoulli(logits=...)`, then `append(dist.log_prob(a))`). Python computes the same:
+    forward reads an append slot nowhere, so an earlier append cannot change a later item."""
+    for holder in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(holder, field, None)
+            if not isinstance(body, list):
+                continue
+            k = 0
+            while k < len(body):
+                j = k
+                while j < len(body) and getattr(_appended(body[j]), "dycl_local", None) in names:
+                    j += 1
+                if j == k:
+                    k += 1
+                    continue
+                items = []
+                for stmt in body[k:j]:
+                    call = stmt.value
+                    if len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Name):
+                        item = f"__item{fresh_id()}_{call.func.value.attr}"
+                        items.append(ast.copy_location(ast.Assign(targets=[ast.Name(item, ast.Store())], value=call.args[0]), stmt))
+                        call.args[0] = ast.copy_location(ast.Name(item, ast.Load()), call.args[0])
+                body[k:k] = items
+                k = j + len(items)
+
+
+def check_append_only(stmt: ast.stmt, names: set[str], describe, error) -> None:
+    """A statement DyCL compiles uses an append slot's variable (`names`) only as the
+    receiver of a statement `.append(...)` / `.extend(...)`: the compiled call holds only the
+    items it appends itself."""
+    allowed = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) \
+                and node.value.func.attr in APPEND_METHODS and isinstance(node.value.func.value, ast.Name):
+            allowed.add(id(node.value.func.value))
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and node.id in names and id(node) not in allowed:
+            text = describe(node.id)
+            raise error(
+                node, f"`{text}` is read in forward, a list kept from one call to the next that the "
+                "compiled model only appends to (each call holds only the items it appends)",
+                f"only append to `{text}` in forward (read it from the compiled model's "
+                f"`state['{text[len('self.'):]}']` afterwards), or keep what forward reads in a local list",
+            )
+
+
+__all__ = ["CallState", "Recompile", "PersistentState", "Demoted", "Widened", "Slot", "check_append_only"]
