@@ -212,3 +212,30 @@ def test_a_signature_that_leaves_out_the_manifest_is_refused(compiled_samples, k
     ).sign(path, path / SIGNATURE)
     with pytest.raises(ArtifactError, match="its signature does not cover manifest.json"):
         dycl.load(path, verify_key=public)
+
+
+@needs_signing
+def test_a_signature_covers_the_state_it_was_made_with(keys, tmp_path):
+    """A stateful model's save writes its current state: a signature of the old state must not
+    stay beside it (it would refuse the artifact, or worse, vouch for state it never saw)."""
+    import torch
+
+    from tests.frontend.state_models import CountsAcrossCalls
+
+    private, public = keys["ours"]
+    compiled = dycl.compile(CountsAcrossCalls().eval(), (torch.ones(1, 3),), progress=False)
+    signed = compiled.save(tmp_path / "signed", sign_key=private)
+    loaded = dycl.load(signed, verify_key=public)
+    assert loaded.state["calls"] == 0
+    np.testing.assert_array_equal(loaded(np.ones((1, 3), np.float32)), np.ones((1, 3), np.float32))
+    loaded.save(signed)  # the state changed (calls == 1): the old signature goes
+    assert not (signed / SIGNATURE).exists()
+    with pytest.raises(ArtifactError, match="not signed"):
+        dycl.load(signed, verify_key=public)
+    loaded.save(signed, sign_key=private)  # signed again, over the new state
+    again = dycl.load(signed, verify_key=public)
+    assert again.state["calls"] == 1
+    np.testing.assert_array_equal(again(np.ones((1, 3), np.float32)), 2 * np.ones((1, 3), np.float32))
+    unchanged = dycl.load(signed, verify_key=public)
+    unchanged.save(tmp_path / "copy")  # an unchanged state keeps the signature in a copy
+    dycl.load(tmp_path / "copy", verify_key=public)
