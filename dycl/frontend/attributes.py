@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from dycl.frontend import nodes
+from dycl.frontend.callees import module_named
 from dycl.frontend import values as V
 
 
@@ -83,7 +84,7 @@ class ModuleAttributes:
         for stmt in stmts:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Attribute):
-                    owner = _owner(node.value, self_name, receiver)
+                    owner = module_named(node.value, self_name, receiver)
                     if owner is not None and _is_state(owner, node.attr):
                         node.dycl_local = self._variable(owner, node.attr).name
                         if isinstance(node.ctx, ast.Store):
@@ -110,7 +111,7 @@ class ModuleAttributes:
                 self_name = fdef.args.args[0].arg
                 for node in ast.walk(fdef):
                     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                        owner = _owner(node.value, self_name, module)
+                        owner = module_named(node.value, self_name, module)
                         if owner is not None and _is_state(owner, node.attr):
                             self._variable(owner, node.attr)
                             self.assigned.add(node.attr)
@@ -317,18 +318,6 @@ def _methods(module: torch.nn.Module) -> list[types.FunctionType]:
     bound = [value.__func__ for value in vars(module).values()
              if isinstance(value, types.MethodType) and value.__self__ is module and isinstance(value.__func__, types.FunctionType)]
     return methods + [function for function in bound if function not in methods]
-
-
-def _owner(expr: ast.expr, self_name: str, receiver: torch.nn.Module) -> torch.nn.Module | None:
-    """The module `expr` names: `self` or a chain of submodules of it (`self.control`)."""
-    if isinstance(expr, ast.Name):
-        return receiver if expr.id == self_name else None
-    if isinstance(expr, ast.Attribute):
-        parent = _owner(expr.value, self_name, receiver)
-        if parent is not None:
-            child = parent._modules.get(expr.attr)
-            return child if isinstance(child, torch.nn.Module) else None
-    return None
 
 
 def _is_state(owner: torch.nn.Module, attr: str) -> bool:

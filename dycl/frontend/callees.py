@@ -10,6 +10,7 @@ module's forward) asks here, so that none of them looks at the class alone.
 
 from __future__ import annotations
 
+import ast
 import types
 from typing import Any
 
@@ -75,3 +76,16 @@ def forward_is(module: torch.nn.Module, functions) -> bool:
 
 
 __all__ = ["entry", "function_of", "forward_is", "module_forward", "runs_only_forward"]
+
+
+def module_named(expr: ast.expr, self_name: str, receiver: torch.nn.Module) -> torch.nn.Module | None:
+    """The module `expr` names, as Python looks it up: `self` or a chain of submodules of it
+    (`self.control`); None for anything else."""
+    if isinstance(expr, ast.Name):
+        return receiver if expr.id == self_name else None
+    if isinstance(expr, ast.Attribute):
+        parent = module_named(expr.value, self_name, receiver)
+        if parent is not None:
+            child = parent._modules.get(expr.attr)
+            return child if isinstance(child, torch.nn.Module) else None
+    return None

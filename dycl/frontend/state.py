@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from dycl.frontend import values as V
+from dycl.frontend.callees import module_named
 from dycl.frontend.nodes import fresh_id
 from dycl.frontend.errors import FrontendError
 
@@ -288,15 +289,13 @@ def _methods(model: torch.nn.Module):
 def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
     """(module, attribute) of every list attribute that a method of the model's own classes
     appends to or extends (`self.saved_actions.append(a)`, `self.control.log.extend(xs)`)."""
-    from dycl.frontend.attributes import _owner
-
     found = []
     for module, fdef, self_name in _methods(model):
         for node in ast.walk(fdef):
             receiver = _appended(node)
             if receiver is None:
                 continue
-            owner = _owner(receiver.value, self_name, module)
+            owner = module_named(receiver.value, self_name, module)
             if owner is not None and type(owner.__dict__.get(receiver.attr)) is list:
                 if not any(o is owner and a == receiver.attr for o, a in found):
                     found.append((owner, receiver.attr))
@@ -307,15 +306,13 @@ def _changed_tensors(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]
     """(module, attribute) of every tensor attribute (not a parameter or buffer) that a method
     of the model's own classes changes in place: `self.running.mul_(0.9)`,
     `self.memory.data.zero_()`, `self.buf[0] = v`, `self.buf[:, k] += v`."""
-    from dycl.frontend.attributes import _owner
-
     found = []
     for module, fdef, self_name in _methods(model):
         parents = {child: node for node in ast.walk(fdef) for child in ast.iter_child_nodes(node)}
         for node in ast.walk(fdef):
             if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
                 continue
-            owner = _owner(node.value, self_name, module)
+            owner = module_named(node.value, self_name, module)
             if owner is None or not isinstance(owner.__dict__.get(node.attr), torch.Tensor):
                 continue
             use = parents.get(node)
