@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,9 @@ class CompiledModel:
         self._inputs = [_InputSpec(r) for r in self.manifest["inputs"]]
         self._output_tree = self.manifest["outputs"]["tree"]
         self.subdnn_calls = {}
+        self.batch_stats: dict[str, dict[str, float]] = {}
+        """Per sub-DNN, what `run_many` made of its calls: requests served, backend calls,
+        and their ratio `mean_batch`."""
         self._forward = self._bind_host()
 
     # ------------------------------------------------------------- loading
@@ -121,6 +124,19 @@ class CompiledModel:
     # ------------------------------------------------------------- calling
 
     def __call__(self, *inputs: Any) -> Any:
+        args, torch_in = self._checked_inputs(inputs)
+        return self._outputs(self._forward(*args), torch_in)
+
+    def run_many(self, requests: Sequence[Sequence[Any]]) -> list[Any]:
+        """`[self(*args) for args in requests]`, with the sub-DNN calls that several requests
+        wait on at once batched along dim 0 where the compiler proved it sound
+        (`dycl.runtime.batching`); `batch_stats` then says how well each sub-DNN batched."""
+        from dycl.runtime.batching import run_many
+
+        return run_many(self, requests)
+
+    def _checked_inputs(self, inputs: Sequence[Any]) -> tuple[list[Any], bool]:
+        """The flat host arguments, checked against the signature, and whether torch came in."""
         specs = self._inputs
         tree = self.manifest.get("input_tree")
         if tree is not None:  # list/tuple arguments are passed item by item
@@ -147,7 +163,9 @@ class CompiledModel:
             elif not isinstance(value, _SCALAR_TYPES[spec.kind]) or (spec.kind == "int" and isinstance(value, bool)):
                 raise InputError(f"{self.entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
             args.append(value)
-        results = self._forward(*args)
+        return args, torch_in
+
+    def _outputs(self, results: Sequence[Any], torch_in: bool) -> Any:
         try:
             outputs = unflatten(self._output_tree, results)
         except ValueError as error:
