@@ -235,6 +235,8 @@ def _compile(
             PipelinePass(**{"backend": backend, **(pipeline or {})}).apply(make_context(), module)
     report["pipeline_seconds"] = time.perf_counter() - start
 
+    with stage("passes"):
+        _mark_batchable(module, backend)
     with stage("codegen"):
         from dycl.codegen import generate_host
 
@@ -505,6 +507,17 @@ def _clone(value: Any) -> Any:
     return value
 
 
+def _mark_batchable(module, backend: str) -> None:
+    """Mark the sub-DNNs `run_many` may batch, when the backend compiles them batched."""
+    from dycl.backends import backend_class
+
+    if backend_class(backend).dynamic_batch:
+        from dycl.ir import make_context
+        from dycl.passes.mark_batchable import MarkBatchablePass
+
+        MarkBatchablePass().apply(make_context(), module)
+
+
 def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads):
     from dycl.runtime.artifact import write_artifact
 
@@ -526,6 +539,7 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
                 "inputs": [s.to_json() for s in subdnn.inputs],
                 "outputs": [s.to_json() for s in subdnn.outputs],
                 "macs": subdnn.macs,
+                "batchable": subdnn.batch_rows is not None,
                 **result.meta,
             }
         )

@@ -48,6 +48,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return MergeCallsPass
 
+    def get_mark_batchable():
+        from dycl.passes.mark_batchable import MarkBatchablePass
+
+        return MarkBatchablePass
+
     def get_pipeline():
         from dycl.passes.pipeline import PipelinePass
 
@@ -62,5 +67,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dycl-hoist-free": get_hoist_free,
         "dycl-dedup": get_dedup,
         "dycl-merge-calls": get_merge_calls,
+        "dycl-mark-batchable": get_mark_batchable,
         "dycl-pipeline": get_pipeline,
     }
