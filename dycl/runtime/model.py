@@ -118,6 +118,7 @@ class CompiledModel:
         clone = object.__new__(CompiledModel)
         clone.__dict__.update(self.__dict__)
         clone.subdnn_calls = dict(subdnns)
+        clone.batch_stats = {}
         clone._forward = self._host_module.bind(clone.subdnn_calls, self._constants)
         return clone
 
