@@ -181,3 +181,20 @@ def test_numpy_in_numpy_out():
     model, compiled = _compiled(RowWise, torch.from_numpy(x))
     (out,) = compiled.run_many([(x,)])
     assert isinstance(out, np.ndarray)
+
+
+# ------------------------------------------------------------------------- the whole zoo
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keep_branches", [True, False], ids=["kept-gates", "split"])
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_run_many_matches_eager_on_every_zoo_network(name, keep_branches):
+    torch.set_num_threads(1)
+    entry = REGISTRY[name]
+    model = entry.build()
+    pipeline = None if keep_branches else {"keep_branches": False}
+    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=pipeline)
+    _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
+    batched = [r["name"] for r in compiled.manifest["subdnns"] if r["batchable"]]
+    assert all(compiled.batch_stats[n]["mean_batch"] >= 1 for n in batched if n in compiled.batch_stats)
