@@ -536,8 +536,9 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         records.append(
             {
                 "name": subdnn.name,
-                "inputs": [s.to_json() for s in subdnn.inputs],
-                "outputs": [s.to_json() for s in subdnn.outputs],
+                # one request's shapes; "batchable": the compiled file takes any rows at dim 0
+                "inputs": [s.to_json() for s in subdnn.static().inputs],
+                "outputs": [s.to_json() for s in subdnn.static().outputs],
                 "macs": subdnn.macs,
                 "batchable": subdnn.batch_rows is not None,
                 **result.meta,
