@@ -90,6 +90,15 @@ def subdnn_threads(op: func.FuncOp) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
+BATCHABLE_ATTR = "dycl.batchable"
+"""Unit attribute on a sub-DNN that maps the rows of dim 0 independently, every input and
+output carrying them at dim 0 (dycl-mark-batchable): `run_many` batches its calls."""
+
+
+def is_batchable(op: Operation) -> bool:
+    return is_subdnn(op) and isinstance(op.attributes.get(BATCHABLE_ATTR), UnitAttr)
+
+
 KEEP_ATTR = "dycl.keep"
 """Unit attribute on an `scf.if` that stays inside a sub-DNN (dycl-keep-branches decides,
 dycl-outline moves it whole into the sub-DNN, and the backend runs it as ONNX `If` / Relax

@@ -13,6 +13,8 @@ keyed by op name, and every consumer reads it:
 - `shape`: a rule for the result types (dycl-shape-infer; ops without one are run on meta
   tensors), `static_value`: the op's value when the types fix it.
 - `macs`: a multiply-accumulate estimate (the runtime's thread choice, dycl.backends.cost).
+- `rows`: whether the op maps the rows of dim 0 independently, under its arguments
+  (`run_many` batches a sub-DNN only when all its ops do; dycl-mark-batchable).
 
 Ops not listed are tensor math with no host translation: they belong in sub-DNNs.
 """
@@ -109,6 +111,10 @@ class HostCode:
 
 
 ShapeRule = Callable[[Operation], "list[Attribute] | None"]
+RowRule = Callable[[Operation, "Sequence[bool]"], bool]
+"""(op, which operands carry the rows of a batch at dim 0) -> its results carry them too,
+each row computed from the same row of those operands alone (the other operands, weights
+and constants, are shared by every row)."""
 MemoryOrderRule = Callable[[Sequence[int], list[Any], Operation], bool]
 
 
@@ -132,6 +138,8 @@ class TorchOpInfo:
     same_memory_order: MemoryOrderRule | None = field(default=None, compare=False)
     """(source shape, constant operands, op) -> the strided view keeps the memory order."""
     macs: Callable[[Operation], int | None] | None = field(default=None, compare=False)
+    rows: RowRule | None = field(default=None, compare=False)
+    """The op maps the rows of dim 0 independently (see `RowRule`); None: not proven."""
 
     @property
     def python(self) -> Callable[..., Any] | None:
@@ -361,6 +369,179 @@ def _reduced_dim(shape: tuple[int, ...]) -> int:
 
 
 
+# -------------------------------------------------------------- row rules (run_many)
+# Each rule proves, from the op's constant arguments and operand ranks, that the op maps
+# the rows of dim 0 independently; anything it cannot prove is refused (sound by
+# construction: a refused sub-DNN runs request by request).
+
+
+def _rank(value: SSAValue) -> int | None:
+    type_ = value.type
+    if isinstance(type_, t.ValueTensorType) and type_.shape is not None:
+        return len(type_.shape)
+    return None
+
+
+def _is_tensor(value: SSAValue) -> bool:
+    return isinstance(value.type, t.ValueTensorType)
+
+
+def _not_dim0(dim: Any, rank: int | None, extra: int = 0) -> bool:
+    """A constant dim (of a tensor of `rank`, + `extra` for unsqueeze) that is not 0."""
+    if not isinstance(dim, int) or isinstance(dim, bool) or rank is None:
+        return False
+    n = rank + extra
+    return n > 0 and -n <= dim < n and dim % n != 0
+
+
+def _rows_elementwise(op: Operation, carriers: Sequence[bool]) -> bool:
+    """Broadcasting math: the carriers keep dim 0 aligned with the result's; other tensors
+    broadcast along it (fewer dims, or a dim 0 of 1)."""
+    result = op.results[0]
+    rank = _rank(result)
+    if not rank:
+        return False
+    for operand, carries in zip(op.operands, carriers):
+        if not _is_tensor(operand):
+            continue
+        operand_rank = _rank(operand)
+        if operand_rank is None:
+            return False
+        if carries:
+            if operand_rank != rank:
+                return False
+        elif operand_rank == rank and operand.type.shape[0] != 1:
+            return False
+    return True
+
+
+def _rows_through(operand: int, min_rank: int = 1, max_rank: int | None = None,
+                  fixed: dict[int, Any] | None = None) -> RowRule:
+    """Only operand `operand` may carry rows (the others are weights), of rank in
+    [min_rank, max_rank]; `fixed` maps operand positions to the constant they must hold
+    (batch_norm's `training=False`)."""
+
+    def rule(op: Operation, carriers: Sequence[bool]) -> bool:
+        if operand >= len(op.operands) or any(c for k, c in enumerate(carriers) if k != operand):
+            return False
+        rank = _rank(op.operands[operand])
+        if rank is None or rank < min_rank or (max_rank is not None and rank > max_rank):
+            return False
+        return all(k < len(op.operands) and constant_value(op.operands[k]) is v for k, v in (fixed or {}).items())
+
+    return rule
+
+
+def _rows_layer_norm(op: Operation, carriers: Sequence[bool]) -> bool:
+    shape = constant_value(op.operands[1])
+    rank = _rank(op.operands[0])
+    return not any(carriers[1:]) and isinstance(shape, list) and rank is not None and len(shape) < rank
+
+
+def _rows_with_dim(dim_operand: int, extra: int = 0, dims_are_list: bool = False) -> RowRule:
+    """Operand 0 carries rows; the op works along a constant dim (or list of dims) not 0."""
+
+    def rule(op: Operation, carriers: Sequence[bool]) -> bool:
+        if any(carriers[1:]) or len(op.operands) <= dim_operand:
+            return False
+        rank = _rank(op.operands[0])
+        dims = constant_value(op.operands[dim_operand])
+        if dims_are_list:
+            return isinstance(dims, list) and bool(dims) and all(_not_dim0(d, rank) for d in dims)
+        return _not_dim0(dims, rank, extra)
+
+    return rule
+
+
+def _rows_conv(op: Operation, carriers: Sequence[bool]) -> bool:
+    """A batched convolution: input rank = weight rank (an unbatched input's dim 0 is channels)."""
+    if any(carriers[1:]) or len(op.operands) < 2:
+        return False
+    rank = _rank(op.operands[0])
+    return rank is not None and rank >= 3 and rank == _rank(op.operands[1])
+
+
+def _rows_matmul(op: Operation, carriers: Sequence[bool]) -> bool:
+    """`x @ W` with x of rank >= 2 and W shared of rank <= 2 (W's rows are not the batch's),
+    or a batched product of two carriers of one rank >= 3."""
+    lhs, rhs = op.operands[:2]
+    lhs_rank, rhs_rank = _rank(lhs), _rank(rhs)
+    if lhs_rank is None or rhs_rank is None:
+        return False
+    if carriers[0] and not carriers[1]:
+        return lhs_rank >= 2 and rhs_rank <= 2
+    if carriers[0] and carriers[1]:
+        return lhs_rank == rhs_rank >= 3
+    return False
+
+
+def _rows_flatten(op: Operation, carriers: Sequence[bool]) -> bool:
+    rank = _rank(op.operands[0])
+    start = constant_value(op.operands[1])
+    return rank is not None and rank >= 2 and _not_dim0(start, rank)
+
+
+def _rows_reshape(op: Operation, carriers: Sequence[bool]) -> bool:
+    """`x.view(-1, a, b)`: rows stay rows only when dim 0 is inferred and the rest of the
+    row is spelled out (a constant 1 at dim 0 would be the one request's batch size)."""
+    if any(carriers[1:]):
+        return False
+    shape = _static_dims(op.operands[0])
+    sizes = constant_value(op.operands[1])
+    if shape is None or not shape or not isinstance(sizes, list) or len(sizes) < 1 or sizes[0] != -1:
+        return False
+    rest = sizes[1:]
+    return all(isinstance(s, int) and s >= 0 for s in rest) and math.prod(rest) == math.prod(shape[1:])
+
+
+def _rows_permute(op: Operation, carriers: Sequence[bool]) -> bool:
+    dims = constant_value(op.operands[1])
+    rank = _rank(op.operands[0])
+    return isinstance(dims, list) and bool(dims) and rank is not None and dims[0] % rank == 0
+
+
+def _rows_transpose(op: Operation, carriers: Sequence[bool]) -> bool:
+    rank = _rank(op.operands[0])
+    return all(_not_dim0(constant_value(v), rank) for v in op.operands[1:3])
+
+
+def _rows_expand(op: Operation, carriers: Sequence[bool]) -> bool:
+    sizes = constant_value(op.operands[1])
+    rank = _rank(op.operands[0])
+    return isinstance(sizes, list) and rank is not None and len(sizes) == rank and rank > 0 and sizes[0] == -1
+
+
+def _rows_tensor_list(op: Operation, carriers: Sequence[bool]) -> bool:
+    """cat/stack of a list of carriers along a dim not 0 (the list's tensors carry rows)."""
+    if not carriers or not carriers[0] or any(carriers[1:]):
+        return False
+    items = static_list_elements(op.operands[0])
+    if not items:
+        return False
+    rank = _rank(items[0])
+    extra = 1 if op_info(op).name == "torch.aten.stack" else 0
+    return all(_rank(i) == rank for i in items) and _not_dim0(constant_value(op.operands[1]), rank, extra)
+
+
+def _rows_identity(op: Operation, carriers: Sequence[bool]) -> bool:
+    return True
+
+
+_ELEMENTWISE_OPS = tuple(
+    f"torch.aten.{name}"
+    for name in (
+        "relu", "relu6", "sigmoid", "tanh", "gelu", "silu", "exp", "log", "neg", "abs", "sqrt", "rsqrt",
+        "reciprocal", "sin", "cos", "erf", "hardtanh", "hardswish", "hardsigmoid", "leaky_relu", "elu",
+        "clamp", "clamp_min", "clamp_max", "logical_not", "bitwise_not", "floor", "ceil", "round",
+        "add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "add.Scalar", "sub.Scalar", "mul.Scalar",
+        "div.Scalar", "rsub.Scalar", "pow.Tensor_Scalar", "pow.Tensor_Tensor", "maximum", "minimum",
+        "where.self", "where.ScalarSelf", "where.ScalarOther", "logical_and", "logical_or",
+        "masked_fill.Scalar", "to.dtype", "_to_copy", "type_as",
+        *(f"{cmp}.{kind}" for cmp in ("eq", "ne", "lt", "le", "gt", "ge") for kind in ("Tensor", "Scalar")),
+    )
+)
+
+
 # The list ops, by name: the frontend builds them, and every consumer reads their records.
 LIST_CONSTRUCT = t.ListConstructOp.name
 LIST_LENGTH = "torch.aten.len.t"
@@ -421,27 +602,30 @@ _IDENTITIES: dict[str, HostSpec] = dict.fromkeys(
         "torch.aten.lift_fresh_copy",
         t.TensorStaticInfoCastOp.name,
     ),
-    "x",
+    _with("x", rows=_rows_identity),
 )
 
 _RESHAPES: dict[str, HostSpec] = {
-    **dict.fromkeys(("torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view"), "x.reshape(shape)"),
-    "torch.aten.flatten.using_ints": "rt.flatten(x, start, end)",
-    "torch.aten.unflatten.int": "rt.unflatten(x, dim, sizes)",
+    **dict.fromkeys(
+        ("torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view"),
+        _with("x.reshape(shape)", rows=_rows_reshape),
+    ),
+    "torch.aten.flatten.using_ints": _with("rt.flatten(x, start, end)", rows=_rows_flatten),
+    "torch.aten.unflatten.int": _with("rt.unflatten(x, dim, sizes)", rows=_rows_with_dim(1)),
     "torch.aten.squeeze": "np.squeeze(x)",
-    "torch.aten.squeeze.dim": "rt.squeeze_dim(x, dim)",
-    "torch.aten.squeeze.dims": "rt.squeeze_dims(x, dims)",
-    "torch.aten.unsqueeze": "np.expand_dims(x, dim)",
+    "torch.aten.squeeze.dim": _with("rt.squeeze_dim(x, dim)", rows=_rows_with_dim(1)),
+    "torch.aten.squeeze.dims": _with("rt.squeeze_dims(x, dims)", rows=_rows_with_dim(1, dims_are_list=True)),
+    "torch.aten.unsqueeze": _with("np.expand_dims(x, dim)", rows=_rows_with_dim(1, extra=1)),
 }
 
 _STRIDED_VIEWS: dict[str, HostSpec] = {
-    "torch.aten.permute": _with("x.transpose(dims)", same_memory_order=_permute_keeps_order),
-    "torch.aten.transpose.int": _with("x.swapaxes(a, b)", same_memory_order=_transpose_keeps_order),
+    "torch.aten.permute": _with("x.transpose(dims)", same_memory_order=_permute_keeps_order, rows=_rows_permute),
+    "torch.aten.transpose.int": _with("x.swapaxes(a, b)", same_memory_order=_transpose_keeps_order, rows=_rows_transpose),
     "torch.aten.t": _with("x.T", same_memory_order=_t_keeps_order),
-    "torch.aten.expand": _with("rt.expand(x, sizes)", same_memory_order=_expand_keeps_order),
-    "torch.aten.select.int": _with("rt.select(x, dim, index)", same_memory_order=_select_keeps_order),
+    "torch.aten.expand": _with("rt.expand(x, sizes)", same_memory_order=_expand_keeps_order, rows=_rows_expand),
+    "torch.aten.select.int": _with("rt.select(x, dim, index)", same_memory_order=_select_keeps_order, rows=_rows_with_dim(1)),
     "torch.aten.slice.Tensor": _with(
-        "rt.slice_tensor(x, dim, start, end, step)", same_memory_order=_slice_keeps_order
+        "rt.slice_tensor(x, dim, start, end, step)", same_memory_order=_slice_keeps_order, rows=_rows_with_dim(1)
     ),
 }
 
@@ -450,12 +634,12 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     # host int stays in the host), host lists of tensors, scalars made tensors.
     "torch.aten.select_scatter": "rt.select_scatter(x, src, dim, index)",
     "torch.aten.slice_scatter": "rt.slice_scatter(x, src, dim, start, end, step)",
-    "torch.aten.stack": _with("rt.stack(xs, dim)", reads_tensor_list=True, shape=_stack_shape),
-    "torch.aten.cat": _with("rt.cat(xs, dim)", reads_tensor_list=True, shape=_cat_shape),
-    "torch.aten.split.Tensor": "rt.split(x, size, dim)",
-    "torch.aten.split_with_sizes": "rt.split_with_sizes(x, sizes, dim)",
-    "torch.aten.chunk": "rt.chunk(x, chunks, dim)",
-    "torch.aten.unbind.int": "rt.unbind(x, dim)",
+    "torch.aten.stack": _with("rt.stack(xs, dim)", reads_tensor_list=True, shape=_stack_shape, rows=_rows_tensor_list),
+    "torch.aten.cat": _with("rt.cat(xs, dim)", reads_tensor_list=True, shape=_cat_shape, rows=_rows_tensor_list),
+    "torch.aten.split.Tensor": _with("rt.split(x, size, dim)", rows=_rows_with_dim(2)),
+    "torch.aten.split_with_sizes": _with("rt.split_with_sizes(x, sizes, dim)", rows=_rows_with_dim(2)),
+    "torch.aten.chunk": _with("rt.chunk(x, chunks, dim)", rows=_rows_with_dim(2)),
+    "torch.aten.unbind.int": _with("rt.unbind(x, dim)", rows=_rows_with_dim(1)),
     "torch.prim.NumToTensor.Scalar": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.int": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.float": "np.array(a, dtype=dtype)",
@@ -477,14 +661,43 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     # Sub-DNN work with a MAC estimate.
     **dict.fromkeys(
         ("torch.aten.conv1d", "torch.aten.conv2d", "torch.aten.conv3d", "torch.aten.convolution",
-         "torch.aten._convolution", "torch.aten.linear"),
-        _with(None, macs=_per_output(1, _weight_fan_in)),
+         "torch.aten._convolution"),
+        _with(None, macs=_per_output(1, _weight_fan_in), rows=_rows_conv),
     ),
+    "torch.aten.linear": _with(None, macs=_per_output(1, _weight_fan_in), rows=_rows_through(0, min_rank=2)),
     **dict.fromkeys(
-        ("torch.aten.matmul", "torch.aten.mm", "torch.aten.bmm"), _with(None, macs=_per_output(0, _reduced_dim))
+        ("torch.aten.matmul", "torch.aten.mm", "torch.aten.bmm"),
+        _with(None, macs=_per_output(0, _reduced_dim), rows=_rows_matmul),
     ),
     **dict.fromkeys(("torch.aten.addmm", "torch.aten.baddbmm"), _with(None, macs=_per_output(1, _reduced_dim))),
-    **dict.fromkeys(("torch.aten.amax", "torch.aten.amin"), _with(None, empty_dim_list_means_all=True)),
+    **dict.fromkeys(
+        ("torch.aten.amax", "torch.aten.amin"),
+        _with(None, empty_dim_list_means_all=True, rows=_rows_with_dim(1, dims_are_list=True)),
+    ),
+    # Kernels whose only rule is the rows one (run_many).
+    **dict.fromkeys(_ELEMENTWISE_OPS, _with(None, rows=_rows_elementwise)),
+    **dict.fromkeys(
+        ("torch.aten.max_pool2d", "torch.aten.avg_pool2d", "torch.aten.adaptive_avg_pool2d",
+         "torch.aten.adaptive_max_pool2d"),
+        _with(None, rows=_rows_through(0, min_rank=4, max_rank=4)),
+    ),
+    **dict.fromkeys(
+        ("torch.aten.max_pool1d", "torch.aten.avg_pool1d", "torch.aten.adaptive_avg_pool1d"),
+        _with(None, rows=_rows_through(0, min_rank=3, max_rank=3)),
+    ),
+    "torch.aten.batch_norm": _with(None, rows=_rows_through(0, min_rank=2, fixed={5: False})),
+    "torch.aten.dropout": _with(None, rows=_rows_through(0, fixed={2: False})),
+    "torch.aten.layer_norm": _with(None, rows=_rows_layer_norm),
+    "torch.aten.embedding": _with(None, rows=_rows_through(1)),
+    **dict.fromkeys(
+        ("torch.aten.softmax.int", "torch.aten.log_softmax.int", "torch.aten._softmax", "torch.aten._log_softmax",
+         "torch.aten.argmax", "torch.aten.argmin", "torch.aten.max.dim", "torch.aten.min.dim",
+         "torch.aten.cumsum"),
+        _with(None, rows=_rows_with_dim(1)),
+    ),
+    **dict.fromkeys(
+        ("torch.aten.mean.dim", "torch.aten.sum.dim_IntList"), _with(None, rows=_rows_with_dim(1, dims_are_list=True))
+    ),
 }
 
 # Sizes that depend on data: the host computes them (numpy gives torch's order: row-major

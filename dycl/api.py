@@ -267,6 +267,8 @@ def _compile(
         run_passes(make_context(), module, passes if run_pipeline else ())
     report["pipeline_seconds"] = time.perf_counter() - start
 
+    with stage("passes"):
+        _mark_batchable(module, backend)
     with stage("codegen"):
         from dycl.codegen import generate_host
 
@@ -582,6 +584,17 @@ def _clone(value: Any) -> Any:
     return value
 
 
+def _mark_batchable(module, backend: str) -> None:
+    """Mark the sub-DNNs `run_many` may batch, when the backend compiles them batched."""
+    from dycl.backends import backend_class
+
+    if backend_class(backend).dynamic_batch:
+        from dycl.ir import make_context
+        from dycl.passes.mark_batchable import MarkBatchablePass
+
+        MarkBatchablePass().apply(make_context(), module)
+
+
 def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state=None):
     from dycl.runtime.artifact import write_artifact
 
@@ -600,10 +613,12 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         records.append(
             {
                 "name": subdnn.name,
-                "inputs": [s.to_json() for s in subdnn.inputs],
-                "outputs": [s.to_json() for s in subdnn.outputs],
+                # one request's shapes; "batchable": the compiled file takes any rows at dim 0
+                "inputs": [s.to_json() for s in subdnn.static().inputs],
+                "outputs": [s.to_json() for s in subdnn.static().outputs],
                 "macs": subdnn.macs,
                 **({"threads": subdnn.threads} if subdnn.threads is not None else {}),
+                "batchable": subdnn.batch_rows is not None,
                 **result.meta,
             }
         )

@@ -63,6 +63,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return SingleThreadPass
 
+    def get_mark_batchable():
+        from dycl.passes.mark_batchable import MarkBatchablePass
+
+        return MarkBatchablePass
+
     def get_pipeline():
         from dycl.passes.pipeline import PipelinePass
 
@@ -78,6 +83,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dycl-dedup": get_dedup,
         "dycl-merge-calls": get_merge_calls,
         "dycl-single-thread": get_single_thread,
+        "dycl-mark-batchable": get_mark_batchable,
         "dycl-pipeline": get_pipeline,
     }
 

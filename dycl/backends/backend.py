@@ -27,6 +27,9 @@ class Backend(ABC):
     Options: ClassVar[type]
     tool_packages: ClassVar[tuple[str, ...]]
     batches: ClassVar[bool] = False
+    dynamic_batch: ClassVar[bool] = False
+    """It compiles batchable sub-DNNs (`SubDNN.batch_rows`) with a dynamic dim 0, so that
+    `run_many` can batch their calls (else dycl-mark-batchable does not run for it)."""
     """Whether `compile_batch` beats compiling in a pool of workers."""
 
     def __init__(self, options: Any = None):

@@ -39,9 +39,20 @@ class OnnxRuntimeBackend(Backend):
     Options = OnnxRuntimeOptions
     tool_packages = ("torch", "onnx", "onnxscript", "onnxruntime")
     batches = True
+    dynamic_batch = True
     options: OnnxRuntimeOptions
 
     def compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
+        if subdnn.batch_rows is not None:
+            try:
+                return self._compile(subdnn, weights)
+            except BackendError:  # the exporter needed a static dim 0: one request per call
+                compiled = self._compile(subdnn.static(), weights)
+                compiled.meta["batchable"] = False
+                return compiled
+        return self._compile(subdnn, weights)
+
+    def _compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
         program = export(subdnn, weights, NAME)
         model_bytes = _to_onnx(subdnn, program, self.options.opset)
         input_names, output_names = _check_with_session(subdnn, model_bytes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from xdsl.dialects import func
@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dycl.backends.cost import estimated_macs
 from dycl.dialects.dtypes import dtype_name
-from dycl.dialects.dycl import THREADS_ATTR, ParamOp, is_subdnn, subdnn_threads
+from dycl.dialects.dycl import THREADS_ATTR, ParamOp, is_batchable, is_subdnn, subdnn_threads
 from dycl.dialects.torch import ValueTensorType
 from dycl.ir import print_module
 
@@ -39,6 +39,19 @@ class SubDNN:
     weight_names: tuple[str, ...]
     macs: int = 0  # multiply-accumulates of its convolutions and products (backends.cost)
     threads: int | None = None  # at most this many intra-op threads (`dycl.threads`), else the runtime decides
+    batch_rows: int | None = None
+    """Rows per call at dim 0 of a batchable sub-DNN (dycl-mark-batchable): its inputs and
+    outputs then have a dynamic dim 0 (None), so that one call can serve many requests."""
+
+    def static(self) -> SubDNN:
+        """The sub-DNN compiled for one request's rows only (a backend's fallback)."""
+        if self.batch_rows is None:
+            return self
+
+        def fixed(specs):
+            return tuple(TensorSpec((self.batch_rows, *s.shape[1:]), s.dtype) for s in specs)
+
+        return replace(self, inputs=fixed(self.inputs), outputs=fixed(self.outputs), batch_rows=None)
 
     def content_key(self, weights: Mapping[str, np.ndarray]) -> str:
         """sha256 of what decides the compiled code: the IR (under a neutral name) and
@@ -68,8 +81,13 @@ def subdnn_from_func(function: func.FuncOp) -> SubDNN:
     clone = function.clone()
     clone.attributes.pop(THREADS_ATTR, None)  # how it runs, not what it computes: not in the cache key
     standalone = ModuleOp([clone])
+    batch_rows = None
+    if is_batchable(function):
+        batch_rows = inputs[0].shape[0]
+        inputs, outputs = (tuple(TensorSpec((None, *s.shape[1:]), s.dtype) for s in specs) for specs in (inputs, outputs))
     return SubDNN(
-        name, print_module(standalone), inputs, outputs, weight_names, estimated_macs(function), subdnn_threads(function)
+        name, print_module(standalone), inputs, outputs, weight_names, estimated_macs(function),
+        threads=subdnn_threads(function), batch_rows=batch_rows,
     )
 
 

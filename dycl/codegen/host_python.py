@@ -9,7 +9,9 @@ was written. Values keep the names the IR gives them (argument names from
 
 The program is built as a Python AST (`dycl.codegen.emit`) and written by `ast.unparse`.
 The generated module defines `bind(subdnns, constants) -> forward`: the sub-DNN callables
-and host constants become closure variables, so each call looks them up in one step.
+and host constants become closure variables, so each call looks them up in one step; and
+`bind_stepwise(constants)`, the same function as a generator that yields each sub-DNN call
+to a scheduler (`dycl.codegen.stepwise`, `dycl.runtime.batching`).
 
 Importing this module loads neither torch nor xDSL: they come with the IR.
 """
@@ -40,6 +42,7 @@ class HostProgram:
 
 def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
     from dycl.codegen.emit import HostEmitter, function_def, load, store
+    from dycl.codegen.stepwise import stepwise_bind
 
     gen = HostEmitter(module)
     if entry not in gen.funcs:
@@ -78,6 +81,7 @@ def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
             ast.Import([ast.alias("numpy", "np")]),
             ast.ImportFrom("dycl.runtime", [ast.alias("host_support", "rt")], 0),
             bind,
+            stepwise_bind(bind, called),
         ],
         type_ignores=[],
     )

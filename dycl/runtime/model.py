@@ -13,7 +13,7 @@ import shutil
 import sys
 import threading
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,9 @@ class CompiledModel:
         self._inputs = [_InputSpec(r) for r in self.manifest["inputs"]]
         self._output_tree = self.manifest["outputs"]["tree"]
         self.subdnn_calls = {}
+        self.batch_stats: dict[str, dict[str, float]] = {}
+        """Per sub-DNN, what `run_many` made of its calls: requests served, backend calls,
+        and their ratio `mean_batch`."""
         self._forward = self._bind_host()
         self._load_state()
 
@@ -172,12 +175,40 @@ class CompiledModel:
         clone.__dict__.update(self.__dict__)
         clone.subdnn_calls = dict(subdnns)
         clone._busy, clone._state = threading.Lock(), state_io.copy_state(self._state)
+        clone.batch_stats = {}
         clone._forward = self._host_module.bind(clone.subdnn_calls, self._constants)
         return clone
 
     # ------------------------------------------------------------- calling
 
     def __call__(self, *inputs: Any) -> Any:
+        args, torch_in = self._checked_inputs(inputs)
+        return self._outputs(self._run(args), torch_in)
+
+    def _run(self, args: Sequence[Any]) -> Sequence[Any]:
+        """The host program's results for checked arguments; a stateful model passes its
+        state in after them, takes the new state from the results, one call at a time."""
+        if self._slots is None:
+            return self._forward(*args)
+        with self._exclusive():
+            results = self._forward(*args, *self._slots.arguments(self._state))
+            state = dict(self._state)
+            self._slots.update(state, results)
+            self._state = state
+        return results
+
+    def run_many(self, requests: Sequence[Sequence[Any]]) -> list[Any]:
+        """`[self(*args) for args in requests]`, with the sub-DNN calls that several requests
+        wait on at once batched along dim 0 where the compiler proved it sound
+        (`dycl.runtime.batching`); `batch_stats` then says how well each sub-DNN batched.
+        A stateful model runs the requests one after another, in order: each call sees the
+        state the one before it left."""
+        from dycl.runtime.batching import run_many
+
+        return run_many(self, requests)
+
+    def _checked_inputs(self, inputs: Sequence[Any]) -> tuple[list[Any], bool]:
+        """The flat host arguments, checked against the signature, and whether torch came in."""
         specs = self._inputs
         tree = self.manifest.get("input_tree")
         if tree is not None:  # list/tuple arguments are passed item by item
@@ -204,14 +235,9 @@ class CompiledModel:
             elif not isinstance(value, _SCALAR_TYPES[spec.kind]) or (spec.kind == "int" and isinstance(value, bool)):
                 raise InputError(f"{self.entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
             args.append(value)
-        if self._slots is None:
-            results = self._forward(*args)
-        else:
-            with self._exclusive():
-                results = self._forward(*args, *self._slots.arguments(self._state))
-                state = dict(self._state)
-                self._slots.update(state, results)
-                self._state = state
+        return args, torch_in
+
+    def _outputs(self, results: Sequence[Any], torch_in: bool) -> Any:
         try:
             outputs = unflatten(self._output_tree, results)
         except ValueError as error:

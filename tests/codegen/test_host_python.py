@@ -180,3 +180,71 @@ def test_host_pad_is_torchs(pad):
         assert np.array_equal(expected, host_support.pad(x.numpy(), list(pad), "constant", value))
     ints = torch.arange(6).reshape(2, 3)
     assert host_support.pad(ints.numpy(), [0, 2], "constant", None).dtype == np.int64
+
+
+def stepwise(module, program, store):
+    """The generated `bind_stepwise` form, driven call by call with interpreted sub-DNNs."""
+    namespace = {}
+    exec(compile(program.source, "host.py", "exec"), namespace)
+    constants = {**program.constants, **{n: store[n].numpy() for n in program.weight_names}}
+    generator_forward = namespace["bind_stepwise"](constants)
+
+    def forward(*args):
+        steps, calls = generator_forward(*args), []
+        try:
+            request = next(steps)
+            while True:
+                name, arrays = request
+                calls.append(name)
+                tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+                request = steps.send([r.numpy() for r in run_function(module, tensors, store, name=name)])
+        except StopIteration as stop:
+            return stop.value, calls
+
+    return forward
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+def test_stepwise_host_yields_each_sub_dnn_call_and_returns_what_the_host_returns(sample):
+    module, store = hcfg(SAMPLES[sample]), weights()
+    program = generate_host(module)
+    plain, steps = bind(module, program, store), stepwise(module, program, store)
+    for x in inputs(6):
+        expected = plain(x.numpy())
+        actual, calls = steps(x.numpy())
+        assert set(calls) <= set(program.subdnn_names) and (calls or not program.subdnn_names)
+        assert len(expected) == len(actual)
+        for e, a in zip(expected, actual):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(e))
+
+
+HELPER = f'''
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}<[1,4],f32>) -> {V}<[1,4],f32>}}> ({{
+  ^bb0(%x: {V}<[1,4],f32>):
+    %y = "func.call"(%x) <{{callee = @twice}}> : ({V}<[1,4],f32>) -> {V}<[1,4],f32>
+    "func.return"(%y) : ({V}<[1,4],f32>) -> ()
+  }}) : () -> ()
+  "func.func"() <{{sym_name = "twice", function_type = ({V}<[1,4],f32>) -> {V}<[1,4],f32>, sym_visibility = "private"}}> ({{
+  ^bb0(%x: {V}<[1,4],f32>):
+    %a = "func.call"(%x) <{{callee = @subdnn_0}}> : ({V}<[1,4],f32>) -> {V}<[1,4],f32>
+    %b = "func.call"(%a) <{{callee = @subdnn_0}}> : ({V}<[1,4],f32>) -> {V}<[1,4],f32>
+    "func.return"(%b) : ({V}<[1,4],f32>) -> ()
+  }}) : () -> ()
+  "func.func"() <{{sym_name = "subdnn_0", function_type = ({V}<[1,4],f32>) -> {V}<[1,4],f32>, sym_visibility = "private"}}> ({{
+  ^bb0(%x: {V}<[1,4],f32>):
+    %r = "torch.aten.tanh"(%x) : ({V}<[1,4],f32>) -> {V}<[1,4],f32>
+    "func.return"(%r) : ({V}<[1,4],f32>) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+}}) : () -> ()
+'''
+
+
+def test_stepwise_host_enters_a_helper_that_calls_sub_dnns_with_yield_from():
+    module = parse_module(HELPER)
+    program = generate_host(module)
+    assert "yield from twice(" in program.source
+    x = torch.randn(1, 4)
+    result, calls = stepwise(module, program, {})(x.numpy())
+    assert calls == ["subdnn_0", "subdnn_0"]
+    np.testing.assert_allclose(result[0], torch.tanh(torch.tanh(x)).numpy(), atol=1e-6)

@@ -1,0 +1,118 @@
+"""Many requests through one compiled model: `CompiledModel.run_many`.
+
+Each request runs its own host program, as a generator (`bind_stepwise` in host.py) that
+stops at every sub-DNN call and yields `(sub-DNN name, arguments)`. The scheduler keeps
+every request's pending call and, round by round, answers the calls of one sub-DNN:
+
+- the sub-DNN picked is the one earliest in the program (the manifest lists sub-DNNs in
+  first-call order), so that requests behind catch up with the ones ahead before those
+  move on, and calls meet;
+- if the compiler marked it batchable (manifest `"batchable"`: every op maps the rows of
+  dim 0 independently, every input and output carries the rows at dim 0; the backend
+  compiled it with a dynamic dim 0), the waiting calls whose arguments agree in dtype and
+  in every dim but 0 are concatenated along dim 0 into one backend call, and its results
+  split back by each request's row count;
+- any other sub-DNN runs request by request.
+
+Which requests share a call changes nothing in the results: a batchable sub-DNN computes
+each row from that row alone. `batch_stats` records the mean batch each sub-DNN got.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from dycl.runtime.model import CompiledModel
+
+
+def run_many(model: CompiledModel, requests: Sequence[Sequence[Any]]) -> list[Any]:
+    from dycl.runtime.model import InputError
+
+    prepared = []
+    for index, args in enumerate(requests):
+        if not isinstance(args, (tuple, list)):
+            raise InputError(f"run_many: request {index}: expected a tuple of inputs, got {type(args).__name__}")
+        try:
+            prepared.append(model._checked_inputs(tuple(args)))
+        except InputError as error:
+            raise InputError(f"run_many: request {index}: {error}") from None
+    stepwise = _stepwise(model)
+    # An artifact written before host.py had a stepwise form runs request by request, and
+    # so does a stateful model: each call must see the state the one before it left.
+    if stepwise is None or model.stateful:
+        return [model._outputs(model._run(args), torch_in) for args, torch_in in prepared]
+    results = Scheduler(model).run([stepwise(*args) for args, _ in prepared])
+    return [model._outputs(r, torch_in) for r, (_, torch_in) in zip(results, prepared)]
+
+
+def _stepwise(model: CompiledModel):
+    bind = getattr(model._host_module, "bind_stepwise", None)
+    return None if bind is None else bind(model._constants)
+
+
+class Scheduler:
+    def __init__(self, model: CompiledModel):
+        self.calls = model.subdnn_calls
+        records = model.manifest["subdnns"]
+        self.order = {r["name"]: k for k, r in enumerate(records)}
+        self.batchable = {r["name"] for r in records if r.get("batchable")}
+        self.stats = model.batch_stats
+
+    def run(self, programs: list) -> list[Any]:
+        results: list[Any] = [None] * len(programs)
+        waiting: dict[int, tuple[str, tuple]] = {}
+
+        def advance(index: int, value: Any) -> None:
+            program = programs[index]
+            try:
+                waiting[index] = program.send(value)
+            except StopIteration as stop:
+                results[index] = stop.value
+
+        for index, program in enumerate(programs):
+            if inspect.isgenerator(program):
+                advance(index, None)
+            else:  # a host program that calls no sub-DNN
+                results[index] = program
+        while waiting:
+            name = min({call[0] for call in waiting.values()}, key=lambda n: self.order.get(n, len(self.order)))
+            ready = [index for index, call in waiting.items() if call[0] == name]
+            answers = self.answer(name, [(index, waiting.pop(index)[1]) for index in ready])
+            for index, outputs in answers:
+                advance(index, outputs)
+        return results
+
+    def answer(self, name: str, calls: list[tuple[int, tuple]]) -> list[tuple[int, list]]:
+        run = self.calls[name]
+        if name not in self.batchable or len(calls) == 1:
+            self.record(name, len(calls), len(calls))
+            return [(index, run(*args)) for index, args in calls]
+        groups: dict[tuple, list[tuple[int, tuple]]] = {}
+        for index, args in calls:
+            key = tuple((a.dtype.str, a.shape[1:]) for a in args)
+            groups.setdefault(key, []).append((index, args))
+        answers = []
+        for group in groups.values():
+            self.record(name, len(group), 1)
+            if len(group) == 1:
+                index, args = group[0]
+                answers.append((index, run(*args)))
+                continue
+            rows = [args[0].shape[0] for _, args in group]
+            joined = [np.concatenate(column, axis=0) for column in zip(*(args for _, args in group))]
+            outputs = run(*joined)
+            cuts = np.cumsum(rows)[:-1]
+            parts = [np.split(np.asarray(output), cuts, axis=0) for output in outputs]
+            answers.extend((index, [part[k] for part in parts]) for k, (index, _) in enumerate(group))
+        return answers
+
+    def record(self, name: str, requests: int, backend_calls: int) -> None:
+        entry = self.stats.setdefault(name, {"requests": 0, "backend_calls": 0, "mean_batch": 0.0})
+        entry["requests"] += requests
+        entry["backend_calls"] += backend_calls
+        entry["mean_batch"] = entry["requests"] / entry["backend_calls"]

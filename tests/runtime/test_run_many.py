@@ -1,0 +1,200 @@
+"""`CompiledModel.run_many`: many requests, each on its own path, with the sub-DNN calls
+they share batched along dim 0 where dycl-mark-batchable proved it sound (ONNX Runtime)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import dycl
+from dycl.api import compare_outputs
+from dycl.zoo import REGISTRY
+from tests.api.shared import *  # noqa: F401,F403 - one compile cache for the whole session
+
+N = 32
+
+
+def _requests(entry, n: int = N) -> list[tuple]:
+    """`n` requests that cycle through the inputs taking every path."""
+    paths = [tuple(args) for args in entry.path_inputs()]
+    return [paths[k % len(paths)] for k in range(n)]
+
+
+def _check_against_eager_and_one_at_a_time(model, compiled, requests) -> None:
+    outputs = compiled.run_many(requests)
+    assert len(outputs) == len(requests)
+    with torch.no_grad():
+        for k, (args, output) in enumerate(zip(requests, outputs)):
+            _, difference = compare_outputs(model(*args), output, atol=1e-4, path=f"request {k}")
+            assert difference is None, difference
+            _, difference = compare_outputs(compiled(*args), output, rtol=0, atol=1e-6, path=f"request {k}")
+            assert difference is None, difference
+
+
+@pytest.fixture(scope="module")
+def caption():
+    torch.set_num_threads(1)
+    entry = REGISTRY["caption_resnext"]
+    model = entry.build()
+    return entry, model, dycl.compile(model, entry.example_inputs(), progress=False, check=False)
+
+
+def test_run_many_matches_eager_on_captions_of_different_lengths(caption):
+    entry, model, compiled = caption
+    _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
+
+
+def test_run_many_batches_the_decoder_steps_of_many_captions(caption):
+    entry, model, compiled = caption
+    assert all(r["batchable"] for r in compiled.manifest["subdnns"])  # encoder and decoder step
+    compiled.batch_stats.clear()
+    compiled.run_many(_requests(entry))
+    stats = compiled.batch_stats
+    assert stats["subdnn_0"]["mean_batch"] == N  # every request's encoder in one call
+    decoder = stats["subdnn_1"]
+    assert decoder["mean_batch"] > 4 and decoder["backend_calls"] < decoder["requests"]
+
+
+def test_run_many_follows_each_requests_early_exit():
+    torch.set_num_threads(1)
+    entry = REGISTRY["sdn_mobilenet"]
+    model = entry.build()
+    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False)
+    # Each block's sub-DNN also computes its exit's 0-d confidence test: not batchable.
+    assert not any(r["batchable"] for r in compiled.manifest["subdnns"])
+    _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
+
+
+def test_bad_input_to_run_many_names_the_request(caption):
+    entry, _, compiled = caption
+    requests = _requests(entry, 3)
+    (image,) = requests[2]
+    with pytest.raises(dycl.InputError, match=r"request 2: .*shape \[1, 3, 8, 8\]"):
+        compiled.run_many([*requests[:2], (image[..., :8, :8],)])
+    with pytest.raises(dycl.InputError, match=r"request 1: .*takes 1 input"):
+        compiled.run_many([requests[0], (image, image)])
+    with pytest.raises(dycl.InputError, match=r"request 0: expected a tuple"):
+        compiled.run_many([image])
+
+
+# --------------------------------------------------- which sub-DNNs batch: the compiler's proof
+
+
+class RowWise(nn.Module):
+    """Every op maps the rows of dim 0 on their own: the one sub-DNN is batchable."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4 * 6 * 6, 5)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv(x)))
+        h = h.view(-1, 4 * 6 * 6)
+        return torch.softmax(self.fc(h), dim=-1)
+
+
+class SoftmaxOverTheBatch(RowWise):
+    def forward(self, x):
+        h = torch.flatten(torch.relu(self.bn(self.conv(x))), 1)
+        return torch.softmax(self.fc(h), dim=0)  # mixes the rows
+
+
+class ArgmaxOfAll(RowWise):
+    def forward(self, x):
+        h = torch.flatten(torch.relu(self.bn(self.conv(x))), 1)
+        return self.fc(h), self.fc(h).argmax()  # an index into the whole batch
+
+
+class BatchSizeInTheView(RowWise):
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv(x)))
+        return self.fc(h.view(x.size(0), -1))  # the batch size of one request, baked in
+
+
+class ConfidentExit(nn.Module):
+    """The exit test `conf.max() > t` reads the whole batch: the sub-DNN computing it is
+    not batchable; the branch after it is."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 8)
+        self.head = nn.Linear(8, 3)
+        self.fc2 = nn.Linear(8, 3)
+        self.threshold = 0.45
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        conf = torch.softmax(self.head(h), dim=1)
+        if conf.max() > self.threshold:
+            return conf
+        return torch.softmax(self.fc2(h), dim=1)
+
+
+def _compiled(model_class, *inputs, **options):
+    torch.manual_seed(0)
+    model = model_class().eval()
+    return model, dycl.compile(model, inputs, progress=False, check=False, **options)
+
+
+@pytest.mark.parametrize(
+    "model_class, batchable",
+    [(RowWise, True), (SoftmaxOverTheBatch, False), (ArgmaxOfAll, False), (BatchSizeInTheView, False)],
+)
+def test_only_sub_dnns_proven_row_independent_are_batchable(model_class, batchable):
+    x = torch.randn(1, 3, 6, 6)
+    model, compiled = _compiled(model_class, x)
+    assert [r["batchable"] for r in compiled.manifest["subdnns"]] == [batchable]
+    requests = [(torch.randn(1, 3, 6, 6),) for _ in range(6)]
+    _check_against_eager_and_one_at_a_time(model, compiled, requests)
+    assert compiled.batch_stats["subdnn_0"]["mean_batch"] == (6 if batchable else 1)
+
+
+def test_a_condition_from_the_whole_batch_is_not_batchable_and_the_branch_is():
+    torch.manual_seed(1)
+    xs = [torch.randn(1, 6) for _ in range(16)]
+    model, compiled = _compiled(ConfidentExit, xs[0], pipeline={"keep_branches": False})
+    with torch.no_grad():
+        exits = {bool(torch.softmax(model.head(torch.relu(model.fc1(x))), 1).max() > model.threshold) for x in xs}
+    assert exits == {True, False}, "the inputs must take both paths"
+    by_name = {r["name"]: r for r in compiled.manifest["subdnns"]}
+    has_condition = {name: any(o["shape"] == [] for o in r["outputs"]) for name, r in by_name.items()}
+    assert sorted(has_condition.values()) == [False, True]
+    for name, record in by_name.items():
+        assert record["batchable"] is not has_condition[name], name
+    _check_against_eager_and_one_at_a_time(model, compiled, [(x,) for x in xs])
+
+
+def test_a_gate_kept_inside_a_sub_dnn_is_not_batchable():
+    torch.manual_seed(1)
+    x = torch.randn(1, 6)
+    _, compiled = _compiled(ConfidentExit, x)  # the default keeps the branch inside: an ONNX If
+    records = compiled.manifest["subdnns"]
+    assert len(records) == 1 and not records[0]["batchable"]
+
+
+def test_numpy_in_numpy_out():
+    x = np.random.default_rng(0).standard_normal((1, 3, 6, 6)).astype(np.float32)
+    model, compiled = _compiled(RowWise, torch.from_numpy(x))
+    (out,) = compiled.run_many([(x,)])
+    assert isinstance(out, np.ndarray)
+
+
+# ------------------------------------------------------------------------- the whole zoo
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keep_branches", [True, False], ids=["kept-gates", "split"])
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_run_many_matches_eager_on_every_zoo_network(name, keep_branches):
+    torch.set_num_threads(1)
+    entry = REGISTRY[name]
+    model = entry.build()
+    pipeline = None if keep_branches else {"keep_branches": False}
+    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=pipeline)
+    _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
+    batched = [r["name"] for r in compiled.manifest["subdnns"] if r["batchable"]]
+    assert all(compiled.batch_stats[n]["mean_batch"] >= 1 for n in batched if n in compiled.batch_stats)
