@@ -1,4 +1,4 @@
-"""Many requests through one compiled model: `CompiledModel.run_many`.
+"""Many requests through one compiled model: the scheduler of `CompiledModel.run_many`.
 
 Each request runs its own host program, as a generator (`bind_stepwise` in host.py) that
 stops at every sub-DNN call and yields `(sub-DNN name, arguments)`. The scheduler keeps
@@ -21,47 +21,21 @@ each row from that row alone. `batch_stats` records the mean batch each sub-DNN 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from dycl.runtime.model import CompiledModel
-
-
-def run_many(model: CompiledModel, requests: Sequence[Sequence[Any]]) -> list[Any]:
-    from dycl.runtime.model import InputError
-
-    prepared = []
-    for index, args in enumerate(requests):
-        if not isinstance(args, (tuple, list)):
-            raise InputError(f"run_many: request {index}: expected a tuple of inputs, got {type(args).__name__}")
-        try:
-            prepared.append(model._checked_inputs(tuple(args)))
-        except InputError as error:
-            raise InputError(f"run_many: request {index}: {error}") from None
-    stepwise = _stepwise(model)
-    # An artifact written before host.py had a stepwise form runs request by request, and
-    # so does a stateful model: each call must see the state the one before it left.
-    if stepwise is None or model.stateful:
-        return [model._outputs(model._run(args), torch_in) for args, torch_in in prepared]
-    results = Scheduler(model).run([stepwise(*args) for args, _ in prepared])
-    return [model._outputs(r, torch_in) for r, (_, torch_in) in zip(results, prepared)]
-
-
-def _stepwise(model: CompiledModel):
-    bind = getattr(model._host_module, "bind_stepwise", None)
-    return None if bind is None else bind(model._constants)
-
-
 class Scheduler:
-    def __init__(self, model: CompiledModel):
-        self.calls = model.subdnn_calls
-        records = model.manifest["subdnns"]
+    """Runs host programs (`bind_stepwise` generators) to the end, answering their sub-DNN
+    calls with `calls` (name -> runner); `records` are the manifest's sub-DNN records, in
+    first-call order; `stats` (name -> counts) is updated in place."""
+
+    def __init__(self, calls: Mapping[str, Any], records: Sequence[Mapping[str, Any]], stats: dict[str, Any]):
+        self.calls = calls
         self.order = {r["name"]: k for k, r in enumerate(records)}
         self.batchable = {r["name"] for r in records if r.get("batchable")}
-        self.stats = model.batch_stats
+        self.stats = stats
 
     def run(self, programs: list) -> list[Any]:
         results: list[Any] = [None] * len(programs)

@@ -203,9 +203,25 @@ class CompiledModel:
         (`dycl.runtime.batching`); `batch_stats` then says how well each sub-DNN batched.
         A stateful model runs the requests one after another, in order: each call sees the
         state the one before it left."""
-        from dycl.runtime.batching import run_many
+        prepared = []
+        for index, args in enumerate(requests):
+            if not isinstance(args, (tuple, list)):
+                raise InputError(f"run_many: request {index}: expected a tuple of inputs, got {type(args).__name__}")
+            try:
+                prepared.append(self._checked_inputs(tuple(args)))
+            except InputError as error:
+                raise InputError(f"run_many: request {index}: {error}") from None
+        bind_stepwise = getattr(self._host_module, "bind_stepwise", None)
+        # An artifact written before host.py had a stepwise form runs request by request, and
+        # so does a stateful model: each call must see the state the one before it left.
+        if bind_stepwise is None or self.stateful:
+            return [self._outputs(self._run(args), torch_in) for args, torch_in in prepared]
+        from dycl.runtime.batching import Scheduler
 
-        return run_many(self, requests)
+        stepwise = bind_stepwise(self._constants)
+        scheduler = Scheduler(self.subdnn_calls, self.manifest["subdnns"], self.batch_stats)
+        results = scheduler.run([stepwise(*args) for args, _ in prepared])
+        return [self._outputs(r, torch_in) for r, (_, torch_in) in zip(results, prepared)]
 
     def _checked_inputs(self, inputs: Sequence[Any]) -> tuple[list[Any], bool]:
         """The flat host arguments, checked against the signature, and whether torch came in."""
