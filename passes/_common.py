@@ -83,7 +83,9 @@ class SubDNNPattern(RewritePattern, ABC):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter):
-        if is_subdnn(fn):
+        # A sub-DNN's calls are found in the module that holds it: a func held by anything
+        # else (malformed IR) is not one the pipeline made, and is left to the verifier.
+        if is_subdnn(fn) and isinstance(fn.parent_op(), ModuleOp):
             self.rewrite_subdnn(fn, rewriter)
 
     @abstractmethod
