@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+
 class Scheduler:
     """Runs host programs (`bind_stepwise` generators) to the end, answering their sub-DNN
     calls with `calls` (name -> runner); `records` are the manifest's sub-DNN records, in

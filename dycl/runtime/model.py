@@ -8,12 +8,13 @@ only when the caller already imported it (it is never imported here).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import threading
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -133,14 +134,18 @@ class CompiledModel:
         with self._exclusive():
             self._state = state_io.copy_state(self._initial_state)
 
-    def _exclusive(self):
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(
                 f"{self.entry}() of a stateful model is already running: a model that keeps state "
                 f"across calls ({', '.join(self._slots.paths)}) is not re-entrant; call it from one "
                 "thread at a time (or load one copy per thread with dycl.load)"
             )
-        return _Release(self._busy)
+        try:
+            yield
+        finally:
+            self._busy.release()
 
     # ------------------------------------------------------------- loading
 
@@ -305,18 +310,6 @@ def _replace_with_copy(source: Path, target: Path) -> None:
     staging = target.with_name(f".{target.name}.partial")
     shutil.copyfile(source, staging)
     os.replace(staging, target)
-
-
-class _Release:
-    def __init__(self, lock):
-        self.lock = lock
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.lock.release()
-        return False
 
 
 def _tensor_input(spec: _InputSpec, value: Any, entry: str) -> np.ndarray:
