@@ -16,6 +16,10 @@ every request's pending call and, round by round, answers the calls of one sub-D
 
 Which requests share a call changes nothing in the results: a batchable sub-DNN computes
 each row from that row alone. `batch_stats` records the mean batch each sub-DNN got.
+
+Given a `failures` mapping, one request's error is that request's alone: a host program
+that raises stops there, and a batched call that raises is run again call by call, so the
+error reaches only the requests whose own call fails and the others go on.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ class Scheduler:
         self.batchable = {r["name"] for r in records if r.get("batchable")}
         self.stats = stats
 
-    def run(self, programs: list) -> list[Any]:
+    def run(self, programs: list, failures: dict[int, Exception] | None = None) -> list[Any]:
+        """Each program's results, in order. Without `failures` the first error raises; with
+        it, a failed program's error is stored there under its index (its result is None)."""
         results: list[Any] = [None] * len(programs)
         waiting: dict[int, tuple[str, tuple]] = {}
 
@@ -48,6 +54,10 @@ class Scheduler:
                 waiting[index] = program.send(value)
             except StopIteration as stop:
                 results[index] = stop.value
+            except Exception as error:
+                if failures is None:
+                    raise
+                failures[index] = error
 
         for index, program in enumerate(programs):
             if inspect.isgenerator(program):
@@ -57,7 +67,13 @@ class Scheduler:
         while waiting:
             name = min({call[0] for call in waiting.values()}, key=lambda n: self.order.get(n, len(self.order)))
             ready = [index for index, call in waiting.items() if call[0] == name]
-            answers = self.answer(name, [(index, waiting.pop(index)[1]) for index in ready])
+            calls = [(index, waiting.pop(index)[1]) for index in ready]
+            try:
+                answers = self.answer(name, calls)
+            except Exception:
+                if failures is None:
+                    raise
+                answers = self.answer_alone(name, calls, programs, failures)
             for index, outputs in answers:
                 advance(index, outputs)
         return results
@@ -84,6 +100,18 @@ class Scheduler:
             cuts = np.cumsum(rows)[:-1]
             parts = [np.split(np.asarray(output), cuts, axis=0) for output in outputs]
             answers.extend((index, [part[k] for part in parts]) for k, (index, _) in enumerate(group))
+        return answers
+
+    def answer_alone(self, name: str, calls: list[tuple[int, tuple]], programs: list, failures: dict) -> list:
+        """The calls one by one, after one of them failed: a request whose own call raises
+        gets that error and its program is closed."""
+        answers = []
+        for index, args in calls:
+            try:
+                answers.append((index, self.calls[name](*args)))
+            except Exception as error:
+                failures[index] = error
+                programs[index].close()
         return answers
 
     def record(self, name: str, requests: int, backend_calls: int) -> None:

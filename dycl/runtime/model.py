@@ -202,31 +202,61 @@ class CompiledModel:
             self._state = state
         return results
 
-    def run_many(self, requests: Sequence[Sequence[Any]]) -> list[Any]:
+    def run_many(self, requests: Sequence[Sequence[Any]], return_exceptions: bool = False) -> list[Any]:
         """`[self(*args) for args in requests]`, with the sub-DNN calls that several requests
         wait on at once batched along dim 0 where the compiler proved it sound
         (`dycl.runtime.batching`); `batch_stats` then says how well each sub-DNN batched.
         A stateful model runs the requests one after another, in order: each call sees the
-        state the one before it left."""
-        prepared = []
+        state the one before it left.
+
+        By default the first failing request raises (an `InputError` names its index). With
+        `return_exceptions=True` (as in `asyncio.gather`), each request gets its own outcome:
+        one whose inputs are wrong gets the `InputError` that `self(*args)` raises, one whose
+        host program raises gets that exception, in its slot, and the others still run."""
+        outcomes: list[Any] = [None] * len(requests)
+        prepared: dict[int, tuple[list[Any], bool]] = {}
         for index, args in enumerate(requests):
-            if not isinstance(args, (tuple, list)):
-                raise InputError(f"run_many: request {index}: expected a tuple of inputs, got {type(args).__name__}")
             try:
-                prepared.append(self._checked_inputs(tuple(args)))
+                if not isinstance(args, (tuple, list)):
+                    raise InputError(f"expected a tuple of inputs, got {type(args).__name__}")
+                prepared[index] = self._checked_inputs(tuple(args))
             except InputError as error:
-                raise InputError(f"run_many: request {index}: {error}") from None
+                if not return_exceptions:
+                    raise InputError(f"run_many: request {index}: {error}") from None
+                outcomes[index] = error
         bind_stepwise = getattr(self._host_module, "bind_stepwise", None)
         # An artifact written before host.py had a stepwise form runs request by request, and
         # so does a stateful model: each call must see the state the one before it left.
         if bind_stepwise is None or self.stateful:
-            return [self._outputs(self._run(args), torch_in) for args, torch_in in prepared]
-        from dycl.runtime.batching import Scheduler
+            results, failures = {}, {}
+            for index, (args, _) in prepared.items():
+                try:
+                    results[index] = self._run(args)
+                except Exception as error:
+                    if not return_exceptions:
+                        raise
+                    failures[index] = error
+        else:
+            from dycl.runtime.batching import Scheduler
 
-        stepwise = bind_stepwise(self._constants)
-        scheduler = Scheduler(self.subdnn_calls, self.manifest["subdnns"], self.batch_stats)
-        results = scheduler.run([stepwise(*args) for args, _ in prepared])
-        return [self._outputs(r, torch_in) for r, (_, torch_in) in zip(results, prepared)]
+            stepwise = bind_stepwise(self._constants)
+            scheduler = Scheduler(self.subdnn_calls, self.manifest["subdnns"], self.batch_stats)
+            failures = {} if return_exceptions else None
+            ran = scheduler.run([stepwise(*args) for args, _ in prepared.values()], failures)
+            order = list(prepared)
+            results = dict(zip(order, ran))
+            failures = {order[k]: error for k, error in (failures or {}).items()}
+        for index, (_, torch_in) in prepared.items():
+            if index in failures:
+                outcomes[index] = failures[index]
+                continue
+            try:
+                outcomes[index] = self._outputs(results[index], torch_in)
+            except ArtifactError as error:
+                if not return_exceptions:
+                    raise
+                outcomes[index] = error
+        return outcomes
 
     def _checked_inputs(self, inputs: Sequence[Any]) -> tuple[list[Any], bool]:
         """The flat host arguments, checked against the signature, and whether torch came in."""

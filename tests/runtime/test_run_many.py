@@ -3,6 +3,8 @@ they share batched along dim 0 where dycl-mark-batchable proved it sound (ONNX R
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -77,6 +79,102 @@ def test_bad_input_to_run_many_names_the_request(caption):
         compiled.run_many([requests[0], (image, image)])
     with pytest.raises(dycl.InputError, match=r"request 0: expected a tuple"):
         compiled.run_many([image])
+
+
+# ------------------------------------------ return_exceptions: each request its own outcome
+
+
+def test_run_many_gives_each_bad_request_its_own_input_error(caption):
+    entry, model, compiled = caption
+    good = _requests(entry, 9)
+    (image,) = good[0]
+    bad = {
+        1: ((image[..., :8, :8],), r"^forward\(\) input 'image': expected a float32 tensor of shape \[1, 3, 64, 64\], got a float32 tensor of shape \[1, 3, 8, 8\]$"),
+        4: ((image.double(),), r"got a float64 tensor"),
+        5: ((image, image), r"^forward\(\) takes 1 input\(s\), got 2$"),
+        7: (("not a tensor",), r"got str$"),
+        8: (image, r"^expected a tuple of inputs, got Tensor$"),
+    }
+    requests = [bad[k][0] if k in bad else args for k, args in enumerate(good)]
+    compiled.batch_stats.clear()
+    outcomes = compiled.run_many(requests, return_exceptions=True)
+    assert len(outcomes) == len(requests)
+    with torch.no_grad():
+        for k, (args, outcome) in enumerate(zip(requests, outcomes)):
+            if k in bad:
+                assert isinstance(outcome, dycl.InputError), (k, outcome)
+                assert re.search(bad[k][1], str(outcome)), (k, str(outcome))
+                continue
+            _, difference = compare_outputs(model(*args), outcome, atol=1e-4, path=f"request {k}")
+            assert difference is None, difference
+    assert compiled.batch_stats["subdnn_0"]["mean_batch"] == len(good) - len(bad)  # the good ones still batch
+    with pytest.raises(dycl.InputError, match=r"request 1: "):  # the default raises, as before
+        compiled.run_many(requests)
+
+
+class Window(nn.Module):
+    """`narrow` at a runtime start runs in the host program: a start past the end raises
+    there, as torch raises."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(4, 3)
+
+    def forward(self, x, start: int):
+        h = torch.relu(self.fc1(x))
+        return self.fc2(h.narrow(1, start, 4))
+
+
+class BagOfWords(nn.Module):
+    """An embedding: a token id past the vocabulary fails inside the (batchable) sub-DNN."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, tokens):
+        return self.fc(self.embed(tokens).mean(1))
+
+
+def _outcomes_against_eager(model, requests, outcomes, failing: set[int]) -> None:
+    with torch.no_grad():
+        for k, (args, outcome) in enumerate(zip(requests, outcomes)):
+            if k in failing:
+                assert isinstance(outcome, Exception) and not isinstance(outcome, dycl.InputError), (k, outcome)
+                with pytest.raises(Exception):  # eager fails on these inputs too
+                    model(*args)
+                continue
+            _, difference = compare_outputs(model(*args), outcome, atol=1e-4, path=f"request {k}")
+            assert difference is None, difference
+
+
+def test_a_request_whose_host_program_raises_gets_its_error_and_the_others_run():
+    x = torch.randn(1, 6)
+    model, compiled = _compiled(Window, x, 2)
+    requests = [(torch.randn(1, 6), start) for start in (0, 7, 3, 4, 1, 9, 2)]
+    outcomes = compiled.run_many(requests, return_exceptions=True)
+    assert [type(o).__name__ for o in outcomes[1:6:4]] == ["IndexError", "IndexError"]
+    assert "start (7) + length (4) exceeds dimension size (8)" in str(outcomes[1])
+    _outcomes_against_eager(model, requests, outcomes, {1, 5})
+    assert compiled.batch_stats["subdnn_1"]["requests"] == 5  # the two that failed never got there
+    with pytest.raises(IndexError, match=r"start \(7\)"):
+        compiled.run_many(requests)
+
+
+def test_a_batched_call_that_fails_fails_only_the_request_it_came_from():
+    tokens = torch.randint(0, 10, (1, 5))
+    model, compiled = _compiled(BagOfWords, tokens)
+    assert compiled.manifest["subdnns"][0]["batchable"]
+    requests = [(torch.randint(0, 10, (1, 5), generator=torch.Generator().manual_seed(k)),) for k in range(8)]
+    for k in (2, 6):
+        requests[k][0][0, 3] = 10 + k  # past the vocabulary
+    outcomes = compiled.run_many(requests, return_exceptions=True)
+    assert all("out of data bounds" in str(outcomes[k]) for k in (2, 6)), outcomes
+    _outcomes_against_eager(model, requests, outcomes, {2, 6})
+    with pytest.raises(Exception, match="out of data bounds"):
+        compiled.run_many(requests)
 
 
 # --------------------------------------------------- which sub-DNNs batch: the compiler's proof
