@@ -63,10 +63,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     from dycl.serve.deployment import application
 
-    stop = threading.Event()  # Ctrl-C or SIGTERM: shut Serve and Ray down, however many arrive
+    ray.init(num_cpus=args.num_cpus, include_dashboard=False)
+    # Ctrl-C or SIGTERM: shut Serve and Ray down, however many arrive (set after ray.init,
+    # whose own SIGTERM handler aborts the process).
+    stop = threading.Event()
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, lambda *_: stop.set())
-    ray.init(num_cpus=args.num_cpus, include_dashboard=False)
     try:
         serve.start(http_options={"host": args.host, "port": args.port})
         serve.run(
