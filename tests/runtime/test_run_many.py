@@ -3,6 +3,7 @@ they share batched along dim 0 where dycl-mark-batchable proved it sound (ONNX R
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
@@ -175,6 +176,26 @@ def test_a_batched_call_that_fails_fails_only_the_request_it_came_from():
     _outcomes_against_eager(model, requests, outcomes, {2, 6})
     with pytest.raises(Exception, match="out of data bounds"):
         compiled.run_many(requests)
+
+
+def test_a_stateful_model_passes_over_a_bad_request_and_its_state_goes_on_from_the_good_ones():
+    from tests.frontend.state_models import SEQUENCES
+
+    factory, calls = SEQUENCES["streaming_gru"]
+    torch.manual_seed(0)
+    model = factory().eval()
+    eager = copy.deepcopy(model)
+    compiled = dycl.compile(model, calls[0], progress=False, check=False)
+    requests = [tuple(args) for args in calls[:6]]
+    requests[2] = (requests[2][0][:, :3],)  # a chunk of the wrong length
+    outcomes = compiled.run_many(requests, return_exceptions=True)
+    assert isinstance(outcomes[2], dycl.InputError) and "shape [1, 3, 4]" in str(outcomes[2])
+    with torch.no_grad():
+        for k, (args, outcome) in enumerate(zip(requests, outcomes)):
+            if k != 2:  # eager sees the good requests only, in order
+                _, difference = compare_outputs(eager(*args), outcome, atol=1e-5, path=f"request {k}")
+                assert difference is None, difference
+    np.testing.assert_allclose(compiled.state["hidden"], eager.hidden.numpy(), atol=1e-5)
 
 
 # --------------------------------------------------- which sub-DNNs batch: the compiler's proof

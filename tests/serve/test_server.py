@@ -30,7 +30,9 @@ pytestmark = [pytest.mark.slow, needs_signing]
 pytest.importorskip("ray.serve")
 
 ROOT = Path(__file__).resolve().parents[2]
-NETWORK = "caption_resnext"  # captions of different lengths; encoder and decoder step batch
+# Captions of different lengths (the encoder and the decoder step batch; the outputs are token
+# ids); SkipNet with its gates in the host (the blocks batch, the gates run request by request).
+NETWORKS = {"caption_resnext": None, "skipnet_ff": {"keep_branches": False}}
 N = 64
 
 
@@ -77,14 +79,14 @@ def keys(tmp_path_factory):
     return write_key_pair(tmp_path_factory.mktemp("keys"), "ours", ec.SECP256R1)
 
 
-@pytest.fixture(scope="module")
-def network(tmp_path_factory, keys):
+@pytest.fixture(scope="module", params=sorted(NETWORKS))
+def network(request, tmp_path_factory, keys):
     torch.set_num_threads(1)
-    entry = REGISTRY[NETWORK]
+    entry = REGISTRY[request.param]
     model = entry.build()
-    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False)
+    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=NETWORKS[request.param])
     private, _ = keys
-    directory = compiled.save(tmp_path_factory.mktemp("artifact") / NETWORK, sign_key=private)
+    directory = compiled.save(tmp_path_factory.mktemp("artifact") / request.param, sign_key=private)
     return entry, model, directory
 
 
@@ -118,7 +120,7 @@ def test_64_concurrent_requests_on_different_paths_match_eager(served):
     served_so_far = client.describe(url)["run_many"]
     assert served_so_far["requests"] == N
     print(
-        f"\n{NETWORK}: {N} concurrent requests over HTTP in {wall:.2f} s ({N / wall:.1f} requests/s), "
+        f"\n{entry.name}: {N} concurrent requests over HTTP in {wall:.2f} s ({N / wall:.1f} requests/s), "
         f"max abs error {worst:.2e}, run_many calls {served_so_far['run_many_calls']}, "
         f"mean batch {served_so_far['mean_batch']:.1f}"
     )
@@ -132,7 +134,7 @@ def _bad_requests(image: np.ndarray) -> dict[str, tuple[bytes, list]]:
         return json.dumps({"inputs": [client.encode(v) for v in inputs]}).encode()
 
     wrong = {
-        "wrong shape": [image[..., :32, :32]],
+        "wrong shape": [image[..., :8, :8]],
         "wrong dtype": [image.astype(np.float64)],
         "wrong number of inputs": [image, image],
         "not a tensor": ["a picture of a cat"],
@@ -157,7 +159,7 @@ def test_bad_requests_get_a_4xx_with_the_input_errors_message_and_the_server_goe
         assert answer.value.message == str(refusal.value), name
     malformed = {
         b"not json": "the request body is not JSON",
-        b'{"inputs": [{"dtype": "float32", "shape": [1, 3, 64, 64], "data": "AAAA"}]}': 'input 0: "data" holds 3 bytes',
+        b'{"inputs": [{"dtype": "float32", "shape": [1, 3, 8, 8], "data": "AAAA"}]}': 'input 0: "data" holds 3 bytes',
         b'{"inputs": [{"pixels": [0.5]}]}': "input 0: an object with keys 'pixels' is not a tensor",
     }
     for body, message in malformed.items():
@@ -189,12 +191,59 @@ def test_the_client_example_runs_against_the_server(served, capsys):
     assert difference <= 1e-4, printed
 
 
-def test_an_unsigned_artifact_is_refused_at_startup(network, keys, tmp_path, capsys):
+class BagOfWords(torch.nn.Module):
+    """A token id past the vocabulary fails inside the sub-DNN (ONNX Runtime's Gather), as
+    eager's embedding fails: the request's run fails, not its inputs' check."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 8)
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, tokens):
+        return self.fc(self.embed(tokens).mean(1))
+
+
+@pytest.fixture(scope="module")
+def bag_of_words(tmp_path_factory):
+    torch.manual_seed(0)
+    model = BagOfWords().eval()
+    compiled = dycl.compile(model, (torch.randint(0, 10, (1, 5)),), progress=False, check=False)
+    return model, compiled.save(tmp_path_factory.mktemp("artifact") / "bag_of_words")
+
+
+def test_a_request_whose_run_fails_gets_a_500_with_its_error_and_the_others_are_answered(bag_of_words, tmp_path):
+    model, directory = bag_of_words
+    client = _client()
+    server, url = _start(directory, tmp_path / "dycl-serve.log")
+    try:
+        tokens = [np.random.default_rng(k).integers(0, 10, (1, 5)) for k in range(12)]
+        for k in (3, 8):
+            tokens[k][0, 1] = 11
+
+        def outcome(values):
+            try:
+                return client.predict(url, [values])
+            except client.ServerError as error:
+                return error
+
+        with ThreadPoolExecutor(len(tokens)) as pool:
+            outcomes = list(pool.map(outcome, tokens))
+        with torch.no_grad():
+            for k, (values, answer) in enumerate(zip(tokens, outcomes)):
+                if k in (3, 8):
+                    assert answer.status == 500 and "indices element out of data bounds" in answer.message, answer
+                    continue
+                assert compare_outputs(model(torch.from_numpy(values)), answer, atol=1e-4)[1] is None, k
+            assert compare_outputs(model(torch.from_numpy(tokens[0])), client.predict(url, [tokens[0]]), atol=1e-4)[1] is None
+    finally:
+        _stop(server, tmp_path / "dycl-serve.log")
+
+
+def test_an_unsigned_artifact_is_refused_at_startup(bag_of_words, keys, capsys):
     from dycl.tools.dycl_serve import main
 
-    _, _, directory = network
-    unsigned = dycl.load(directory).save(tmp_path / "unsigned")
-    (unsigned / "model.sig").unlink()
+    _, unsigned = bag_of_words
     assert main([str(unsigned), "--port", str(_free_port()), "--verify-key", str(keys[1])]) == 1
     error = capsys.readouterr().err
     assert error.startswith(f"dycl-serve: error: refusing to load {unsigned}: it is not signed"), error
