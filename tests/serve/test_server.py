@@ -247,3 +247,12 @@ def test_an_unsigned_artifact_is_refused_at_startup(bag_of_words, keys, capsys):
     assert main([str(unsigned), "--port", str(_free_port()), "--verify-key", str(keys[1])]) == 1
     error = capsys.readouterr().err
     assert error.startswith(f"dycl-serve: error: refusing to load {unsigned}: it is not signed"), error
+
+
+def test_the_server_imports_no_torch():
+    code = (
+        "import sys, dycl.serve.deployment, dycl.tools.dycl_serve; "
+        "assert not any(m in sys.modules for m in ('torch', 'xdsl', 'torch_mlir')), 'torch loaded'"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
