@@ -31,7 +31,7 @@ from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates
-from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
+from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
@@ -94,6 +94,7 @@ class FunctionCompiler:
         # The runtime loops being compiled, innermost last: (their break and return flags,
         # the names read after them), for the joins of their bodies (see _join_if).
         self._loop_exits: list[tuple[frozenset[str], set[str]]] = []
+        self.unentered = unentered.Loops()  # (runtime loops the example does not enter)
 
     # ----- entry point -----------------------------------------------------------------
 
@@ -124,6 +125,7 @@ class FunctionCompiler:
             ip=module_body,
         )
         entry = func.regions[0].blocks.append(*[self.builder.type(t) for t in input_types])
+        self.unentered.entry, self.unentered.user_arguments, self.unentered.input_tree = entry, user_leaves, input_tree
 
         env: dict[str, V.EnvValue] = {params[0]: V.Const(receiver), RETURN_VAR: V.Const(None)}
         arguments = [V.Dyn(arg, type_, example) for arg, type_, (_, example) in zip(entry.arguments, input_types, leaves)]
@@ -1598,7 +1600,7 @@ class FunctionCompiler:
             flag = self.builder.to_i1(condition)
             ir.Operation.create("scf.condition", operands=[flag, *before.arguments])
         after = op.regions[1].blocks.append(*types)
-        with ir.InsertionPoint(after):
+        with ir.InsertionPoint(after), self.unentered.body(condition):
             body_env = self._body_env(env, state, list(after.arguments), followers)
             end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
             self._yield(end_env, state, node)
@@ -1847,7 +1849,7 @@ class FunctionCompiler:
                         "that it also uses as a number in tensor math",
                         "slice in a statement of its own (`y = x[:k]`), then compute with `y`",
                     ) from None
-                raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
+                raise self.unentered.refusal(self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}")) from None
             finally:
                 self._check_model_unchanged(stmts, examples)
             self._refuse_attribute_read(stmts, poisons)
