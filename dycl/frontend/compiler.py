@@ -2349,10 +2349,9 @@ class FunctionCompiler:
         if error.from_mask:
             return self.error(
                 at or stmts[0], f"`{source}` makes a tensor whose size depends on the data in a way "
-                "DyCL does not lower (`torch.unique`, `repeat_interleave` with tensor repeats, a "
-                "mask where DyCL cannot place its positions)",
-                "DyCL makes such sizes on the host for `nonzero`, `torch.where(mask)`, `masked_select` "
-                "and boolean masks in an index (`x[mask]`, `x[mask] = v`); otherwise keep the full shape "
+                "DyCL does not lower (`torch.unique_consecutive`, a mask where DyCL cannot place its positions)",
+                "DyCL makes such sizes on the host for `nonzero`, `torch.where(mask)`, `masked_select`, `torch.unique`, "
+                "`repeat_interleave` and boolean masks in an index (`x[mask]`, `x[mask] = v`); otherwise keep the full shape "
                 "and select with `torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
             )
         return self.error(
