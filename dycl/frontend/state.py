@@ -146,7 +146,7 @@ class CallState:
         kind = _kind_of(value)
         if kind is None:
             raise error(found.node, f"`self.{path}`, a {type(value).__name__} that persists from one call to the next",
-                        "keep a tensor, a Python int/float/bool or None there (or a list that forward only appends to)")
+                        "keep a tensor, a tuple of tensors, a Python int/float/bool or None there (or a list that forward only appends to)")
         type_ = _type_of(value) if kind == "tensor" else None
         self.slots[key] = Slot(found.owner, found.attr, path, kind, type_, started_none=value is None)
         if value is None:
