@@ -615,6 +615,8 @@ class FunctionCompiler:
         return V.Tup(tuple(items), mine.kind)
 
     def _placeholder_like(self, value: V.EnvValue) -> V.Dyn:
+        if isinstance(value, V.Tup):
+            return V.Tup(tuple(self._placeholder_like(i) for i in value.items), value.kind)
         if isinstance(value, V.Const):
             return self._materialize(value, "value")
         return self.builder.placeholder(value.type, value.example)
@@ -3080,6 +3082,8 @@ def _optional_side(value) -> bool:
         return True
     if isinstance(value, V.Dyn):
         return not V.is_list_type(value.type)
+    if isinstance(value, V.Tup) and value.kind == "tuple" and value.items:  # (`self.state = (h, c)`)
+        return all(isinstance(i, V.Dyn) and V.is_tensor_type(i.type) for i in value.items)
     return isinstance(value, V.Const) and type(value.value) in (bool, int, float)
 
 

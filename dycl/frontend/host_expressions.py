@@ -74,7 +74,10 @@ def none_test_branches(test: ast.expr, env: dict) -> tuple[dict, dict]:
 
 
 def _same_flag(a, b) -> bool:
-    return isinstance(a, V.Dyn) and isinstance(b, V.Dyn) and a.value == b.value
+    """One runtime bool: one IR value, or joins of one on every path (state.same_value)."""
+    from dycl.frontend.state import same_value
+
+    return isinstance(a, V.Dyn) and isinstance(b, V.Dyn) and same_value(a.value, b.value)
 
 
 def is_bool(value) -> bool:

@@ -233,13 +233,19 @@ class CallState:
         must change kind (a None that became a tensor, a tensor the call may leave None) and
         the forward must be compiled again."""
         changed = False
+        final_of = {id(slot): final for slot, final in zip(self.slots.values(), finals)}
         for slot, final in zip(self.slots.values(), finals):
             if slot.kind == "append":
                 continue
             if final is V.UNDEF:
                 raise error(node, f"`{slot.text}` is not assigned on every path of forward")
             leaf_type, may_be_none = _leaf(final)
-            if may_be_none and (slot.present_with is not None or any(s.present_with is slot for s in self.slots.values())):
+            leader = slot.present_with or slot
+            grouped = slot.present_with is not None or any(s.present_with is slot for s in self.slots.values())
+            if may_be_none and grouped and all(_same_presence(f, final_of[id(leader)]) for s, f in zip(self.slots.values(), finals)
+                                                if s.present_with is leader):
+                pass  # (None exactly where its group is: on every path the call sets all or none of them)
+            elif may_be_none and grouped:
                 # a call may leave it None: its None-ness is its own
                 slot.ungrouped, changed = True, True
                 for other in self.slots.values():
@@ -307,6 +313,41 @@ def _kind_of(value) -> str | None:
         if isinstance(value, {"bool": bool, "int": int, "float": float}[kind]):
             return kind
     return None
+
+
+def _same_presence(a, b) -> bool:
+    """Whether two final values are None on the same paths: their "present" flags are one
+    value, or results of one `scf.if` that yields the same flags on each branch."""
+    present = [v.present if isinstance(v, V.Maybe) else V.Const(v is not None and not (isinstance(v, V.Const) and v.value is None))
+               for v in (a, b)]
+    if all(isinstance(p, V.Const) for p in present):
+        return present[0].value == present[1].value
+    if not all(isinstance(p, V.Dyn) for p in present):
+        return False
+    return same_value(present[0].value, present[1].value)
+
+
+def same_value(a, b, depth: int = 8) -> bool:
+    """Whether two IR values are one value on every path: the same value, equal bool
+    constants, or results of one `scf.if` whose branches yield such values."""
+    if a == b:
+        return True
+    if depth == 0:
+        return False
+    a, b = a.maybe_downcast(), b.maybe_downcast()
+    if not (hasattr(a, "result_number") and hasattr(b, "result_number")):
+        return False
+    op_a, op_b = a.owner, b.owner
+    if op_a.name == op_b.name == "torch.constant.bool":
+        return str(op_a.attributes["value"]) == str(op_b.attributes["value"])
+    if op_a != op_b or op_a.name != "scf.if":
+        return False
+    for region in op_a.regions:
+        block = region.blocks[0]
+        yielded = list(block.operations[len(block.operations) - 1].operands)
+        if not same_value(yielded[a.result_number], yielded[b.result_number], depth - 1):
+            return False
+    return True
 
 
 def _is_tensor_tuple(value) -> bool:

@@ -142,7 +142,7 @@ LENGTHS_PROBABILITY = 0.3  # a research program takes `lengths` (forward(self, x
 TUPLE_PROBABILITY = 0.25  # ... passed as a tuple rather than a list
 LENGTHS_ITEMS = (2, 3, 4)  # how many ints `lengths` holds (values 0..4: oracle.candidate_inputs)
 STATE_PROBABILITY = 0.06  # a research program keeps state across calls (`cross_call_state`)
-STATE_MODULES = {"saved": "[]", "steps": "0", "ema": "None"}  # the attributes it keeps
+STATE_MODULES = {"saved": "[]", "steps": "0", "ema": "None", "pair": "None", "hs": "None", "cs": "None"}  # the attributes it keeps
 MAX_CONDITIONS = 3  # threshold slots of this module's conditions, per program
 HEADS = (2, 3, 4)  # heads in a ModuleList
 
@@ -470,7 +470,9 @@ class Researcher:
         stack = r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])", f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
         made = f"{rows} = {stack}\n{mask} = {rows}.sum(1) {r.choice(['>', '<'])} {r.choice(['0.0', '0.1', '-0.1'])}"
         nonzero = r.choice([f"{mask}.nonzero().squeeze(1)", f"torch.nonzero({mask}).view(-1)", f"torch.where({mask})[0]"])
-        kind = r.randrange(4)
+        kind = r.randrange(6)
+        if kind >= 4:
+            return self.unique_or_repeat(kind == 4, rows, made, fold)
         if kind == 0:  # a gather of the picked rows, math on them, a reduction
             lin = self.module(f"nn.Linear({w}, {w})")
             gather = r.choice([f"{rows}[{idx}]", f"{rows}.index_select(0, {idx})", f"{rows}[{mask}]"])
@@ -495,6 +497,24 @@ class Researcher:
                          f"if not {mask}.any():\n    break", form)]
         return [Research(made, form), For(r.randint(2, 3), body, var=t),
                 Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
+
+    def unique_or_repeat(self, unique: bool, rows: str, made: str, fold) -> list[Stmt]:
+        """`torch.unique` of labels made from the rows (1..3 distinct values) with its
+        inverse and counts, or the rows repeated by counts made from them (0..2 each:
+        `repeat_interleave` with a tensor of repeats), folded back into x."""
+        r, form = self.rng, "data_dependent_size"
+        labels, vals, inverse, counts = self.fresh("labels"), self.fresh("vals"), self.fresh("inv"), self.fresh("cnt")
+        label = f"({rows}.sum(1) > 0).long() + ({rows}[:, 0] > {r.choice(['0.0', '0.1'])}).long()"
+        if unique:
+            call = r.choice([f"torch.unique({labels}, return_inverse=True, return_counts=True)",
+                             f"{labels}.unique(sorted=True, return_inverse=True, return_counts=True)"])
+            use = r.choice([f"{counts}.float().max() * {vals}.float().mean()", f"{counts}[{inverse}].float().sum()",
+                            f"len({vals}) + {inverse}.float().mean()"])
+            return [Research(f"{made}\n{labels} = {label}\n{vals}, {inverse}, {counts} = {call}\nx = x + 0.1 * ({use})", form)]
+        repeated = self.fresh("rep")
+        call = r.choice([f"torch.repeat_interleave({rows}, {labels}, dim=0)", f"{rows}.repeat_interleave({labels}, 0)"])
+        use = r.choice([f"{fold(f'{repeated}.sum(0, keepdim=True)')}", f"{repeated}.sum() + torch.repeat_interleave({labels}).float().sum()"])
+        return [Research(f"{made}\n{labels} = {label}\n{repeated} = {call}\nx = x + 0.1 * {use}", form)]
 
     def packed_rnn(self, stage: str, fold) -> list[Stmt]:
         """A padded batch of 4 steps built from x, one sequence per item of `lengths`, packed
@@ -832,8 +852,20 @@ class Researcher:
             return [Research(r.choice([
                 f"self.saved.append({s})", "self.saved.append(x.detach())", "self.steps += 1",
                 f"if self.ema is None:\n    self.ema = torch.zeros(())\nself.ema = self.ema * 0.5 + {s}.detach().mean()",
+                *self.paired_state(s),
             ]), form)]
         raise ValueError(f"no such research form: {form}")
+
+    def paired_state(self, s: str) -> list[str]:
+        """`cross_call_state` kept in a tuple (`self.pair`, None until the first call), or in
+        two attributes that start None and are set together (`self.hs`, `self.cs`)."""
+        w = self.width
+        return [
+            f"if self.pair is None:\n    self.pair = (torch.zeros(1, {w}), torch.zeros(1, {w}))\n"
+            f"self.pair = (self.pair[0] * 0.5 + {s}.detach().mean(), self.pair[1] + 0.1)\nx = x + 0.1 * self.pair[0]",
+            f"if self.hs is None:\n    self.hs = torch.zeros(1, {w})\n    self.cs = torch.zeros(1, {w})\n"
+            f"self.hs, self.cs = self.hs * 0.5 + {s}.detach().mean(), self.cs + 0.1\nx = x + 0.1 * self.cs",
+        ]
 
     def surgery(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:
         """List surgery at constant positions on a local list of (1, W) tensors, or on `outs`."""
