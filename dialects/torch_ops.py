@@ -282,6 +282,36 @@ def _selected_shape(op: Operation) -> list[Attribute] | None:
     return [t.ValueTensorType([None], source.element_type)]
 
 
+def _unique_shapes(op: Operation) -> list[Attribute] | None:
+    """`torch.unique`'s values `[?]`, inverse (the source's shape, int64), counts `[?]` int64."""
+    if (source := _ranked_source(op)) is None:
+        return None
+    int64 = op.results[2].type.element_type
+    return [t.ValueTensorType([None], source.element_type), t.ValueTensorType(list(source.shape), int64),
+            t.ValueTensorType([None], int64)]
+
+
+def _repeated_shape(op: Operation) -> list[Attribute] | None:
+    """`repeat_interleave(x, repeats, dim)`: x's shape with dim of a runtime size (`[?]` of dim None)."""
+    if (source := _ranked_source(op)) is None:
+        return None
+    dim = constant_value(op.operands[2])
+    if dim is None:
+        return [t.ValueTensorType([None], source.element_type)]
+    if not isinstance(dim, int) or not -len(source.shape) <= dim < len(source.shape):
+        return None
+    shape = list(source.shape)
+    shape[dim] = None
+    return [t.ValueTensorType(shape, source.element_type)]
+
+
+def _repeated_indices_shape(op: Operation) -> list[Attribute] | None:
+    """`repeat_interleave(repeats)`: `[?]` of the repeats' dtype."""
+    if (source := _ranked_source(op)) is None:
+        return None
+    return [t.ValueTensorType([None], source.element_type)]
+
+
 def _static_size(op: Operation) -> Any:
     source = op.operands[0] if len(op.operands) == 2 else None
     if source is None or not isinstance(source.type, t.ValueTensorType):
@@ -705,6 +735,17 @@ _TENSOR_MATH: dict[str, HostSpec] = {
 _DATA_SIZES: dict[str, HostSpec] = {
     "torch.aten.nonzero": _with("np.argwhere(x).astype(np.int64)", shape=_nonzero_shape),
     "torch.aten.masked_select": _with("rt.masked_select(x, mask)", shape=_selected_shape),
+    # `torch.unique(x, return_inverse=True, return_counts=True)`: (values, inverse, counts),
+    # a tuple the results unpack; numpy sorts as torch does, NaNs last and each its own value
+    "torch.aten._unique2": _with(
+        "(np.unique(x, equal_nan=False), np.unique(x, return_inverse=True, equal_nan=False)[1].reshape(np.shape(x)).astype(np.int64),"
+        " np.unique(x, return_counts=True, equal_nan=False)[1].astype(np.int64))",
+        shape=_unique_shapes, unpacks=True,
+    ),
+    "torch.aten.repeat_interleave.self_Tensor": _with("np.repeat(x, repeats, axis=dim)", shape=_repeated_shape),
+    "torch.aten.repeat_interleave.Tensor": _with(
+        "np.repeat(np.arange(np.size(repeats)), repeats).astype(repeats.dtype)", shape=_repeated_indices_shape
+    ),
 }
 
 # Effects, and torch-mlir's placeholder for a value no path defines.

@@ -408,6 +408,7 @@ _SELECTING_OPS = frozenset({
     "aten.nonzero.default", "aten.nonzero_numpy.default", "aten.where.default", "aten.masked_select.default",
     "aten.index.Tensor", "aten._unique2.default",
     "aten.unique_consecutive.default", "aten.unique_dim.default", "aten.repeat_interleave.Tensor",
+    "aten.repeat_interleave.self_Tensor",
 })
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in forward')
 

@@ -31,7 +31,7 @@ from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates
-from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure
+from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
@@ -94,6 +94,7 @@ class FunctionCompiler:
         # The runtime loops being compiled, innermost last: (their break and return flags,
         # the names read after them), for the joins of their bodies (see _join_if).
         self._loop_exits: list[tuple[frozenset[str], set[str]]] = []
+        self.unentered = unentered.Loops()  # (runtime loops the example does not enter)
 
     # ----- entry point -----------------------------------------------------------------
 
@@ -124,6 +125,7 @@ class FunctionCompiler:
             ip=module_body,
         )
         entry = func.regions[0].blocks.append(*[self.builder.type(t) for t in input_types])
+        self.unentered.entry, self.unentered.user_arguments, self.unentered.input_tree = entry, user_leaves, input_tree
 
         env: dict[str, V.EnvValue] = {params[0]: V.Const(receiver), RETURN_VAR: V.Const(None)}
         arguments = [V.Dyn(arg, type_, example) for arg, type_, (_, example) in zip(entry.arguments, input_types, leaves)]
@@ -613,6 +615,8 @@ class FunctionCompiler:
         return V.Tup(tuple(items), mine.kind)
 
     def _placeholder_like(self, value: V.EnvValue) -> V.Dyn:
+        if isinstance(value, V.Tup):
+            return V.Tup(tuple(self._placeholder_like(i) for i in value.items), value.kind)
         if isinstance(value, V.Const):
             return self._materialize(value, "value")
         return self.builder.placeholder(value.type, value.example)
@@ -1598,7 +1602,7 @@ class FunctionCompiler:
             flag = self.builder.to_i1(condition)
             ir.Operation.create("scf.condition", operands=[flag, *before.arguments])
         after = op.regions[1].blocks.append(*types)
-        with ir.InsertionPoint(after):
+        with ir.InsertionPoint(after), self.unentered.body(condition):
             body_env = self._body_env(env, state, list(after.arguments), followers)
             end_env = self._compile_body(op, flat_body, body_env, state, live_after_loop)
             self._yield(end_env, state, node)
@@ -1847,7 +1851,7 @@ class FunctionCompiler:
                         "that it also uses as a number in tensor math",
                         "slice in a statement of its own (`y = x[:k]`), then compute with `y`",
                     ) from None
-                raise self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}") from None
+                raise self.unentered.refusal(self.error(stmts[0], f"running lines {lines} on example values failed: {type(error).__name__}: {error}")) from None
             finally:
                 self._check_model_unchanged(stmts, examples)
             self._refuse_attribute_read(stmts, poisons)
@@ -2347,10 +2351,9 @@ class FunctionCompiler:
         if error.from_mask:
             return self.error(
                 at or stmts[0], f"`{source}` makes a tensor whose size depends on the data in a way "
-                "DyCL does not lower (`torch.unique`, `repeat_interleave` with tensor repeats, a "
-                "mask where DyCL cannot place its positions)",
-                "DyCL makes such sizes on the host for `nonzero`, `torch.where(mask)`, `masked_select` "
-                "and boolean masks in an index (`x[mask]`, `x[mask] = v`); otherwise keep the full shape "
+                "DyCL does not lower (`torch.unique_consecutive`, a mask where DyCL cannot place its positions)",
+                "DyCL makes such sizes on the host for `nonzero`, `torch.where(mask)`, `masked_select`, `torch.unique`, "
+                "`repeat_interleave` and boolean masks in an index (`x[mask]`, `x[mask] = v`); otherwise keep the full shape "
                 "and select with `torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
             )
         return self.error(
@@ -3079,6 +3082,8 @@ def _optional_side(value) -> bool:
         return True
     if isinstance(value, V.Dyn):
         return not V.is_list_type(value.type)
+    if isinstance(value, V.Tup) and value.kind == "tuple" and value.items:  # (`self.state = (h, c)`)
+        return all(isinstance(i, V.Dyn) and V.is_tensor_type(i.type) for i in value.items)
     return isinstance(value, V.Const) and type(value.value) in (bool, int, float)
 
 

@@ -37,12 +37,16 @@ from dycl.frontend.nodes import OPERAND_PREFIX, fresh_id
 
 NONZERO = "torch.aten.nonzero"
 MASKED_SELECT = "torch.aten.masked_select"
+UNIQUE = "torch.aten._unique2"  # (values, inverse, counts)
+REPEAT_INTERLEAVE = "torch.aten.repeat_interleave.self_Tensor"
+REPEATED_INDICES = "torch.aten.repeat_interleave.Tensor"  # (`torch.repeat_interleave(repeats)`)
 
 # Calls whose result size depends on the data, by the torch function or the method name.
 _NONZERO_FUNCTIONS = (torch.nonzero, torch.argwhere)
 _NONZERO_METHODS = frozenset({"nonzero", "argwhere"})
 _MASK_DTYPES = (torch.bool, torch.uint8)
-_MAKER_NAMES = frozenset({"nonzero", "argwhere", "masked_select"})
+_MAKER_NAMES = frozenset({"nonzero", "argwhere", "masked_select", "unique", "repeat_interleave"})
+_UNIQUE_KEYWORDS = {"sorted": True, "return_inverse": False, "return_counts": False, "dim": None}
 
 
 def makes_data_sizes(fdef: ast.AST) -> bool:
@@ -150,7 +154,55 @@ class _Lowering(ast.NodeTransformer):
             if tensor is None or mask is None:
                 return node
             return self.bind(masked_select(self.c, tensor, mask, node), node)
+        if func is torch.unique or method == "unique":
+            return self._unique(node, node.args[0] if func is torch.unique and node.args else node.func.value if method else None,
+                                node.args[1:] if func is torch.unique else node.args)
+        if func is torch.repeat_interleave or method == "repeat_interleave":
+            operands = node.args if func is torch.repeat_interleave else [node.func.value, *node.args]
+            return self._repeat_interleave(node, operands)
         return node
+
+    def _unique(self, node: ast.Call, source: ast.expr | None, positional: list) -> ast.expr:
+        """`torch.unique(x, return_inverse=True, return_counts=True)`, `x.unique()`: numpy's
+        `np.unique` on the host, which sorts as torch does (NaNs last, each its own value)."""
+        if source is None or positional or any(k.arg not in _UNIQUE_KEYWORDS for k in node.keywords):
+            return node
+        tensor = self._tensor(source)
+        if tensor is None:
+            return node
+        options = {name: self._keyword(node, name, default) for name, default in _UNIQUE_KEYWORDS.items()}
+        if options["dim"] is not None:
+            raise self.c.error(node, f"`{source_text(node)}` with `dim=`", "take the unique values of the whole tensor (`dim=None`), or keep the full shape")
+        if not options["sorted"]:
+            raise self.c.error(node, f"`{source_text(node)}` with `sorted=False`, whose order PyTorch leaves open",
+                               "pass `sorted=True` (the default): the compiled model then gives PyTorch's order")
+        values, inverse, counts = unique(self.c, tensor)
+        made = [values] + [v for v, wanted in ((inverse, options["return_inverse"]), (counts, options["return_counts"])) if wanted]
+        return self.bind(made[0] if len(made) == 1 else V.Tup(tuple(made), "tuple"), node)
+
+    def _repeat_interleave(self, node: ast.Call, operands: list) -> ast.expr:
+        """`torch.repeat_interleave(x, repeats, dim=d)` with a tensor of repeats (an int's
+        size export knows), and `torch.repeat_interleave(repeats)`: numpy's `np.repeat`."""
+        keywords = {k.arg: k.value for k in node.keywords}
+        if set(keywords) - {"repeats", "dim"} or any(isinstance(o, ast.Starred) for o in operands):
+            return node
+        if len(operands) == 1 and "repeats" in keywords:
+            operands = [*operands, keywords.pop("repeats")]
+        if len(operands) == 3 and "dim" not in keywords:
+            keywords["dim"] = operands.pop()
+        if not 1 <= len(operands) <= 2:
+            return node
+        tensors = [self._tensor(o) for o in operands]
+        if tensors[-1] is None or tensors[-1].example.dtype not in (torch.int64, torch.int32) or any(t is None for t in tensors):
+            return node  # (an int's repeats: a size export knows)
+        dim = self.c._try_constant(keywords["dim"], self.env, quiet=True) if "dim" in keywords else None
+        if dim is V.MISSING or not (dim is None or type(dim) is int):
+            raise self.c.error(node, f"`{source_text(node)}` with `dim` computed at run time", "pass `dim=` a constant")
+        if len(tensors) == 1:
+            if "dim" in keywords:
+                return node
+            return self.bind(repeated_indices(self.c, tensors[0], node), node)
+        return self.bind(repeat_interleave(self.c, tensors[0], tensors[1], dim, node), node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)
@@ -272,6 +324,44 @@ def masked_select(c, tensor: V.Dyn, mask: V.Dyn, node: ast.AST) -> V.Dyn:
         raise c.error(node, f"`{source_text(node)}` of tensors whose shapes are known only at run time",
                       "select from tensors of a size known when the model is imported (`x[mask]` selects rows of any count)")
     return c.builder.host_op(MASKED_SELECT, [tensor, mask], V.tensor_type([None], tensor.example.dtype), example)
+
+
+def unique(c, tensor: V.Dyn) -> tuple[V.Dyn, V.Dyn, V.Dyn]:
+    """`torch._unique2(tensor, sorted=True, return_inverse=True, return_counts=True)` on
+    the host: the sorted values `[?]`, the inverse (int64, of the tensor's shape), the
+    counts `[?]` int64."""
+    example = torch.unique(tensor.example, return_inverse=True, return_counts=True)
+    types = [V.tensor_type([None], tensor.example.dtype), V.tensor_type(list(tensor.type.shape), torch.int64), V.tensor_type([None], torch.int64)]
+    flags = [c.builder.constant(True) for _ in range(3)]
+    op = c.builder.op(UNIQUE, [tensor.value, *(f.value for f in flags)], types)
+    return tuple(V.Dyn(result, type_, e) for result, type_, e in zip(op.results, types, example))
+
+
+def repeat_interleave(c, tensor: V.Dyn, repeats: V.Dyn, dim: int | None, node: ast.AST) -> V.Dyn:
+    """`torch.repeat_interleave(tensor, repeats, dim)` on the host (`np.repeat`): the
+    repeated dim is a runtime dim; of dim None, the flattened tensor's."""
+    try:
+        example = torch.repeat_interleave(tensor.example, repeats.example, dim=dim)
+    except (RuntimeError, IndexError) as error:
+        raise c.error(node, f"`{source_text(node)}`: {str(error).splitlines()[0]}") from None
+    if dim is None:  # (numpy's `axis=None` flattens too)
+        shape = [None]
+    else:
+        dim %= max(tensor.type.rank, 1)
+        shape = list(tensor.type.shape)
+        shape[dim] = None
+    operands = [tensor, repeats, c.builder.constant(dim), c.builder.constant(None)]
+    return c.builder.host_op(REPEAT_INTERLEAVE, operands, tensor.type.with_shape(shape), example)
+
+
+def repeated_indices(c, repeats: V.Dyn, node: ast.AST) -> V.Dyn:
+    """`torch.repeat_interleave(repeats)` on the host: each index `repeats[i]` times, `[?]`
+    of the repeats' dtype."""
+    try:
+        example = torch.repeat_interleave(repeats.example)
+    except RuntimeError as error:
+        raise c.error(node, f"`{source_text(node)}`: {str(error).splitlines()[0]}") from None
+    return c.builder.host_op(REPEATED_INDICES, [repeats, c.builder.constant(None)], V.tensor_type([None], repeats.example.dtype), example)
 
 
 def check_mask_shape(c, holder: V.Dyn, mask: V.Dyn, first: int, node: ast.AST) -> None:

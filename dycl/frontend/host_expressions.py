@@ -64,9 +64,20 @@ def none_test_branches(test: ast.expr, env: dict) -> tuple[dict, dict]:
     ):
         return {}, {}
     name = test.left.id
-    present, absent = {name: env[name].value}, {name: V.Const(None)}
+    # (another value None exactly when this one is, by one "present" flag: a module's
+    # `self.h` and `self.c` that start None together, state.py, is known there too)
+    flag = env[name].present
+    same = [n for n, v in env.items() if n == name or isinstance(v, V.Maybe) and _same_flag(v.present, flag)]
+    present, absent = {n: env[n].value for n in same}, {n: V.Const(None) for n in same}
     is_not = isinstance(test.ops[0], ast.IsNot) != negated
     return (present, absent) if is_not else (absent, present)
+
+
+def _same_flag(a, b) -> bool:
+    """One runtime bool: one IR value, or joins of one on every path (state.same_value)."""
+    from dycl.frontend.state import same_value
+
+    return isinstance(a, V.Dyn) and isinstance(b, V.Dyn) and same_value(a.value, b.value)
 
 
 def is_bool(value) -> bool:

@@ -16,6 +16,7 @@ from dycl.frontend.compiler import FunctionCompiler
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.state import CallState, Recompile
 from dycl.frontend.stitch import inline_private_calls
+from dycl.frontend.unentered import MAX_BUMPS, UnenteredLoop, bumped
 from dycl.weights import WeightStore
 
 
@@ -65,17 +66,28 @@ def import_module(
         torch.distributions.Distribution.set_default_validate_args(False)
         for parameter in needs_grad:
             parameter.requires_grad_(False)
+        first_refusal, bumps = None, 0
         while True:  # once more for each attribute found to outlive the call (state.py)
             capturer = RunCapturer(model)
             compiler = FunctionCompiler(model, capturer, state)
             with capturer.context, ir.Location.unknown(capturer.context):
                 try:
                     _, tree, input_names, input_tree = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
+                except UnenteredLoop as found:
+                    # (a loop the example never enters: again from examples that enter it)
+                    first_refusal = first_refusal or found.refusal
+                    example_inputs = bumped(tuple(example_inputs), found.input_tree, found.arguments)
+                    bumps += 1
+                    if example_inputs is None or bumps > MAX_BUMPS:
+                        raise first_refusal from None
+                    continue
                 except Recompile as found:
                     state.next_attempt(compiler.error, getattr(found, "node", None))
                     state.learn(found, compiler.error)
                     continue
                 except FrontendError:
+                    if first_refusal is not None:  # (the other examples fail elsewhere)
+                        raise first_refusal from None
                     raise
                 except Exception as error:  # no internal exception reaches the user untranslated
                     raise compiler.internal_error(error) from error

@@ -17,6 +17,13 @@ owns these attributes and carries them exactly as PyTorch does:
   or bool, or None that becomes a tensor (an *optional* slot: a bool "present" argument and a
   tensor of the type the call assigns). What the call leaves must have the slot's kind and
   type, so that the next call can take it; a None slot learns its tensor type from the call.
+  A tuple of tensors (an LSTM's `(h, c)`: `out, self.state = self.lstm(x, self.state)`) is
+  one slot whose value is the tuple: an argument per item (after the "present" flag of a
+  None-started one); `compiled.state[path]` is the tuple;
+- optional slots that are None when compiling and that every call leaves as tensors are
+  None together (at the first call) or present together (after it): they share one
+  "present" flag in the program, so that `if self.h is None:` tells about `self.c` too
+  (`present_with` in the record; the runtime refuses a state where they disagree).
 
 Which attributes are state is found while compiling: `attributes.ModuleAttributes` raises
 `PersistentState` where an attribute is read from the module and assigned in the same call
@@ -76,7 +83,10 @@ class Slot:
     attr: str
     path: str  # "control.hidden"
     kind: str  # "tensor" | "int" | "float" | "bool" | "optional" | "none" | "append"
-    type: object = None  # the tensor type of a "tensor" or "optional" slot
+    type: object = None  # the tensor type of a "tensor" or "optional" slot (a tuple of them: a tuple slot)
+    present_with: Slot | None = None  # (an optional slot None exactly when this one is)
+    started_none: bool = False  # (None in the module when compiled)
+    ungrouped: bool = False  # (a call may leave it None: its own flag)
 
     @property
     def text(self) -> str:
@@ -85,6 +95,22 @@ class Slot:
     @property
     def argument_name(self) -> str:
         return "state_" + self.path.replace(".", "_")
+
+    @property
+    def types(self) -> tuple:
+        """The tensor types of its arguments (one per item of a tuple)."""
+        return self.type if isinstance(self.type, tuple) else (self.type,)
+
+    def leaves(self, value) -> list:
+        return list(value) if isinstance(self.type, tuple) else [value]
+
+    def names(self) -> list[str]:
+        if not isinstance(self.type, tuple):
+            return [self.argument_name]
+        return [f"{self.argument_name}_{k}" for k in range(len(self.type))]
+
+    def structured(self, leaves: list):
+        return V.Tup(tuple(leaves), "tuple") if isinstance(self.type, tuple) else leaves[0]
 
 
 class CallState:
@@ -120,9 +146,23 @@ class CallState:
         kind = _kind_of(value)
         if kind is None:
             raise error(found.node, f"`self.{path}`, a {type(value).__name__} that persists from one call to the next",
-                        "keep a tensor, a Python int/float/bool or None there (or a list that forward only appends to)")
-        type_ = V.type_of_example(value) if kind == "tensor" else None
-        self.slots[key] = Slot(found.owner, found.attr, path, kind, type_)
+                        "keep a tensor, a tuple of tensors, a Python int/float/bool or None there (or a list that forward only appends to)")
+        type_ = _type_of(value) if kind == "tensor" else None
+        self.slots[key] = Slot(found.owner, found.attr, path, kind, type_, started_none=value is None)
+        if value is None:
+            # its group starts over as None (the first call's case): one compile then learns
+            # the types of all of them, which a call sets together
+            for slot in self.slots.values():
+                if slot.started_none and not slot.ungrouped and slot.kind == "optional":
+                    slot.kind, slot.type = "none", None
+        self._group_nones()
+
+    def _group_nones(self) -> None:
+        """Optional (and None) slots that are None when compiling share one "present" flag
+        (the first's), until a call may leave one of them None (`widen` ungroups it)."""
+        grouped = [s for s in self.slots.values() if s.started_none and s.kind in ("none", "optional") and not s.ungrouped]
+        for slot in grouped:
+            slot.present_with = grouped[0] if slot is not grouped[0] else None
 
     def demote(self, found: Demoted) -> None:
         key = (id(found.owner), found.attr)
@@ -148,25 +188,31 @@ class CallState:
         for slot in self.slots.values():
             value = slot.owner.__dict__.get(slot.attr)
             if slot.kind == "tensor":
-                leaves.append((slot.argument_name, value.detach().clone()))
+                leaves += [(name, item.detach().clone()) for name, item in zip(slot.names(), slot.leaves(value))]
             elif slot.kind in ("int", "float", "bool"):
                 leaves.append((slot.argument_name, value))
             elif slot.kind == "optional":
                 present = value is not None
-                example = value.detach().clone() if present else _zeros(slot.type)
-                leaves += [(slot.argument_name + "_present", present), (slot.argument_name, example)]
+                examples = [v.detach().clone() for v in slot.leaves(value)] if present else [_zeros(t) for t in slot.types]
+                leaves += [(slot.argument_name + "_present", present), *zip(slot.names(), examples)]
         return leaves
 
     def bind(self, attributes, env: dict, arguments: list) -> None:
         """Each slot's variable at the entry: its arguments (an append slot: an empty list)."""
         arguments = iter(arguments)
+        presents: dict[int, V.Dyn] = {}
         for slot in self.slots.values():
             name = attributes.state_variable(slot.owner, slot.attr, append=slot.kind == "append")
-            if slot.kind in ("tensor", "int", "float", "bool"):
+            if slot.kind == "tensor":
+                env[name] = slot.structured([next(arguments) for _ in slot.types])
+            elif slot.kind in ("int", "float", "bool"):
                 env[name] = next(arguments)
             elif slot.kind == "optional":
                 present = next(arguments)
-                env[name] = V.Maybe(present, next(arguments))
+                if slot.present_with is not None:  # (None exactly when that one is: one flag)
+                    present = presents[id(slot.present_with)]
+                presents[id(slot)] = present
+                env[name] = V.Maybe(present, slot.structured([next(arguments) for _ in slot.types]))
             elif slot.kind == "none":
                 env[name] = V.Const(None)
             else:
@@ -187,12 +233,24 @@ class CallState:
         must change kind (a None that became a tensor, a tensor the call may leave None) and
         the forward must be compiled again."""
         changed = False
+        final_of = {id(slot): final for slot, final in zip(self.slots.values(), finals)}
         for slot, final in zip(self.slots.values(), finals):
             if slot.kind == "append":
                 continue
             if final is V.UNDEF:
                 raise error(node, f"`{slot.text}` is not assigned on every path of forward")
             leaf_type, may_be_none = _leaf(final)
+            leader = slot.present_with or slot
+            grouped = slot.present_with is not None or any(s.present_with is slot for s in self.slots.values())
+            if may_be_none and grouped and all(_same_presence(f, final_of[id(leader)]) for s, f in zip(self.slots.values(), finals)
+                                                if s.present_with is leader):
+                pass  # (None exactly where its group is: on every path the call sets all or none of them)
+            elif may_be_none and grouped:
+                # a call may leave it None: its None-ness is its own
+                slot.ungrouped, changed = True, True
+                for other in self.slots.values():
+                    other.present_with = None
+                self._group_nones()
             if slot.kind in ("tensor", "optional", "none") and leaf_type is not None and slot.type is None:
                 slot.type = leaf_type
             if slot.kind in ("int", "float", "bool"):
@@ -210,9 +268,13 @@ class CallState:
 
     def _changes(self, slot: Slot, final, error, node) -> FrontendError:
         what = slot.type if slot.kind in ("tensor", "optional") else slot.kind
+        if isinstance(what, tuple):
+            started = f"a tuple of {', '.join(V.describe_type(t) for t in what)}"
+        else:
+            started = V.describe_type(what) if not isinstance(what, str) else "a Python " + what
         return error(
             node, f"`{slot.text}` is module state kept from one call to the next, and a call leaves "
-            f"{V.kind_of(final, detailed=True)} where the call started from {V.describe_type(what) if not isinstance(what, str) else 'a Python ' + what}",
+            f"{V.kind_of(final, detailed=True)} where the call started from {started}",
             f"give `{slot.text}` the same kind, shape and dtype at the end of every call as at its start",
         )
 
@@ -221,8 +283,15 @@ class CallState:
         indices of its arguments and the output tree of its results."""
         entries, index = [], arg_offset
         for slot, tree in zip(self.slots.values(), trees):
-            count = {"tensor": 1, "int": 1, "float": 1, "bool": 1, "optional": 2}.get(slot.kind, 0)
-            entries.append({"path": slot.path, "kind": slot.kind, "args": list(range(index, index + count)), "tree": tree})
+            count = {"tensor": len(slot.types), "int": 1, "float": 1, "bool": 1, "optional": 1 + len(slot.types)}.get(slot.kind, 0)
+            entry = {"path": slot.path, "kind": slot.kind, "args": list(range(index, index + count)), "tree": tree}
+            if isinstance(slot.type, tuple) and slot.kind in ("tensor", "optional"):
+                # (the runtime's kinds: a tuple's items each with their dtype and shape)
+                entry["kind"] = "tuple" if slot.kind == "tensor" else "optional_tuple"
+                entry["items"] = [{"dtype": _dtype_name(t), "shape": list(t.shape)} for t in slot.type]
+            if slot.present_with is not None and slot.kind == "optional":
+                entry["present_with"] = slot.present_with.path
+            entries.append(entry)
             index += count
         return entries
 
@@ -236,7 +305,7 @@ _SCALAR_EXAMPLES = {"int": 0, "float": 0.0, "bool": False}
 
 
 def _kind_of(value) -> str | None:
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor) or _is_tensor_tuple(value):
         return "tensor"
     if value is None:
         return "none"
@@ -246,8 +315,62 @@ def _kind_of(value) -> str | None:
     return None
 
 
+def _same_presence(a, b) -> bool:
+    """Whether two final values are None on the same paths: their "present" flags are one
+    value, or results of one `scf.if` that yields the same flags on each branch."""
+    present = [v.present if isinstance(v, V.Maybe) else V.Const(v is not None and not (isinstance(v, V.Const) and v.value is None))
+               for v in (a, b)]
+    if all(isinstance(p, V.Const) for p in present):
+        return present[0].value == present[1].value
+    if not all(isinstance(p, V.Dyn) for p in present):
+        return False
+    return same_value(present[0].value, present[1].value)
+
+
+def same_value(a, b, depth: int = 8) -> bool:
+    """Whether two IR values are one value on every path: the same value, equal bool
+    constants, or results of one `scf.if` whose branches yield such values."""
+    if a == b:
+        return True
+    if depth == 0:
+        return False
+    a, b = a.maybe_downcast(), b.maybe_downcast()
+    if not (hasattr(a, "result_number") and hasattr(b, "result_number")):
+        return False
+    op_a, op_b = a.owner, b.owner
+    if op_a.name == op_b.name == "torch.constant.bool":
+        return str(op_a.attributes["value"]) == str(op_b.attributes["value"])
+    if op_a != op_b or op_a.name != "scf.if":
+        return False
+    for region in op_a.regions:
+        block = region.blocks[0]
+        yielded = list(block.operations[len(block.operations) - 1].operands)
+        if not same_value(yielded[a.result_number], yielded[b.result_number], depth - 1):
+            return False
+    return True
+
+
+def _is_tensor_tuple(value) -> bool:
+    return isinstance(value, tuple) and bool(value) and all(isinstance(v, torch.Tensor) for v in value)
+
+
+def _type_of(value):
+    """The IR type of a tensor, a tuple of them for a tuple of tensors."""
+    return tuple(V.type_of_example(v) for v in value) if isinstance(value, tuple) else V.type_of_example(value)
+
+
+def _dtype_name(type_) -> str:
+    return str(torch.empty(0, dtype=V.tensor_dtype(type_)).numpy().dtype)
+
+
 def _leaf(value) -> tuple[object, bool]:
-    """(the IR type a final value holds, or None; whether it may be None)."""
+    """(the IR type a final value holds, or None; whether it may be None); of a tuple of
+    tensors, the tuple of their types."""
+    if isinstance(value, V.Tup) and value.kind == "tuple" and value.items:
+        items = [_leaf(item) for item in value.items]
+        if all(isinstance(item, V.Dyn) and V.is_tensor_type(item.type) for item in value.items):
+            return tuple(t for t, _ in items), False
+        return None, False
     if isinstance(value, V.Maybe):
         inner, _ = _leaf(value.value)
         return inner, True

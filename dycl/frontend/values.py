@@ -244,8 +244,8 @@ def leaves(value: EnvValue) -> list:
     """The non-tuple values inside `value`, in order."""
     if isinstance(value, Tup):
         return [leaf for item in value.items for leaf in leaves(item)]
-    if isinstance(value, Maybe):
-        return [value.present, value.value]
+    if isinstance(value, Maybe):  # (a tuple it holds: its items, `self.state = (h, c)`)
+        return [value.present, *leaves(value.value)]
     return [value]
 
 
@@ -316,7 +316,8 @@ def rebuild(structure, leaves):
         if isinstance(value, Tup):
             return Tup(tuple(visit(i) for i in value.items), value.kind)
         if isinstance(value, Maybe):
-            return Maybe(next(it), next(it))
+            present = next(it)
+            return Maybe(present, visit(value.value))
         return next(it)
 
     return visit(structure)

@@ -58,7 +58,7 @@ _counter = itertools.count()
 RENDERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> (Rendered, file) (prepare)
 # model -> eager's state after each call of `prepare`'s sequence (attribute -> value)
 EAGER_STATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-STATE_ATTRIBUTES = ("saved", "steps", "ema")  # what `cross_call_state` keeps (research.STATE_MODULES)
+STATE_ATTRIBUTES = ("saved", "steps", "ema", "pair", "hs", "cs")  # what `cross_call_state` keeps (research.STATE_MODULES)
 # a FrontendError that reports an exception about one of the frontend's own names
 # (`__comp3_head`, `__dycl_...`) when it ran the program's lines: an internal error
 INTERNAL_NAME = re.compile(r"on example values failed: (NameError|UnboundLocalError): .*'__\w+'")

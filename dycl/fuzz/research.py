@@ -142,7 +142,7 @@ LENGTHS_PROBABILITY = 0.3  # a research program takes `lengths` (forward(self, x
 TUPLE_PROBABILITY = 0.25  # ... passed as a tuple rather than a list
 LENGTHS_ITEMS = (2, 3, 4)  # how many ints `lengths` holds (values 0..4: oracle.candidate_inputs)
 STATE_PROBABILITY = 0.06  # a research program keeps state across calls (`cross_call_state`)
-STATE_MODULES = {"saved": "[]", "steps": "0", "ema": "None"}  # the attributes it keeps
+STATE_MODULES = {"saved": "[]", "steps": "0", "ema": "None", "pair": "None", "hs": "None", "cs": "None"}  # the attributes it keeps
 MAX_CONDITIONS = 3  # threshold slots of this module's conditions, per program
 HEADS = (2, 3, 4)  # heads in a ModuleList
 
@@ -167,6 +167,9 @@ WEIGHTS = {
 # `instance_forward` follows a construct with this probability, drawn from a stream of its own
 # (`Researcher.blocks`): the programs of every seed keep the constructs they had before it.
 INSTANCE_FORWARD_PROBABILITY = 0.05
+# `data_dependent_size` is `torch.unique` / `repeat_interleave`, and `cross_call_state` a tuple
+# or paired state, with this probability, drawn from `Researcher.extras`.
+EXTRA_PROBABILITY = 0.35
 # `tensor_predicate` draws from a stream of its own (`Researcher.predicates`), so that the
 # other forms' programs stay what they were: a gap gets one with this probability, and at most
 # PREDICATE_CONDITIONS of them a program compare a statistic (their threshold slots are extra).
@@ -261,6 +264,9 @@ class Researcher:
         self.classes: set[str] = set()  # of CLASSES, which the program's file must define
         # (seeded from the main stream's state without drawing from it)
         self.blocks = random.Random(f"instance_forward {rng.getstate()[1][:8]}")
+        # the issue-28 spellings (unique / repeat_interleave, tuple and paired state) draw from
+        # a stream of their own: every seed's other programs stay what they were
+        self.extras = random.Random(f"issue28 {rng.getstate()[1][:8]}")
         self.block_count = 0
 
     # ----- names, modules, pieces --------------------------------------------------------
@@ -495,6 +501,27 @@ class Researcher:
                          f"if not {mask}.any():\n    break", form)]
         return [Research(made, form), For(r.randint(2, 3), body, var=t),
                 Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
+
+    def unique_or_repeat(self, stage: str, fold) -> list[Stmt]:
+        """`torch.unique` of labels made from 3 rows built from x (1..3 distinct values) with
+        its inverse and counts, or the rows repeated by counts made from them (0..2 each:
+        `repeat_interleave` with a tensor of repeats), folded back into x (`extras` only)."""
+        r, s, form = self.extras, self.summary[stage], "data_dependent_size"
+        rows = self.fresh("rows")
+        made = f"{rows} = " + r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])", f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
+        unique = r.random() < 0.5
+        labels, vals, inverse, counts = self.fresh("labels"), self.fresh("vals"), self.fresh("inv"), self.fresh("cnt")
+        label = f"({rows}.sum(1) > 0).long() + ({rows}[:, 0] > {r.choice(['0.0', '0.1'])}).long()"
+        if unique:
+            call = r.choice([f"torch.unique({labels}, return_inverse=True, return_counts=True)",
+                             f"{labels}.unique(sorted=True, return_inverse=True, return_counts=True)"])
+            use = r.choice([f"{counts}.float().max() * {vals}.float().mean()", f"{counts}[{inverse}].float().sum()",
+                            f"len({vals}) + {inverse}.float().mean()"])
+            return [Research(f"{made}\n{labels} = {label}\n{vals}, {inverse}, {counts} = {call}\nx = x + 0.1 * ({use})", form)]
+        repeated = self.fresh("rep")
+        call = r.choice([f"torch.repeat_interleave({rows}, {labels}, dim=0)", f"{rows}.repeat_interleave({labels}, 0)"])
+        use = r.choice([f"{fold(f'{repeated}.sum(0, keepdim=True)')}", f"{repeated}.sum() + torch.repeat_interleave({labels}).float().sum()"])
+        return [Research(f"{made}\n{labels} = {label}\n{repeated} = {call}\nx = x + 0.1 * {use}", form)]
 
     def packed_rnn(self, stage: str, fold) -> list[Stmt]:
         """A padded batch of 4 steps built from x, one sequence per item of `lengths`, packed
@@ -766,7 +793,8 @@ class Researcher:
         if form == "packed_rnn":
             return self.packed_rnn(stage, fold)
         if form == "data_dependent_size":
-            return self.data_dependent_size(stage, fold)
+            made = self.data_dependent_size(stage, fold)  # (its draws first: the main stream stays as it was)
+            return self.unique_or_repeat(stage, fold) if self.extras.random() < EXTRA_PROBABILITY else made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]
@@ -829,11 +857,24 @@ class Researcher:
                             f"if {y} is not None:\n    x = x * 0.5 + {y}"])
             return [Research(f"x, {o}, {y} = {name}(x)\n{use}", form)]
         if form == "cross_call_state":
-            return [Research(r.choice([
+            text = r.choice([
                 f"self.saved.append({s})", "self.saved.append(x.detach())", "self.steps += 1",
                 f"if self.ema is None:\n    self.ema = torch.zeros(())\nself.ema = self.ema * 0.5 + {s}.detach().mean()",
-            ]), form)]
+            ])
+            return [Research(self.extras.choice(self.paired_state(s)) if self.extras.random() < EXTRA_PROBABILITY else text, form)]
         raise ValueError(f"no such research form: {form}")
+
+    def paired_state(self, s: str) -> list[str]:
+        """`cross_call_state` kept in a tuple (`self.pair`, None until the first call), or in
+        two attributes that start None and are set together (`self.hs`, `self.cs`); read as
+        scalars (it may land in either stage of forward)."""
+        w = self.width
+        return [  # (each counts its calls too: `self.steps` marks a program that keeps state)
+            f"self.steps += 1\nif self.pair is None:\n    self.pair = (torch.zeros(1, {w}), torch.zeros(1, {w}))\n"
+            f"self.pair = (self.pair[0] * 0.5 + {s}.detach().mean(), self.pair[1] + 0.1)\nx = x + 0.1 * self.pair[0].mean()",
+            f"self.steps += 1\nif self.hs is None:\n    self.hs = torch.zeros(1, {w})\n    self.cs = torch.zeros(1, {w})\n"
+            f"self.hs, self.cs = self.hs * 0.5 + {s}.detach().mean(), self.cs + 0.1\nx = x + 0.1 * self.cs.mean()",
+        ]
 
     def surgery(self, form: str, stage: str, in_helper: bool) -> list[Stmt]:
         """List surgery at constant positions on a local list of (1, W) tensors, or on `outs`."""

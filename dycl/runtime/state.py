@@ -9,9 +9,17 @@ results back into values:
 - `tensor`, `int`, `float`, `bool`: one argument, the value; the result replaces it;
 - `optional` (None or a tensor): two arguments, whether it is present and the tensor (zeros
   of the slot's type where it is None); the result (None or a tensor) replaces it;
+- `tuple` (a tuple of tensors: an LSTM's `(h, c)`): one argument per item, each of the
+  dtype and shape of the slot's `items`; the result (a tuple) replaces it;
+- `optional_tuple` (None or such a tuple): whether it is present, then the items (zeros
+  where it is None);
 - `append` (a list forward only appends to): no argument; the result is the list of what
   the call appended, added to the stored list;
 - `none`: an attribute that stays None; nothing enters or leaves.
+
+An optional slot with `present_with` (another slot's path) is None exactly when that one
+is: the program reads one flag for both (two attributes that start None together and are
+set together, `self.h` and `self.c`), and a state where they disagree is refused.
 
 Values are saved as one `.npz`: the arrays, and under `__tree__` a JSON string of each
 path's value as a tree (`{"array": "a0"}`, `{"int": 3}`, `{"none": []}`, `{"list": [...]}`,
@@ -33,6 +41,11 @@ TREE_KEY = "__tree__"
 _ARITY = {"tensor": 1, "int": 1, "float": 1, "bool": 1, "optional": 2, "append": 0, "none": 0}
 
 
+def _arity(slot: Mapping[str, Any]) -> int:
+    items = len(slot.get("items", ()))
+    return {"tuple": items, "optional_tuple": 1 + items}.get(slot["kind"], _ARITY.get(slot["kind"], 0))
+
+
 class StateError(TypeError):
     """A state value that does not fit its slot."""
 
@@ -42,7 +55,7 @@ class StateSlots:
 
     def __init__(self, slots: list[Mapping[str, Any]]):
         self.slots = list(slots)
-        self.argument_count = sum(_ARITY[s["kind"]] for s in self.slots)
+        self.argument_count = sum(_arity(s) for s in self.slots)
 
     @property
     def paths(self) -> list[str]:
@@ -60,6 +73,17 @@ class StateSlots:
             elif kind == "optional":
                 present = value is not None
                 args += [present, _array(slot, value) if present else np.zeros(slot["shape"], dtype=slot["dtype"])]
+            elif kind == "tuple":
+                args += _items(slot, value)
+            elif kind == "optional_tuple":
+                present = value is not None
+                items = _items(slot, value) if present else [np.zeros(i["shape"], dtype=i["dtype"]) for i in slot["items"]]
+                args += [present, *items]
+            leader = slot.get("present_with")
+            if leader is not None and (value is None) != (state[leader] is None):
+                raise StateError(f"state '{slot['path']}' and '{leader}' are None together or not at all "
+                                 f"(the model sets them together), got {'None' if value is None else 'a value'} and "
+                                 f"{'None' if state[leader] is None else 'a value'}")
         return args
 
     def update(self, state: dict[str, Any], results: tuple) -> None:
@@ -72,6 +96,14 @@ class StateSlots:
                 state[slot["path"]] = [*state[slot["path"]], *value]
             else:
                 state[slot["path"]] = value
+
+
+def _items(slot: Mapping[str, Any], value: Any) -> list[np.ndarray]:
+    """A tuple slot's items, each checked against its dtype and shape."""
+    items = slot["items"]
+    if not isinstance(value, (tuple, list)) or len(value) != len(items):
+        raise StateError(f"state '{slot['path']}': expected a tuple of {len(items)} tensors, got {type(value).__name__}")
+    return [_array({**item, "path": f"{slot['path']}[{k}]"}, v) for k, (item, v) in enumerate(zip(items, value))]
 
 
 def _array(slot: Mapping[str, Any], value: Any) -> np.ndarray:

@@ -193,7 +193,44 @@ class BeamSearch(nn.Module):
         return complete_seqs[i], complete_scores[i], k
 
 
-class UniqueLabels(nn.Module):
+class ConsecutiveLabels(nn.Module):
     def forward(self, x):
         labels = (x * 3).long()
-        return torch.unique(labels).float().sum()  # REFUSED
+        return torch.unique_consecutive(labels).float().sum()  # REFUSED
+
+
+class LabelPooling(nn.Module):
+    """Pool the features of each distinct label (a graph-pooling / class-prototype layer):
+    `torch.unique` with its inverse and counts, then a scatter-add and a mean."""
+
+    def __init__(self):
+        super(LabelPooling, self).__init__()
+        self.proj = nn.Linear(4, 3)
+
+    def pool(self, feats, labels):
+        classes, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
+        sums = Variable(torch.zeros(classes.size(0), feats.size(1)))
+        sums.index_add_(0, inverse, feats)
+        return sums / counts.unsqueeze(1).float(), classes
+
+    def forward(self, x, labels):
+        feats = self.proj(x)
+        protos, classes = self.pool(feats, labels.data)
+        scores = feats @ protos.t()
+        return scores, classes, labels.unique().numel()
+
+
+class ExpandBySpans(nn.Module):
+    """Expand each token by its predicted duration (FastSpeech's length regulator):
+    `repeat_interleave` with a tensor of repeats, and the index each frame comes from."""
+
+    def __init__(self):
+        super(ExpandBySpans, self).__init__()
+        self.duration = nn.Linear(4, 1)
+
+    def forward(self, tokens):
+        durations = torch.clamp(torch.round(self.duration(tokens).squeeze(1) * 2), min=0).long()
+        frames = torch.repeat_interleave(tokens, durations, dim=0)
+        source = torch.repeat_interleave(durations)
+        frames.mul_(0.5)
+        return frames, source, tokens[:, 0].repeat_interleave(durations).sum()

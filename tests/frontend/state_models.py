@@ -69,6 +69,57 @@ class StreamingLSTMData(nn.Module):
 SEQUENCES["streaming_lstm_data"] = (StreamingLSTMData, _chunks(12, (1, 3, 4), seed=3, scale=1.2))
 
 
+class StreamingLSTMTuple(nn.Module):
+    """Streaming with the LSTM's `(h, c)` kept as one tuple attribute, created lazily by a
+    helper and passed straight back into the LSTM: `out, self.state = self.lstm(x, self.state)`."""
+
+    def __init__(self, features=4, hidden=6):
+        super(StreamingLSTMTuple, self).__init__()
+        self.hidden_dim = hidden
+        self.lstm = nn.LSTM(features, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, 2)
+        self.state = None
+
+    def init_state(self, batch_size):
+        return (Variable(torch.zeros(1, batch_size, self.hidden_dim)),
+                Variable(torch.zeros(1, batch_size, self.hidden_dim)))
+
+    def forward(self, x):
+        if self.state is None:
+            self.state = self.init_state(x.size(0))
+        out, self.state = self.lstm(x, self.state)
+        self.state = tuple([s.detach() for s in self.state])
+        return self.fc(out[:, -1].data)
+
+
+SEQUENCES["streaming_lstm_tuple"] = (StreamingLSTMTuple, _chunks(20, (1, 5, 4), seed=5))
+
+
+class StreamingCellPair(nn.Module):
+    """Two attributes that start None and are set together in one branch (`self.h is None`
+    says that `self.c` is None too), then stepped through the chunk with an LSTMCell."""
+
+    def __init__(self):
+        super(StreamingCellPair, self).__init__()
+        self.cell = nn.LSTMCell(4, 6)
+        self.out = nn.Linear(6, 3)
+        self.h = None
+        self.c = None
+
+    def forward(self, chunk):
+        if self.h is None:
+            self.h = Variable(chunk.data.new(chunk.size(0), 6).zero_())
+            self.c = Variable(chunk.data.new(chunk.size(0), 6).zero_())
+        outputs = []
+        for t in range(chunk.size(1)):
+            self.h, self.c = self.cell(chunk[:, t], (self.h, self.c))
+            outputs += [self.out(self.h)]
+        return torch.stack(outputs, 1)
+
+
+SEQUENCES["streaming_cell_pair"] = (StreamingCellPair, _chunks(20, (2, 3, 4), seed=6))
+
+
 class RLGate(nn.Module):
     def __init__(self, channels):
         super().__init__()

@@ -21,7 +21,9 @@ from tests.frontend.data_size_models import (
     MaskedSelect,
     NonzeroRows,
     TokenPruning,
-    UniqueLabels,
+    ConsecutiveLabels,
+    ExpandBySpans,
+    LabelPooling,
 )
 from tests.frontend.helpers import BranchCoverage, assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error, run
 
@@ -215,6 +217,73 @@ def marked(model_class, mark: str) -> int:
 
 def test_a_size_from_data_dycl_does_not_lower_is_refused_at_its_line():
     with pytest.raises(dycl.FrontendError) as caught:
-        import_module(UniqueLabels().eval(), (torch.rand(4, 3),))
-    assert caught.value.line == marked(UniqueLabels, "REFUSED"), caught.value
-    assert "`return torch.unique(labels).float().sum()`" in str(caught.value)
+        import_module(ConsecutiveLabels().eval(), (torch.rand(4, 3),))
+    assert caught.value.line == marked(ConsecutiveLabels, "REFUSED"), caught.value
+    assert "`return torch.unique_consecutive(labels).float().sum()`" in str(caught.value)
+
+
+def label_inputs():
+    """Labels with 1, 2 and 4 distinct values (4 of 4: every count 1), 0 for an empty batch
+    is no input a compiled model of 4 rows takes."""
+    generator = torch.Generator().manual_seed(3)
+    return [(torch.randn(4, 4, generator=generator), torch.tensor(labels))
+            for labels in ([2, 0, 2, 1], [5, 5, 5, 5], [3, 1, 3, 1], [0, 1, 2, 3], [7, -1, 7, 7])]
+
+
+def span_inputs():
+    """Tokens whose durations are all 0 (no frame), one 1, mixed, and large."""
+    torch.manual_seed(0)
+    duration = ExpandBySpans().duration
+    weight, bias = duration.weight.detach()[0], duration.bias.detach()[0]
+    generator = torch.Generator().manual_seed(4)
+    inputs = []
+    for target in ([-1.0, -2.0, -1.0], [0.5, -1.0, -3.0], [1.0, 0.0, 2.5], [3.0, 2.0, 1.5]):
+        tokens = torch.randn(3, 4, generator=generator)
+        goal = torch.tensor(target)
+        tokens = tokens + ((goal - tokens @ weight - bias) / weight.dot(weight)).unsqueeze(1) * weight
+        inputs.append((tokens,))
+    return inputs
+
+
+def test_unique_and_repeat_interleave_run_on_the_host():
+    for name in ("torch.aten._unique2", "torch.aten.repeat_interleave.self_Tensor", "torch.aten.repeat_interleave.Tensor"):
+        info = op_info(name)
+        assert info.category is Category.DATA_SIZE and info.host is not None and info.shape is not None
+
+
+def test_the_label_and_span_inputs_make_every_count():
+    torch.manual_seed(0)
+    model = ExpandBySpans().eval()
+    frames = [eager(model, args)[0].size(0) for args in span_inputs()]
+    assert 0 in frames and max(frames) > 3, frames
+    counts = [eager(LabelPooling().eval(), args)[2] for args in label_inputs()]
+    assert {1, 2, 4} <= set(counts), counts
+
+
+@pytest.mark.parametrize("factory, inputs", [(LabelPooling, label_inputs()), (ExpandBySpans, span_inputs())],
+                         ids=["unique", "repeat_interleave"])
+def test_unique_and_repeat_interleave_are_exact_on_the_interpreter(factory, inputs):
+    assert_imported_exactly(factory, inputs)
+
+
+@pytest.mark.parametrize("factory, inputs", [(LabelPooling, label_inputs()), (ExpandBySpans, span_inputs())],
+                         ids=["unique", "repeat_interleave"])
+def test_unique_and_repeat_interleave_compile_exactly_on_onnxruntime(factory, inputs):
+    assert_compiled_exactly(factory, inputs, "onnxruntime")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, inputs", [(LabelPooling, label_inputs()), (ExpandBySpans, span_inputs())],
+                         ids=["unique", "repeat_interleave"])
+def test_unique_and_repeat_interleave_compile_exactly_on_tvm(factory, inputs):
+    assert_compiled_exactly(factory, inputs, "tvm")
+
+
+def test_unique_with_an_order_pytorch_leaves_open_is_refused_at_its_line():
+    class UnsortedLabels(torch.nn.Module):
+        def forward(self, labels):
+            return torch.unique(labels, sorted=False).sum()
+
+    with pytest.raises(dycl.FrontendError, match="sorted=False") as caught:
+        import_module(UnsortedLabels().eval(), (torch.tensor([3, 1, 3]),))
+    assert "`torch.unique(labels, sorted=False)`" in str(caught.value)

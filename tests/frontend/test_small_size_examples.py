@@ -128,23 +128,29 @@ def list_inputs(lengths_list, seed=0):
 
 # Every example: one decode step (the example of 1 that was refused), two, or more; each
 # compiled program is checked on inputs of every decode length, 0 included.
-LIST_LENGTHS = [[1, 1], [2, 1], [2, 2], [3, 1], [3, 2], [4, 3], [6, 2]]
+LIST_LENGTHS = [[1, 1], [2, 1], [2, 2], [3, 1], [3, 2], [4, 3], [6, 2], [1], [2], [4], [6]]
 
 
-@pytest.mark.parametrize("example", [[2, 1], [3, 2]], ids=lambda e: f"decode_{max(e) - 1}")
+def same_batch(example):
+    """The lengths of every input of the example's batch size (a compiled model takes the
+    example's tensor shapes)."""
+    return [lengths for lengths in LIST_LENGTHS if len(lengths) == len(example)]
+
+
+@pytest.mark.parametrize("example", [[1, 1], [2, 1], [3, 2]], ids=lambda e: f"decode_{max(e) - 1}_batch_{len(e)}")
 def test_a_decoder_with_lengths_from_a_list_argument_is_exact_whatever_the_example(example):
     model = DecoderFromListArgument().eval()
     program = import_module(model, list_inputs([example])[0])
-    for args in list_inputs(LIST_LENGTHS, seed=1):
+    for args in list_inputs(same_batch(example), seed=1):
         assert max_abs_error(eager(model, args), run(program, args)) <= 1e-5
 
 
-@pytest.mark.parametrize("example", [[2, 1], [3, 2]], ids=lambda e: f"decode_{max(e) - 1}")
+@pytest.mark.parametrize("example", [[1, 1], [2, 1], [3, 2]], ids=lambda e: f"decode_{max(e) - 1}_batch_{len(e)}")
 def test_the_show_attend_tell_decoder_is_exact_whatever_the_example(example):
     torch.manual_seed(0)
     model = DecoderWithAttention().eval()
     program = import_module(model, tolist_inputs([example])[0])
-    for args in tolist_inputs(LIST_LENGTHS, seed=2):
+    for args in tolist_inputs(same_batch(example), seed=2):
         assert max_abs_error(eager(model, args), run(program, args)) <= 1e-5
 
 
@@ -160,3 +166,25 @@ def test_a_size_that_broadcasts_is_exact_for_0_1_and_more(example):
 def test_the_decoders_compile_exactly_on_onnxruntime_from_one_decode_step():
     assert_compiled_exactly(DecoderFromListArgument, list_inputs([[2, 1], [1, 1], [3, 2], [6, 4]]), "onnxruntime")
     assert_compiled_exactly(DecoderWithAttention, tolist_inputs([[2, 2], [1, 1], [3, 1], [5, 4]]), "onnxruntime")
+
+
+def test_the_decoders_compile_exactly_on_onnxruntime_from_zero_decode_steps():
+    """One-word captions in the example: the decode loop is never entered there, and its
+    body is compiled from examples that enter it (unentered.py)."""
+    assert_compiled_exactly(DecoderFromListArgument, list_inputs([[1, 1], [2, 1], [3, 2], [6, 4], [1, 1]]), "onnxruntime")
+    assert_compiled_exactly(DecoderWithAttention, tolist_inputs([[1], [2], [1], [4], [6]]), "onnxruntime")
+
+
+def test_a_loop_the_example_never_enters_on_a_float_bound_is_still_refused():
+    """No int input drives the loop's bound: nothing to compile it from, the refusal stands."""
+
+    class Unrolled(nn.Module):
+        def forward(self, x):
+            steps = int(x.sum() > 100)
+            out = torch.zeros(2, steps)
+            for t in range(steps):
+                out[:, t] = x[:, 0]
+            return out
+
+    with pytest.raises(Exception, match="on example values failed"):
+        import_module(Unrolled().eval(), (torch.ones(2, 3),))

@@ -150,6 +150,42 @@ def test_state_survives_save_and_load(tmp_path):
         dycl.load(tmp_path / "artifact")
 
 
+def test_tuple_state_survives_save_and_load(tmp_path):
+    """`compiled.state["state"]` is the LSTM's `(h, c)` tuple, saved in state.npz, and
+    reset_state() makes it None again."""
+    factory, calls = SEQUENCES["streaming_lstm_tuple"]
+    model = _build(factory)
+    eager = copy.deepcopy(model)
+    compiled = dycl.compile(model, calls[0], progress=False)
+    assert compiled.state == {"state": None}
+    for args in calls[:3]:
+        _eager_call(eager, args), compiled(*args)
+    h, c = compiled.state["state"]
+    assert h.shape == c.shape == (1, 1, 6) and _state_error(eager, compiled.state) <= TOLERANCE
+    compiled.save(tmp_path / "artifact")
+    loaded = dycl.load(tmp_path / "artifact")
+    assert isinstance(loaded.state["state"], tuple) and _state_error(eager, loaded.state) <= TOLERANCE
+    for args in calls[3:6]:
+        assert max_abs_error(_eager_call(eager, args), loaded(*args)) <= TOLERANCE
+    loaded.reset_state()
+    assert loaded.state == {"state": None}
+
+
+def test_attributes_set_together_share_their_none():
+    """`self.h` and `self.c` are None together or not at all (one flag in the program):
+    a state where only one of them is None is refused, never run on a guess."""
+    from dycl.runtime.state import StateError, StateSlots
+
+    factory, calls = SEQUENCES["streaming_cell_pair"]
+    program = import_module(_build(factory), calls[0])
+    slots = {slot["path"]: slot for slot in __import__("json").loads(program.function.attributes["dycl.state"].data)}
+    assert slots["c"].get("present_with") == "h" or slots["h"].get("present_with") == "c"
+    from dycl.interpreter import state_slots
+
+    with pytest.raises(StateError, match="None together"):
+        StateSlots(state_slots(program.function)).arguments({"h": np.zeros((2, 6), np.float32), "c": None})
+
+
 def test_run_many_on_a_stateful_model_runs_the_requests_in_order():
     """Many requests at once on a streaming GRU: each request sees the state the one before
     it left, as 20 calls in a row do (batching them would give every chunk the same state)."""

@@ -217,6 +217,65 @@ class TeacherForcingLengths(nn.Module):
         return [(randn(2, 8, seed=k), randint(VOCAB, 2, 4, seed=k), lengths) for k, lengths in enumerate([[4, 2], [3, 3], [2, 1]])]
 
 
+class ShowAttendTellOneWord(ShowAttendTell):
+    """The same decoder compiled from a batch of one-word captions (`caption_lengths` 1, so
+    `decode_lengths == [0, 0]`): the example never enters the decode loop."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('unentered-loop', 'list-comp', 'index-assign')
+
+    @staticmethod
+    def example_inputs():
+        return (randn(2, 4, 8, seed=7), randint(VOCAB, 2, 5, seed=7), torch.tensor([[1], [1]]))
+
+    @staticmethod
+    def path_inputs():
+        lengths = [[[1], [1]], [[2], [1]], [[5], [3]], [[3], [3]]]
+        return [(randn(2, 4, 8, seed=k), randint(VOCAB, 2, 5, seed=k), torch.tensor(l)) for k, l in enumerate(lengths)]
+
+
+class CaptionLengthsDecoder(nn.Module):
+    """Teacher forcing with `caption_lengths` a Python list argument and the decode lengths
+    made by a comprehension (`[c - 1 for c in caption_lengths]`), compiled from one-word
+    captions: zero decode steps in the example."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('unentered-loop', 'list-arg', 'list-comp')
+
+    def __init__(self):
+        super(CaptionLengthsDecoder, self).__init__()
+        self.init_h = nn.Linear(8, HIDDEN)
+        self.embed = nn.Embedding(VOCAB, EMBED)
+        self.cell = nn.GRUCell(EMBED, HIDDEN)
+        self.fc = nn.Linear(HIDDEN, VOCAB)
+
+    def init_hidden(self, feats):
+        return torch.tanh(self.init_h(feats))
+
+    def forward(self, feats, captions, caption_lengths):
+        decode_lengths = [c - 1 for c in caption_lengths]
+        h = self.init_hidden(feats)
+        embeddings = self.embed(captions)
+        predictions = torch.zeros(feats.size(0), max(decode_lengths), VOCAB)
+        for t in range(max(decode_lengths)):
+            batch_size_t = sum([l > t for l in decode_lengths])
+            h = self.cell(embeddings[:batch_size_t, t, :], h[:batch_size_t])
+            predictions[:batch_size_t, t, :] = self.fc(h)
+        return predictions, decode_lengths
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return tuple(output[1])
+
+    @staticmethod
+    def example_inputs():
+        return (randn(2, 8), randint(VOCAB, 2, 6), [1, 1])
+
+    @staticmethod
+    def path_inputs():
+        return [(randn(2, 8, seed=k), randint(VOCAB, 2, 6, seed=k), lengths) for k, lengths in enumerate([[1, 1], [2, 1], [6, 2], [3, 3]])]
+
+
 class GreedyEndToken(nn.Module):
     """Greedy decoding with a GRUCell called with `hx=None` on the first step, tokens kept as
     Python ints, `break` at the end token, the end token dropped with `tokens.pop()`."""
@@ -602,4 +661,6 @@ MODELS = [
     BatchGreedyAll,
     DecoderSelfHidden,
     DecoderMaxKey,
+    ShowAttendTellOneWord,
+    CaptionLengthsDecoder,
 ]

@@ -561,6 +561,78 @@ class MoEDispatchRows(nn.Module):
         return images([(0, 1.0), (1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0), (6, 1.0), (7, 1.0)], shape=(4, 6))
 
 
+class UniqueLabelPooling(nn.Module):
+    """Prototype pooling over the distinct labels of a batch (graph pooling, class
+    prototypes): `torch.unique(labels, return_inverse=True, return_counts=True)`, then a
+    scatter-add into one row per label and a mean; the labels come from the router's argmax."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('unique-repeat', 'data-size', '.data')
+
+    def __init__(self, size=6, classes=4):
+        super(UniqueLabelPooling, self).__init__()
+        self.router = nn.Linear(size, classes)
+        self.proj = nn.Linear(size, size)
+
+    def pool(self, feats, labels):
+        classes, inverse, counts = torch.unique(labels, return_inverse=True, return_counts=True)
+        protos = Variable(torch.zeros(classes.size(0), feats.size(1)))
+        protos.index_add_(0, inverse, feats)
+        protos /= counts.unsqueeze(1).float()
+        return protos, classes
+
+    def forward(self, x):
+        labels = self.router(x).data.argmax(1)
+        feats = self.proj(x)
+        protos, classes = self.pool(feats, labels)
+        return feats @ protos.t(), classes, len(classes)
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return min(output[2], 3)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(5, 6, seed=0),)
+
+    @staticmethod
+    def path_inputs():
+        return [(randn(5, 6, seed=s) + randn(1, 6, seed=s + 100, scale=scale),) for s, scale in ((0, 10.0), (0, 0.0), (2, 1.0), (5, 0.0), (1, 3.0))]
+
+
+class DurationRegulator(nn.Module):
+    """FastSpeech's length regulator: each token repeated by its predicted duration
+    (`torch.repeat_interleave(x, durations, dim=0)`), the frame-to-token index from
+    `torch.repeat_interleave(durations)`; a sequence may expand to no frame at all."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('unique-repeat', 'data-size')
+
+    def __init__(self, size=6):
+        super(DurationRegulator, self).__init__()
+        self.duration_predictor = nn.Linear(size, 1)
+        self.frame = nn.Linear(size, size)
+
+    def forward(self, tokens):
+        log_durations = self.duration_predictor(tokens).squeeze(1)
+        durations = torch.clamp(torch.round(torch.exp(log_durations) - 1), min=0).long()
+        frames = torch.repeat_interleave(tokens, durations, dim=0)
+        token_of_frame = torch.repeat_interleave(durations)
+        return self.frame(frames), token_of_frame, frames.size(0)
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return min(output[2], 2)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(4, 6, seed=0),)
+
+    @staticmethod
+    def path_inputs():
+        return [(randn(4, 6, seed=s, scale=scale),) for s, scale in ((0, 0.3), (0, 2.0), (1, 1.0), (2, 3.0), (3, 1.0))]
+
+
 MODELS = [
     ACTHalting,
     ACTNoGradLSTM,
@@ -576,4 +648,6 @@ MODELS = [
     MoEExpertDict,
     ACTBatchLiveRows,
     MoEDispatchRows,
+    UniqueLabelPooling,
+    DurationRegulator,
 ]

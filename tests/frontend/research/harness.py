@@ -68,6 +68,9 @@ CONSTRUCTS = {
     "mixed-return": "a return mixing tensors, ints and bools",
     "packed": "`pack_padded_sequence` with runtime lengths, an RNN on it, `pad_packed_sequence`",
     "data-size": "a size that depends on the data (`idx = mask.nonzero().squeeze(1)`, `x[idx]`, `out[idx] = v`)",
+    "paired-state": "state kept in a tuple or in attributes set together (`out, self.state = self.lstm(x, self.state)`, `self.h`/`self.c` None until the first call)",
+    "unique-repeat": "`torch.unique(..., return_inverse=True, return_counts=True)`, `repeat_interleave` with a tensor of repeats",
+    "unentered-loop": "a runtime loop the example inputs never enter (one-word captions: zero decode steps)",
     "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}

@@ -371,6 +371,87 @@ class StreamingGRUClassifier(nn.Module):
         return images([(0, 1.0), (1, 1.0), (2, 0.5), (3, 2.0)], shape=(1, 3, 8))
 
 
+class StreamingLSTMTupleState(nn.Module):
+    """Streaming inference with the LSTM's `(h, c)` kept as one tuple attribute, created by
+    a helper on the first chunk and handed straight back to the LSTM; a step counter decides
+    when to smooth the prediction."""
+
+    N_PATHS = 2
+    CONSTRUCTS = ('cross-call-state', 'paired-state', 'Variable')
+
+    def __init__(self):
+        super(StreamingLSTMTupleState, self).__init__()
+        self.lstm = nn.LSTM(8, 10, batch_first=True)
+        self.fc = nn.Linear(10, 4)
+        self.state = None
+        self.steps = 0
+
+    def init_state(self, batch_size):
+        return (Variable(torch.zeros(1, batch_size, 10)), Variable(torch.zeros(1, batch_size, 10)))
+
+    def forward(self, x):
+        if self.state is None:
+            self.state = self.init_state(x.size(0))
+        out, self.state = self.lstm(x, self.state)
+        self.steps += 1
+        y = self.fc(out[:, -1])
+        smoothed = self.steps % 2 == 0
+        if smoothed:
+            y = y * 0.5
+        return y, smoothed
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (1, 1.0), (2, 0.5), (3, 2.0)], shape=(1, 3, 8))
+
+
+class StreamingCellPairPolicy(nn.Module):
+    """A recurrent policy over a stream, its LSTMCell state in two attributes that start None
+    and are set together (`if self.hx is None:` makes both), stepped through each chunk;
+    the action is the argmax, taken only where the policy is confident."""
+
+    N_PATHS = 2
+    CONSTRUCTS = ('cross-call-state', 'paired-state', '.data')
+
+    def __init__(self):
+        super(StreamingCellPairPolicy, self).__init__()
+        self.cell = nn.LSTMCell(6, 8)
+        self.actor = nn.Linear(8, 3)
+        self.hx = None
+        self.cx = None
+
+    def forward(self, obs):
+        if self.hx is None:
+            self.hx = Variable(obs.data.new(obs.size(0), 8).zero_())
+            self.cx = Variable(obs.data.new(obs.size(0), 8).zero_())
+        for t in range(obs.size(1)):
+            self.hx, self.cx = self.cell(obs[:, t], (self.hx, self.cx))
+        probs = F.softmax(self.actor(self.hx), dim=1)
+        if probs.max() > 0.36:
+            return probs, int(probs.argmax())
+        return probs, -1
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1] >= 0
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 3, 6),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 0.1), (1, 3.0), (2, 0.1), (3, 3.0), (4, 1.0), (5, 5.0)], shape=(1, 3, 6))
+
+
 class RecurrentPolicyStream(nn.Module):
     """A recurrent REINFORCE policy kept across calls (`self.h`, cleared in place at an
     episode boundary), its log-probabilities saved on the module, its action picking the
@@ -422,4 +503,6 @@ MODELS = [
     PolicyHiddenState,
     StreamingGRUClassifier,
     RecurrentPolicyStream,
+    StreamingLSTMTupleState,
+    StreamingCellPairPolicy,
 ]
