@@ -358,7 +358,7 @@ def throughput_tables(records: Sequence[dict], s: dict) -> list[str]:
     for r, d in zip(ok, details):
         t = r["throughput"]
         lines.append(
-            f"| `{r['network']}` | {d['rounds']} | "
+            f"| `{r['network']}` | {min(d['rounds'].values())}–{max(d['rounds'].values())} | "
             + " | ".join(" / ".join(_rps(t.get(f"{x}@{n}")) for n in sizes) for x in SYSTEMS)
             + f" | {_x(d['ratios'].get(f'run_many_vs_one_at_a_time@{top}'))} | {_x(d['ratios'].get(f'run_many_vs_static@{top}'))} |"
         )
@@ -467,6 +467,8 @@ def chart(result: dict, path: str | os.PathLike) -> None:
     import matplotlib.pyplot as plt
 
     records = [r for r in result["networks"] if "ratios" in r]
+    if not records and any("throughput" in r for r in result["networks"]):
+        return throughput_chart(result, path)
     systems = [s for s in CHART_SYSTEMS if any(s in r["systems"] for r in records)]
     names = [r["network"] for r in records] + ["geomean"]
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(names)), 4.8))
@@ -489,6 +491,40 @@ def chart(result: dict, path: str | os.PathLike) -> None:
     cfg = result["config"]
     ax.set_title(f"dycl-bench: batch 1, {cfg['threads']} threads, {result['machine']['cpu']}", fontsize=9)
     ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def throughput_chart(result: dict, path: str | os.PathLike) -> None:
+    """Requests per second at the largest N per network and system, over eager's (log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dycl.bench.throughput import LABELS as SYSTEM_LABELS, SYSTEMS
+
+    records = [r for r in result["networks"] if "throughput" in r]
+    top = max(max(r["throughput_details"]["sizes"]) for r in records)
+    names = [r["network"] for r in records] + ["geomean"]
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(names)), 4.8))
+    shown = SYSTEMS[1:]
+    width = 0.8 / len(shown)
+    for k, system in enumerate(shown):
+        values = [r["throughput"].get(f"{system}@{top}", math.nan) / r["throughput"].get(f"eager@{top}", math.nan)
+                  for r in records]
+        values.append(geomean(values))
+        xs = [i + (k - (len(shown) - 1) / 2) * width for i in range(len(names))]
+        ax.bar(xs, [v if math.isfinite(v) else 0 for v in values], width, label=SYSTEM_LABELS[system])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=25, ha="right", fontsize=8)
+    ax.set_ylabel(f"requests/s over eager's, N = {top} (log)")
+    ax.set_title(f"dycl-bench throughput: {top} requests at once, {result['config']['threads']} threads, "
+                 f"{result['machine']['cpu']}", fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

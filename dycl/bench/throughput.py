@@ -209,9 +209,9 @@ def measure(
         for call in cs:
             call()
         sweeps[name] = time.perf_counter() - start
-    rounds, _ = plan_rounds(sweeps, budget_seconds, min_rounds, max_rounds)
-    say(f"{network}: throughput: timing {rounds} rounds of {requests} requests per system and N")
-    timings = interleaved(calls, rounds)  # every system in every round
+    rounds, strides = plan_rounds(sweeps, budget_seconds, min_rounds, max_rounds)
+    say(f"{network}: throughput: timing {rounds} rounds of {requests} requests per system and N; strides {strides}")
+    timings = interleaved(calls, rounds, strides)  # a slow system (eager) every k-th round, at least min_rounds
 
     throughput: dict[str, float] = {}
     latency_ms: dict[str, float] = {}
@@ -235,7 +235,7 @@ def measure(
     details: dict[str, Any] = {
         "requests": requests,
         "sizes": sizes,
-        "rounds": rounds,
+        "rounds": {name: len(timing.sweeps_ms) for name, timing in timings.items()},
         "path_inputs": len(path_inputs),
         "latency_ms": latency_ms,
         "throughput_iqr": spread,

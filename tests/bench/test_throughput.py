@@ -112,3 +112,32 @@ def test_breakdown_replays_run_many(network):
     parts = run_many_breakdown(compiled, arrays, repeat=1)
     assert parts["requests"] == 3 and parts["host_steps"] >= parts["backend_calls"] > 0
     assert parts["backend_ms"] <= parts["instrumented_ms"]
+
+
+def test_cli_checks_the_throughput_options(capsys):
+    from dycl.bench.cli import main, parser
+
+    assert parser().parse_args([]).throughput is None  # on for a full run, off for --quick
+    assert main(["--only", "blockdrop", "--throughput-sizes", "0,8", "--out", "/nonexistent"]) == 2
+    assert "positive integers" in capsys.readouterr().err
+    assert main(["--only", "blockdrop", "--throughput-sizes", "8", "--throughput-requests", "12", "--out", "/nonexistent"]) == 2
+    assert "not a multiple" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_throughput_only_on_a_zoo_network(tmp_path):
+    """`dycl-bench --throughput only` on BlockDrop: the JSON has the table, the markdown shows it."""
+    import json
+
+    from dycl.bench.cli import main
+
+    assert main(["--only", "blockdrop", "--throughput", "only", "--throughput-sizes", "1,2", "--throughput-budget", "2",
+                 "--min-rounds", "2", "--quiet", "--out", str(tmp_path), "--stem", "t"]) == 0
+    result = json.loads((tmp_path / "t.json").read_text())
+    (record,) = result["networks"]
+    assert set(record["throughput"]) == {f"{s}@{n}" for s in SYSTEMS for n in (1, 2)}
+    assert record["throughput_details"]["max_abs_error"]["dycl-ort-run_many@2"] <= 1e-4
+    assert "systems" in record and "ratios" not in record  # no latency rounds
+    assert result["summary"]["throughput"]["n"] == 2
+    text = (tmp_path / "t.md").read_text()
+    assert "### Throughput" in text and "| `blockdrop` |" in text and "### Speed" not in text
