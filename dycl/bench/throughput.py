@@ -38,6 +38,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,11 +114,11 @@ def _split_rows(output: Any, count: int) -> list[list[torch.Tensor]]:
     return [[t[k:k + 1] for t in tensors] for k in range(count)]
 
 
-def _queued_latency_s(service_s: Sequence[float], n: int) -> float:
+def _queued_latency(service: Sequence[float], n: int) -> float:
     """Mean latency when requests with these service times arrive in groups of `n` and are
     served one after another."""
     waits = []
-    for group in _groups(service_s, n):
+    for group in _groups(service, n):
         done = 0.0
         for seconds in group:
             done += seconds
@@ -162,6 +163,58 @@ def measure(
         raise ValueError(f"{requests} requests do not split into groups of {sizes}")
     torch_requests = request_mix(path_inputs, requests)
     arrays = [_numpy(args) for args in torch_requests]
+    served = _checked_systems(network, model, static_model, compiled, torch_requests, arrays, sizes, runtime,
+                              static_dir, say)
+
+    sweeps = {}
+    for name, calls in served.calls.items():
+        start = time.perf_counter()
+        for call in calls:
+            call()
+        sweeps[name] = time.perf_counter() - start
+    rounds, strides = plan_rounds(sweeps, budget_seconds, min_rounds, max_rounds)
+    say(f"{network}: throughput: timing {rounds} rounds of {requests} requests per system and N; strides {strides}")
+    timings = interleaved(served.calls, rounds, strides)  # a slow system (eager) every k-th round, at least min_rounds
+
+    throughput, latency_ms, spread = _rates(timings, sizes, requests)
+    top = sizes[-1]
+    rate = lambda system, n: throughput[key(system, n)]  # noqa: E731
+    ratios = {f"run_many_vs_one_at_a_time@{n}": rate("dycl-ort-run_many", n) / rate("dycl-ort", n) for n in sizes}
+    ratios |= {f"run_many_vs_static@{n}": rate("dycl-ort-run_many", n) / rate("static-batched-ort", n) for n in sizes}
+    ratios[f"run_many_vs_eager@{top}"] = rate("dycl-ort-run_many", top) / rate("eager", top)
+    details: dict[str, Any] = {
+        "requests": requests,
+        "sizes": sizes,
+        "rounds": {name: len(timing.sweeps_ms) for name, timing in timings.items()},
+        "path_inputs": len(path_inputs),
+        "latency_ms": latency_ms,
+        "throughput_iqr": spread,
+        "mean_batch": served.mean_batch,
+        "max_abs_error": served.errors,
+        "static": served.static_cost,
+        "ratios": ratios,
+    }
+    if breakdown:
+        try:
+            details["breakdown"] = {"n": top, **run_many_breakdown(compiled, _groups(arrays, top)[0], breakdown_repeat)}
+        except Exception as err:  # a profile that cannot run is reported, not fatal
+            details["breakdown"] = {"n": top, "error": f"{type(err).__name__}: {err}"}
+    return {"throughput": throughput, "throughput_details": details}
+
+
+@dataclass
+class _Served:
+    calls: dict[str, list[Callable[[], Any]]]  # "eager", "dycl-ort", "<batched system>@<N>" -> calls
+    errors: dict[str, float]
+    mean_batch: dict[str, Any]
+    static_cost: dict[str, Any]
+
+
+def _checked_systems(network, model, static_model, compiled, torch_requests, arrays, sizes, runtime, static_dir,
+                     say) -> _Served:
+    """Every system's calls over the workload, each answer checked first (`WrongAnswer`);
+    run_many's batches and the static graphs' compile costs on the way."""
+    from dycl.bench.static import batch_of, compile_static
 
     def eager_call(args):
         def call():
@@ -172,47 +225,33 @@ def measure(
 
     with torch.no_grad():
         expected = [model(*args) for args in torch_requests]
-    errors: dict[str, float] = {}
-    errors["dycl-ort"] = check_answers("dycl-ort", expected, [compiled(*args) for args in arrays])
-    calls: dict[str, list[Callable[[], Any]]] = {
-        "eager": [eager_call(args) for args in torch_requests],
-        "dycl-ort": [(lambda a=a: compiled(*a)) for a in arrays],
-    }
-    mean_batch: dict[str, Any] = {}
-    static_cost: dict[str, Any] = {}
+    served = _Served({"eager": [eager_call(args) for args in torch_requests],
+                      "dycl-ort": [(lambda a=a: compiled(*a)) for a in arrays]}, {}, {}, {})
+    served.errors["dycl-ort"] = check_answers("dycl-ort", expected, [compiled(*args) for args in arrays])
     for n in sizes:
-        groups = _groups(arrays, n)
+        groups, torch_groups = _groups(arrays, n), _groups(torch_requests, n)
+        system = key("dycl-ort-run_many", n)
         compiled.batch_stats.clear()
         answers = [answer for group in groups for answer in compiled.run_many(group)]
-        errors[key("dycl-ort-run_many", n)] = check_answers(key("dycl-ort-run_many", n), expected, answers)
-        mean_batch[str(n)] = _mean_batch(compiled.batch_stats)
-        calls[key("dycl-ort-run_many", n)] = [(lambda g=g: compiled.run_many(g)) for g in groups]
+        served.errors[system] = check_answers(system, expected, answers)
+        served.mean_batch[str(n)] = _mean_batch(compiled.batch_stats)
+        served.calls[system] = [(lambda g=g: compiled.run_many(g)) for g in groups]
 
-        torch_groups = _groups(torch_requests, n)
-        from dycl.bench.static import batch_of, compile_static
-
+        system = key("static-batched-ort", n)
         start = time.perf_counter()
         run, cost = compile_static(network, static_model, batch_of(torch_groups[0]), runtime, static_dir)
-        cost["load_seconds"] = time.perf_counter() - start
-        static_cost[str(n)] = cost
+        served.static_cost[str(n)] = cost | {"load_seconds": time.perf_counter() - start}
         with torch.no_grad():
             static_expected = [row for g in torch_groups for row in _split_rows(static_model(*batch_of(g)), n)]
         batches = [tuple(np.concatenate(column, axis=0) for column in zip(*group)) for group in groups]
-        static_answers = [row for b in batches for row in _rows(run(*b), n)]
-        errors[key("static-batched-ort", n)] = check_answers(key("static-batched-ort", n), static_expected, static_answers)
-        calls[key("static-batched-ort", n)] = [(lambda b=b, run=run: run(*b)) for b in batches]
-        say(f"{network}: throughput N={n}: answers checked; run_many mean batch {mean_batch[str(n)]['overall']:.2f}")
+        served.errors[system] = check_answers(system, static_expected, [row for b in batches for row in _rows(run(*b), n)])
+        served.calls[system] = [(lambda b=b, run=run: run(*b)) for b in batches]
+        say(f"{network}: throughput N={n}: answers checked; run_many mean batch {served.mean_batch[str(n)]['overall']:.2f}")
+    return served
 
-    sweeps = {}
-    for name, cs in calls.items():
-        start = time.perf_counter()
-        for call in cs:
-            call()
-        sweeps[name] = time.perf_counter() - start
-    rounds, strides = plan_rounds(sweeps, budget_seconds, min_rounds, max_rounds)
-    say(f"{network}: throughput: timing {rounds} rounds of {requests} requests per system and N; strides {strides}")
-    timings = interleaved(calls, rounds, strides)  # a slow system (eager) every k-th round, at least min_rounds
 
+def _rates(timings: dict, sizes: Sequence[int], requests: int):
+    """(requests/s, mean latency ms, requests/s quartiles), each "<system>@<N>" -> value."""
     throughput: dict[str, float] = {}
     latency_ms: dict[str, float] = {}
     spread: dict[str, list[float]] = {}
@@ -222,7 +261,7 @@ def measure(
         for n in sizes:
             throughput[key(system, n)] = statistics.median(rps)
             spread[key(system, n)] = list(quartiles(rps))
-            latency_ms[key(system, n)] = statistics.median(_queued_latency_s(times, n) for times in per_round)
+            latency_ms[key(system, n)] = statistics.median(_queued_latency(times, n) for times in per_round)
     for system in ("dycl-ort-run_many", "static-batched-ort"):
         for n in sizes:
             timing = timings[key(system, n)]
@@ -231,33 +270,7 @@ def measure(
             throughput[key(system, n)] = statistics.median(rps)
             spread[key(system, n)] = list(quartiles(rps))
             latency_ms[key(system, n)] = timing.median_ms
-    top = sizes[-1]
-    details: dict[str, Any] = {
-        "requests": requests,
-        "sizes": sizes,
-        "rounds": {name: len(timing.sweeps_ms) for name, timing in timings.items()},
-        "path_inputs": len(path_inputs),
-        "latency_ms": latency_ms,
-        "throughput_iqr": spread,
-        "mean_batch": mean_batch,
-        "max_abs_error": errors,
-        "static": static_cost,
-        "ratios": {
-            f"run_many_vs_one_at_a_time@{n}": throughput[key("dycl-ort-run_many", n)] / throughput[key("dycl-ort", n)]
-            for n in sizes
-        } | {
-            f"run_many_vs_static@{n}": throughput[key("dycl-ort-run_many", n)] / throughput[key("static-batched-ort", n)]
-            for n in sizes
-        } | {
-            f"run_many_vs_eager@{top}": throughput[key("dycl-ort-run_many", top)] / throughput[key("eager", top)],
-        },
-    }
-    if breakdown:
-        try:
-            details["breakdown"] = {"n": top, **run_many_breakdown(compiled, _groups(arrays, top)[0], breakdown_repeat)}
-        except Exception as err:  # a profile that cannot run is reported, not fatal
-            details["breakdown"] = {"n": top, "error": f"{type(err).__name__}: {err}"}
-    return {"throughput": throughput, "throughput_details": details}
+    return throughput, latency_ms, spread
 
 
 # ------------------------------------------------------------------------------ breakdown
