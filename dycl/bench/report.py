@@ -151,6 +151,10 @@ def throughput_summary(records: Sequence[dict]) -> dict:
         f"run_many_vs_static_min@{top}": min(finite(vs_static), default=math.nan),
         f"run_many_vs_eager_geomean@{top}": geomean(ratio(f"run_many_vs_eager@{top}")),
     }
+    for other in ("one_at_a_time", "static"):
+        paired = [r["throughput_details"].get("paired_ratios", {}).get(f"run_many_vs_{other}@{top}") for r in ok]
+        if all(p is not None for p in paired):
+            values[f"paired_run_many_vs_{other}_geomean@{top}"] = geomean(paired)
     bounds = {
         f"run_many_vs_one_at_a_time_geomean@{top}": (3.0, f"DyCL+ORT run_many / DyCL+ORT one at a time at N={top}, geomean"),
         f"run_many_vs_one_at_a_time_min@{top}": (1.5, f"DyCL+ORT run_many / DyCL+ORT one at a time at N={top}, every network (min)"),
@@ -332,6 +336,12 @@ def _rps(x) -> str:
     return "–" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.0f}" if x >= 100 else f"{x:.1f}"
 
 
+def _paired(details: dict, key: str) -> str:
+    """A ratio of medians, and the median of the same ratio within each round if there is one."""
+    paired = details.get("paired_ratios", {}).get(key)
+    return _x(details["ratios"].get(key)) + ("" if paired is None else f" ({_x(paired)})")
+
+
 def throughput_tables(records: Sequence[dict], s: dict) -> list[str]:
     """Requests per second, latency, run_many's batches and the time breakdown at the
     largest N (see dycl.bench.throughput)."""
@@ -349,7 +359,8 @@ def throughput_tables(records: Sequence[dict], s: dict) -> list[str]:
         "",
         f"{details[0]['requests']} requests per system and N, the network's path inputs cycled (each path input "
         "equally often), seeded order; medians over interleaved rounds. One-at-a-time systems do the same work "
-        "at every N. Static batched ORT: the network without exits or skipping at batch N (`dycl.bench.static`).",
+        "at every N. Static batched ORT: the network without exits or skipping at batch N (`dycl.bench.static`). "
+        "Ratios: of the medians (in parentheses: the median of the ratio within each round, where recorded).",
         "",
         "| network | rounds | " + " | ".join(f"{SYSTEM_LABELS[x]} @{per_n}" for x in SYSTEMS)
         + f" | run_many / one at a time @{top} | run_many / static @{top} |",
@@ -360,12 +371,15 @@ def throughput_tables(records: Sequence[dict], s: dict) -> list[str]:
         lines.append(
             f"| `{r['network']}` | {min(d['rounds'].values())}–{max(d['rounds'].values())} | "
             + " | ".join(" / ".join(_rps(t.get(f"{x}@{n}")) for n in sizes) for x in SYSTEMS)
-            + f" | {_x(d['ratios'].get(f'run_many_vs_one_at_a_time@{top}'))} | {_x(d['ratios'].get(f'run_many_vs_static@{top}'))} |"
+            + " | " + " | ".join(_paired(d, f"run_many_vs_{other}@{top}") for other in ("one_at_a_time", "static")) + " |"
         )
     summary = s.get("throughput") or throughput_summary(records)
     lines.append(
         "| **geomean** | | | | | | "
-        f"{_x(summary.get(f'run_many_vs_one_at_a_time_geomean@{top}'))} | {_x(summary.get(f'run_many_vs_static_geomean@{top}'))} |"
+        + " | ".join(_x(summary.get(f"run_many_vs_{other}_geomean@{top}"))
+                     + ("" if summary.get(f"paired_run_many_vs_{other}_geomean@{top}") is None
+                        else f" ({_x(summary[f'paired_run_many_vs_{other}_geomean@{top}'])})")
+                     for other in ("one_at_a_time", "static")) + " |"
     )
     lines += [
         "",

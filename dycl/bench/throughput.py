@@ -176,23 +176,36 @@ def measure(
     say(f"{network}: throughput: timing {rounds} rounds of {requests} requests per system and N; strides {strides}")
     timings = interleaved(served.calls, rounds, strides)  # a slow system (eager) every k-th round, at least min_rounds
 
-    throughput, latency_ms, spread = _rates(timings, sizes, requests)
+    throughput, latency_ms, per_round = _rates(timings, sizes, requests)
+    ran = {name: [r for r in range(rounds) if r % strides.get(name, 1) == 0] for name in timings}
+    by_round = {k: dict(zip(ran[_timed_as(k)], values)) for k, values in per_round.items()}
     top = sizes[-1]
     rate = lambda system, n: throughput[key(system, n)]  # noqa: E731
     ratios = {f"run_many_vs_one_at_a_time@{n}": rate("dycl-ort-run_many", n) / rate("dycl-ort", n) for n in sizes}
     ratios |= {f"run_many_vs_static@{n}": rate("dycl-ort-run_many", n) / rate("static-batched-ort", n) for n in sizes}
     ratios[f"run_many_vs_eager@{top}"] = rate("dycl-ort-run_many", top) / rate("eager", top)
+    # The same ratios within each round that timed both, median over rounds: robust to drift
+    # in the machine's load from one round to the next.
+    paired = {}
+    for n in sizes:
+        for label, other in (("one_at_a_time", "dycl-ort"), ("static", "static-batched-ort")):
+            mine, theirs = by_round[key("dycl-ort-run_many", n)], by_round[key(other, n)]
+            common = [r for r in mine if r in theirs]
+            if common:
+                paired[f"run_many_vs_{label}@{n}"] = statistics.median(mine[r] / theirs[r] for r in common)
     details: dict[str, Any] = {
         "requests": requests,
         "sizes": sizes,
         "rounds": {name: len(timing.sweeps_ms) for name, timing in timings.items()},
         "path_inputs": len(path_inputs),
         "latency_ms": latency_ms,
-        "throughput_iqr": spread,
+        "throughput_iqr": {k: list(quartiles(v)) for k, v in per_round.items()},
+        "throughput_per_round": per_round,
         "mean_batch": served.mean_batch,
         "max_abs_error": served.errors,
         "static": served.static_cost,
         "ratios": ratios,
+        "paired_ratios": paired,
     }
     if breakdown:
         try:
@@ -250,27 +263,34 @@ def _checked_systems(network, model, static_model, compiled, torch_requests, arr
     return served
 
 
+def _timed_as(system_at_n: str) -> str:
+    """The name a "<system>@<N>" was timed under (one-at-a-time systems once for every N)."""
+    system = system_at_n.split("@")[0]
+    return system if system in ONE_AT_A_TIME else system_at_n
+
+
 def _rates(timings: dict, sizes: Sequence[int], requests: int):
-    """(requests/s, mean latency ms, requests/s quartiles), each "<system>@<N>" -> value."""
+    """(requests/s, mean latency ms, requests/s in each round the system ran), each keyed
+    "<system>@<N>"; medians over rounds."""
     throughput: dict[str, float] = {}
     latency_ms: dict[str, float] = {}
-    spread: dict[str, list[float]] = {}
+    per_round: dict[str, list[float]] = {}
     for system in ONE_AT_A_TIME:
-        per_round = list(zip(*timings[system].per_input_ms))  # [round][request] ms
-        rps = [requests * 1e3 / sum(times) for times in per_round]
+        rounds = list(zip(*timings[system].per_input_ms))  # [round][request] ms
+        rps = [requests * 1e3 / sum(times) for times in rounds]
         for n in sizes:
             throughput[key(system, n)] = statistics.median(rps)
-            spread[key(system, n)] = list(quartiles(rps))
-            latency_ms[key(system, n)] = statistics.median(_queued_latency(times, n) for times in per_round)
+            per_round[key(system, n)] = rps
+            latency_ms[key(system, n)] = statistics.median(_queued_latency(times, n) for times in rounds)
     for system in ("dycl-ort-run_many", "static-batched-ort"):
         for n in sizes:
             timing = timings[key(system, n)]
             # sweeps_ms: the mean time of one group's call; every request of it waits for all of it
             rps = [n * 1e3 / ms for ms in timing.sweeps_ms]
             throughput[key(system, n)] = statistics.median(rps)
-            spread[key(system, n)] = list(quartiles(rps))
+            per_round[key(system, n)] = rps
             latency_ms[key(system, n)] = timing.median_ms
-    return throughput, latency_ms, spread
+    return throughput, latency_ms, per_round
 
 
 # ------------------------------------------------------------------------------ breakdown

@@ -94,6 +94,8 @@ def test_throughput_table_structure(network, tmp_path):
     assert details["latency_ms"]["eager@2"] > details["latency_ms"]["eager@1"]
     assert details["max_abs_error"]["dycl-ort-run_many@2"] <= 1e-4
     assert details["max_abs_error"]["static-batched-ort@2"] <= 1e-4
+    assert {"run_many_vs_one_at_a_time@2", "run_many_vs_static@2"} <= set(details["paired_ratios"])
+    assert len(details["throughput_per_round"]["eager@1"]) == details["rounds"]["eager"]
     batches = details["mean_batch"]
     assert batches["1"]["overall"] == 1.0 and batches["2"]["backend_calls"] > 0
     assert details["static"]["2"]["batch"] == 2
