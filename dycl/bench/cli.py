@@ -3,6 +3,7 @@
     dycl-bench                       # every zoo network, every system (~30 min on an idle 2-core machine)
     dycl-bench --only sdn_resnet,blockdrop --threads 2
     dycl-bench --quick               # two networks, eager / DyCL+ORT (+ablation) / oracle ORT, < 1 min
+    dycl-bench --throughput only     # the throughput table alone (N = 1, 8, 32 requests at once)
 
 Writes <out>/<stem>.json (machine, versions, every number), <stem>.md (tables) and
 <stem>.png (speed-up over eager per network and system). Speed is measured here and only
@@ -66,6 +67,18 @@ def parser() -> argparse.ArgumentParser:
                    help="ORT intra-op threads: one pool per session (the runtime's default) or ORT's process-wide "
                    "pool for every session of the run, DyCL's and the oracle's (RuntimeOptions.ort_thread_pool; "
                    "it spins after runs, see docs/bench.md)")
+    p.add_argument("--throughput", choices=("on", "off", "only"),
+                   help="the throughput table (requests/s of eager, DyCL+ORT one at a time and run_many, and the "
+                   "static batched baseline at N requests at once): after the latency tables (on), not at all (off), "
+                   "or alone (only: eager and DyCL+ORT are compiled, no latency rounds). Default: on, --quick: off")
+    p.add_argument("--throughput-sizes", default="1,8,32", metavar="N,N,...",
+                   help="requests arriving at once (default 1,8,32)")
+    p.add_argument("--throughput-requests", type=int, metavar="R",
+                   help="requests per system and N in each round, a multiple of every N (default: the largest N)")
+    p.add_argument("--throughput-budget", type=float, default=30.0, metavar="S",
+                   help="seconds of timed throughput rounds per network (default 30)")
+    p.add_argument("--no-breakdown", action="store_true",
+                   help="skip the breakdown of where run_many's time goes at the largest N")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -104,6 +117,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "eager" not in systems:
         systems = ("eager", *systems)  # every ratio and error is against eager
 
+    throughput = args.throughput or ("off" if args.quick else "on")
+    try:
+        sizes = tuple(sorted({int(n) for n in args.throughput_sizes.split(",") if n.strip()}))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        print(f"dycl-bench: error: --throughput-sizes wants positive integers, got '{args.throughput_sizes}'", file=sys.stderr)
+        return 2
+    if throughput == "only":
+        systems = ("eager", "dycl-ort")
+    requests = args.throughput_requests or max(sizes)
+    if requests < 1 or any(requests % n for n in sizes):
+        print(f"dycl-bench: error: --throughput-requests {requests} is not a multiple of every N in {sizes}", file=sys.stderr)
+        return 2
+
     limits: dict[str, tuple[str, ...]] = {}
     for text in args.limit:
         left, sep, right = text.partition("=")
@@ -123,6 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         log=not args.quiet,
         limits=limits,
         tune_minutes=args.tune_minutes,
+        throughput=throughput,
+        throughput_sizes=sizes,
+        throughput_requests=requests,
+        throughput_budget_seconds=args.throughput_budget,
+        breakdown=not args.no_breakdown,
     )
     stem = args.stem or f"{'quick' if args.quick else 'bench'}-{time.strftime('%Y%m%d-%H%M')}"
     result = {
@@ -144,6 +177,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "a round's value is the mean per-inference time over the path inputs; "
                       "median and IQR over rounds. DyCL and oracles take numpy, eager/torch.compile torch tensors.",
             "load_average_start": [round(x, 2) for x in os.getloadavg()],
+            "throughput": {
+                "table": throughput,
+                "sizes": list(sizes),
+                "requests": requests,
+                "budget_seconds_per_network": args.throughput_budget,
+                "breakdown": not args.no_breakdown,
+                "timing": "the requests are the network's path inputs cycled, in a seeded random order, arriving "
+                          "in groups of N; one-at-a-time systems serve them one after another, run_many and the "
+                          "static batched graph one call per group; requests/s = requests / time to serve all; "
+                          "latency = mean over requests of the time from their group's arrival to their answer; "
+                          "medians over interleaved rounds",
+            },
         },
         "networks": [],
     }
@@ -179,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = save_with_cold(records)
     print(report.markdown(result))
     print(f"dycl-bench: wrote {paths['json']}, {paths['md']}, {paths['png']} ({time.perf_counter() - start:.0f} s)")
-    return 0 if all("ratios" in r for r in records) else 1
+    latency_ok = throughput == "only" or all("ratios" in r for r in records)
+    throughput_ok = throughput == "off" or all("throughput" in r for r in records)
+    return 0 if latency_ok and throughput_ok else 1
 
 
 if __name__ == "__main__":

@@ -98,7 +98,9 @@ def with_constants(run, template: list, extra_outputs: bool = False):
     return call
 
 
-def _onnx_bytes(program: torch.export.ExportedProgram, n_inputs: int, n_outputs: int) -> bytes:
+def onnx_bytes(program: torch.export.ExportedProgram, n_inputs: int, n_outputs: int) -> bytes:
+    """An exported program as ONNX, through the same exporter as a DyCL sub-DNN; inputs
+    `in0..`, outputs `out0..`."""
     exported = export_onnx(
         program,
         None,
@@ -134,7 +136,7 @@ def compile_oracle(
         start = time.perf_counter()
         partial = directory / (path.name + ".partial")
         if backend == "onnxruntime":
-            partial.write_bytes(_onnx_bytes(program, len(inputs), n_outputs))
+            partial.write_bytes(onnx_bytes(program, len(inputs), n_outputs))
         elif backend == "tvm":
             import tvm
             from tvm.relax.frontend.torch import from_exported_program
@@ -164,7 +166,7 @@ def compile_oracle(
                 cost["template"] = [None if isinstance(v, torch.Tensor) else v for v in leaves(model(*inputs))]
             (directory / "cost.json").write_text(json.dumps(cost))
         template = cost["template"]
-    run = with_constants(_load(path, backend, len(inputs), runtime), template, keep_decisions)
+    run = with_constants(load_graph(path, backend, len(inputs), runtime), template, keep_decisions)
     return OracleGraph(run, trace_seconds, compile_seconds, path.stat().st_size, ops)
 
 
@@ -172,7 +174,8 @@ def _graph_file(backend: str) -> str:
     return "oracle.onnx" if backend == "onnxruntime" else "oracle.so"
 
 
-def _load(path: Path, backend: str, n_inputs: int, runtime: RuntimeOptions):
+def load_graph(path: Path, backend: str, n_inputs: int, runtime: RuntimeOptions):
+    """A whole compiled graph (inputs `in0..`) loaded with DyCL's own sub-DNN runners."""
     load = runner_factory(backend)
     if backend == "tvm":
         return load(path, {}, runtime)

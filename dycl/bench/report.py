@@ -130,7 +130,42 @@ def summary(records: Sequence[dict]) -> dict:
         value = values[key]
         met = None if not math.isfinite(value) else (value >= bound if op == ">=" else value <= bound)
         targets[key] = {"value": value, "target": f"{op} {bound}", "met": met, "what": text}
-    return {"targets": targets, **extra}
+    result = {"targets": targets, **extra}
+    if any("throughput" in r for r in records):
+        result["throughput"] = throughput_summary(records)
+    return result
+
+
+def throughput_summary(records: Sequence[dict]) -> dict:
+    """Geomeans and minima of the throughput ratios at the largest N, and the issue's
+    targets for them (every zoo network skips or exits, so the static target covers all)."""
+    ok = [r for r in records if "throughput" in r]
+    top = max(max(r["throughput_details"]["sizes"]) for r in ok)
+    ratio = lambda key: [r["throughput_details"]["ratios"].get(key, math.nan) for r in ok]  # noqa: E731
+    finite = lambda xs: [x for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]  # noqa: E731
+    vs_one, vs_static = ratio(f"run_many_vs_one_at_a_time@{top}"), ratio(f"run_many_vs_static@{top}")
+    values = {
+        f"run_many_vs_one_at_a_time_geomean@{top}": geomean(vs_one),
+        f"run_many_vs_one_at_a_time_min@{top}": min(finite(vs_one), default=math.nan),
+        f"run_many_vs_static_geomean@{top}": geomean(vs_static),
+        f"run_many_vs_static_min@{top}": min(finite(vs_static), default=math.nan),
+        f"run_many_vs_eager_geomean@{top}": geomean(ratio(f"run_many_vs_eager@{top}")),
+    }
+    for other in ("one_at_a_time", "static"):
+        paired = [r["throughput_details"].get("paired_ratios", {}).get(f"run_many_vs_{other}@{top}") for r in ok]
+        if all(p is not None for p in paired):
+            values[f"paired_run_many_vs_{other}_geomean@{top}"] = geomean(paired)
+    bounds = {
+        f"run_many_vs_one_at_a_time_geomean@{top}": (3.0, f"DyCL+ORT run_many / DyCL+ORT one at a time at N={top}, geomean"),
+        f"run_many_vs_one_at_a_time_min@{top}": (1.5, f"DyCL+ORT run_many / DyCL+ORT one at a time at N={top}, every network (min)"),
+        f"run_many_vs_static_min@{top}": (1.0, f"DyCL+ORT run_many faster than static batched ORT at N={top}, every network (min ratio)"),
+    }
+    targets = {}
+    for key, (bound, text) in bounds.items():
+        value = values[key]
+        met = None if not math.isfinite(value) else (value > bound if bound == 1.0 else value >= bound)
+        targets[key] = {"value": value, "target": f"{'>' if bound == 1.0 else '>='} {bound}", "met": met, "what": text}
+    return {"n": top, **values, "targets": targets}
 
 
 # ------------------------------------------------------------------------------ markdown
@@ -165,6 +200,12 @@ def _per_call_gap(record: dict) -> float:
 def markdown(result: dict) -> str:
     records = [r for r in result["networks"]]
     m, cfg = result["machine"], result["config"]
+    if cfg.get("throughput", {}).get("table") == "only":
+        return "\n".join([
+            f"Machine: {m['cpu']}, {m['cores']} cores; {cfg['threads']} threads everywhere; "
+            f"torch {m['versions'].get('torch')}, onnxruntime {m['versions'].get('onnxruntime')}; {m['date_utc']}; "
+            f"load average at start {cfg.get('load_average_start')}, at end {cfg.get('load_average_end')}.",
+            *throughput_tables(records, result.get("summary", {})), *_failures(records)]) + "\n"
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores; {cfg['threads']} threads everywhere, batch 1; "
         f"torch {m['versions'].get('torch')}, onnxruntime {m['versions'].get('onnxruntime')}, "
@@ -270,16 +311,132 @@ def markdown(result: dict) -> str:
     ]
     for r in records:
         lines.append(f"| `{r['network']}` | " + " | ".join(_err(_get(r, s, "errors", "max_abs_error")) for s in systems) + " |")
-    failures = [(r["network"], s, why) for r in records for s, why in r.get("failures", {}).items()]
-    if failures:
-        lines += ["", "Systems that did not run:", ""]
-        lines += [f"- `{n}` {s}: {why}" for n, s, why in failures]
+    lines += _failures(records)
     lines += ["", "### Targets", "", "| target | value | met |", "|---|---|---|"]
     for key, t in s["targets"].items():
         value = t["value"]
         shown = "–" if not math.isfinite(value) else (f"{value:.1f} s" if "seconds" in key else f"{value:.3f}")
         lines.append(f"| {t['what']} {t['target']} | {shown} | {'yes' if t['met'] else 'no' if t['met'] is False else '–'} |")
+    lines += throughput_tables(records, s)
     return "\n".join(lines) + "\n"
+
+
+def _failures(records: Sequence[dict]) -> list[str]:
+    failures = [(r["network"], s, why) for r in records for s, why in r.get("failures", {}).items()]
+    failures += [(r["network"], "(network)", r["error"]) for r in records if "error" in r]
+    if not failures:
+        return []
+    return ["", "Systems that did not run:", "", *(f"- `{n}` {s}: {why}" for n, s, why in failures)]
+
+
+# ------------------------------------------------------------------------ throughput
+
+
+def _rps(x) -> str:
+    return "–" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def _paired(details: dict, key: str) -> str:
+    """A ratio of medians, and the median of the same ratio within each round if there is one."""
+    paired = details.get("paired_ratios", {}).get(key)
+    return _x(details["ratios"].get(key)) + ("" if paired is None else f" ({_x(paired)})")
+
+
+def throughput_tables(records: Sequence[dict], s: dict) -> list[str]:
+    """Requests per second, latency, run_many's batches and the time breakdown at the
+    largest N (see dycl.bench.throughput)."""
+    from dycl.bench.throughput import BREAKDOWN_PARTS, LABELS as SYSTEM_LABELS, SYSTEMS
+
+    ok = [r for r in records if "throughput" in r]
+    if not ok:
+        return []
+    sizes = ok[0]["throughput_details"]["sizes"]
+    top, per_n = max(sizes), "/".join(str(n) for n in sizes)
+    details = [r["throughput_details"] for r in ok]
+    lines = [
+        "",
+        f"### Throughput (requests per second at N = {per_n} requests at once)",
+        "",
+        f"{details[0]['requests']} requests per system and N, the network's path inputs cycled (each path input "
+        "equally often), seeded order; medians over interleaved rounds. One-at-a-time systems do the same work "
+        "at every N. Static batched ORT: the network without exits or skipping at batch N (`dycl.bench.static`). "
+        "Ratios: of the medians (in parentheses: the median of the ratio within each round, where recorded).",
+        "",
+        "| network | rounds | " + " | ".join(f"{SYSTEM_LABELS[x]} @{per_n}" for x in SYSTEMS)
+        + f" | run_many / one at a time @{top} | run_many / static @{top} |",
+        "|---|---|" + "---|" * (len(SYSTEMS) + 2),
+    ]
+    for r, d in zip(ok, details):
+        t = r["throughput"]
+        lines.append(
+            f"| `{r['network']}` | {min(d['rounds'].values())}–{max(d['rounds'].values())} | "
+            + " | ".join(" / ".join(_rps(t.get(f"{x}@{n}")) for n in sizes) for x in SYSTEMS)
+            + " | " + " | ".join(_paired(d, f"run_many_vs_{other}@{top}") for other in ("one_at_a_time", "static")) + " |"
+        )
+    summary = s.get("throughput") or throughput_summary(records)
+    lines.append(
+        "| **geomean** | | | | | | "
+        + " | ".join(_x(summary.get(f"run_many_vs_{other}_geomean@{top}"))
+                     + ("" if summary.get(f"paired_run_many_vs_{other}_geomean@{top}") is None
+                        else f" ({_x(summary[f'paired_run_many_vs_{other}_geomean@{top}'])})")
+                     for other in ("one_at_a_time", "static")) + " |"
+    )
+    lines += [
+        "",
+        f"Mean latency per request, ms, at N = {per_n} (a group's requests arrive together):",
+        "",
+        "| network | " + " | ".join(SYSTEM_LABELS[x] for x in SYSTEMS) + " |",
+        "|---|" + "---|" * len(SYSTEMS),
+    ]
+    for r, d in zip(ok, details):
+        lines.append(f"| `{r['network']}` | " + " | ".join(
+            " / ".join(_ms(d["latency_ms"].get(f"{x}@{n}")) for n in sizes) for x in SYSTEMS) + " |")
+    lines += [
+        "",
+        "run_many's batches (`compiled.batch_stats`): mean requests per backend call over all sub-DNN calls, "
+        "and per sub-DNN at the largest N; max abs error of the answers (run_many against eager, static "
+        "against the static network in eager):",
+        "",
+        "| network | " + " | ".join(f"mean batch @{n}" for n in sizes)
+        + f" | sub-DNNs batching (mean batch > 1) @{top} | per sub-DNN @{top} | error run_many | error static |",
+        "|---|" + "---|" * (len(sizes) + 4),
+    ]
+    for r, d in zip(ok, details):
+        batches = d["mean_batch"]
+        per = batches.get(str(top), {}).get("per_subdnn", {})
+        shown = ", ".join(f"{name} {b:.1f}" for name, b in list(per.items())[:8]) + (" …" if len(per) > 8 else "")
+        err_many = max((v for k, v in d["max_abs_error"].items() if k.startswith("dycl-ort-run_many")), default=math.nan)
+        err_static = max((v for k, v in d["max_abs_error"].items() if k.startswith("static-batched-ort")), default=math.nan)
+        lines.append(
+            f"| `{r['network']}` | " + " | ".join(f"{batches.get(str(n), {}).get('overall', math.nan):.2f}" for n in sizes)
+            + f" | {sum(1 for b in per.values() if b > 1)} of {len(per)} | {shown} | {_err(err_many)} | {_err(err_static)} |"
+        )
+    broken = [(r, d["breakdown"]) for r, d in zip(ok, details) if "breakdown" in d]
+    if broken:
+        lines += [
+            "",
+            f"Where one `run_many` call's time goes at N = {top} (ms per call, median of "
+            f"{next((b.get('repeat') for _, b in broken if 'repeat' in b), '–')} replays with timed wrappers; "
+            "share of the instrumented total):",
+            "",
+            "| network | run_many | instrumented | backend calls | " + " | ".join(p.replace("_", " ") for p in BREAKDOWN_PARTS) + " |",
+            "|---|---|---|---|" + "---|" * len(BREAKDOWN_PARTS),
+        ]
+        for r, b in broken:
+            if "error" in b or "skipped" in b:
+                lines.append(f"| `{r['network']}` | {b.get('error') or b.get('skipped')} |")
+                continue
+            total = b["instrumented_ms"]
+            lines.append(
+                f"| `{r['network']}` | {_ms(b['run_many_ms'])} | {_ms(total)} | {b['backend_calls']} | "
+                + " | ".join(f"{_ms(b[f'{p}_ms'])} ({100 * b[f'{p}_ms'] / total:.0f}%)" for p in BREAKDOWN_PARTS) + " |"
+            )
+    lines += ["", "| target | value | met |", "|---|---|---|"]
+    for t in summary["targets"].values():
+        value = t["value"]
+        lines.append(f"| {t['what']} {t['target']} | {'–' if not math.isfinite(value) else f'{value:.3f}'} "
+                     f"| {'yes' if t['met'] else 'no' if t['met'] is False else '–'} |")
+    return lines
 
 
 def _tuned_table(records: Sequence[dict], s: dict) -> list[str]:
@@ -324,6 +481,8 @@ def chart(result: dict, path: str | os.PathLike) -> None:
     import matplotlib.pyplot as plt
 
     records = [r for r in result["networks"] if "ratios" in r]
+    if not records and any("throughput" in r for r in result["networks"]):
+        return throughput_chart(result, path)
     systems = [s for s in CHART_SYSTEMS if any(s in r["systems"] for r in records)]
     names = [r["network"] for r in records] + ["geomean"]
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(names)), 4.8))
@@ -346,6 +505,40 @@ def chart(result: dict, path: str | os.PathLike) -> None:
     cfg = result["config"]
     ax.set_title(f"dycl-bench: batch 1, {cfg['threads']} threads, {result['machine']['cpu']}", fontsize=9)
     ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def throughput_chart(result: dict, path: str | os.PathLike) -> None:
+    """Requests per second at the largest N per network and system, over eager's (log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dycl.bench.throughput import LABELS as SYSTEM_LABELS, SYSTEMS
+
+    records = [r for r in result["networks"] if "throughput" in r]
+    top = max(max(r["throughput_details"]["sizes"]) for r in records)
+    names = [r["network"] for r in records] + ["geomean"]
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(names)), 4.8))
+    shown = SYSTEMS[1:]
+    width = 0.8 / len(shown)
+    for k, system in enumerate(shown):
+        values = [r["throughput"].get(f"{system}@{top}", math.nan) / r["throughput"].get(f"eager@{top}", math.nan)
+                  for r in records]
+        values.append(geomean(values))
+        xs = [i + (k - (len(shown) - 1) / 2) * width for i in range(len(names))]
+        ax.bar(xs, [v if math.isfinite(v) else 0 for v in values], width, label=SYSTEM_LABELS[system])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=25, ha="right", fontsize=8)
+    ax.set_ylabel(f"requests/s over eager's, N = {top} (log)")
+    ax.set_title(f"dycl-bench throughput: {top} requests at once, {result['config']['threads']} threads, "
+                 f"{result['machine']['cpu']}", fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

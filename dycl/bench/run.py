@@ -9,6 +9,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -31,6 +32,12 @@ class Settings:
     log: bool = True
     limits: dict[str, tuple[str, ...]] | None = None  # system -> the only networks it runs on
     tune_minutes: float = 0.0  # dycl-tvm-tuned: MetaSchedule minutes per network before building
+    throughput: str = "off"  # the throughput table: "on" (after the latency table), "off", or "only"
+    throughput_sizes: tuple[int, ...] = (1, 8, 32)  # N: requests arriving at once
+    throughput_requests: int = 32  # requests per system, N and round (a multiple of every N)
+    throughput_budget_seconds: float = 30.0  # timed rounds of the throughput table per network
+    throughput_max_rounds: int = 15
+    breakdown: bool = True  # where run_many's time goes at the largest N (dycl.bench.throughput)
 
 
 def _say(settings: Settings, text: str) -> None:
@@ -72,6 +79,10 @@ def bench_network(name: str, settings: Settings) -> dict:
             traceback.print_exc()
 
     wanted = list(settings.systems)
+    if settings.throughput == "only":  # the throughput table alone needs eager and DyCL+ORT
+        wanted = ["eager", "dycl-ort"]
+    elif settings.throughput == "on" and "dycl-ort" not in wanted:
+        wanted.append("dycl-ort")
     for system, networks in (settings.limits or {}).items():
         if system in wanted and name not in networks:
             wanted.remove(system)
@@ -99,6 +110,18 @@ def bench_network(name: str, settings: Settings) -> dict:
     if "eager" not in prepared:
         raise RuntimeError(f"{name}: eager itself failed: {record['failures'].get('eager')}")
 
+    if settings.throughput != "only":
+        _latency(record, prepared, path_inputs, settings)
+    if settings.throughput in ("on", "only"):
+        _throughput(record, entry, model, prepared, path_inputs, settings, cache_dir)
+    for p in prepared.values():
+        p.handle = None
+    return record
+
+
+def _latency(record: dict, prepared: dict[str, S.Prepared], path_inputs: list, settings: Settings) -> None:
+    """The latency tables: errors against eager, interleaved timing, host profile, ratios."""
+    name = record["network"]
     # Numbers first (this is also the first warm-up call of every system).
     eager_calls = prepared["eager"].calls
     for system, p in prepared.items():
@@ -128,9 +151,36 @@ def bench_network(name: str, settings: Settings) -> dict:
         f"{s} {v['time']['median_ms']:.2f} ms" for s, v in record["systems"].items() if "time" in v
     )
     _say(settings, f"{name}: {summary}")
-    for p in prepared.values():
-        p.handle = None
-    return record
+
+
+def _throughput(record: dict, entry, model, prepared: dict[str, S.Prepared], path_inputs: list,
+                settings: Settings, cache_dir: str) -> None:
+    """The throughput table's part of the record (dycl.bench.throughput); a system that
+    cannot run it, or a wrong answer, is a failure of the record's "throughput"."""
+    from dycl.bench.static import static_variant
+    from dycl.bench.throughput import measure
+
+    name = record["network"]
+    if "dycl-ort" not in prepared:
+        record["failures"]["throughput"] = "DyCL+ORT did not compile"
+        return
+    start = time.perf_counter()
+    try:
+        record.update(measure(
+            name, model, static_variant(entry.family, model), prepared["dycl-ort"].handle, path_inputs,
+            settings.runtime, Path(cache_dir), sizes=settings.throughput_sizes, requests=settings.throughput_requests,
+            budget_seconds=settings.throughput_budget_seconds, min_rounds=settings.min_rounds,
+            max_rounds=max(settings.min_rounds, settings.throughput_max_rounds), breakdown=settings.breakdown,
+            say=lambda text: _say(settings, text)))
+    except Exception as err:  # a wrong answer (WrongAnswer) included: no table for this network
+        record["failures"]["throughput"] = f"{type(err).__name__}: {str(err).strip()[:400]}"
+        _say(settings, f"{name}: throughput FAILED: {record['failures']['throughput']}")
+        traceback.print_exc()
+        return
+    record["throughput_seconds"] = time.perf_counter() - start
+    top = max(settings.throughput_sizes)
+    _say(settings, f"{name}: throughput @{top}: " + ", ".join(
+        f"{k.split('@')[0]} {v:.0f}/s" for k, v in record["throughput"].items() if k.endswith(f"@{top}")))
 
 
 def _median(record: dict, system: str) -> float:
