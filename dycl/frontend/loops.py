@@ -118,6 +118,7 @@ def _going_on(stmts: list[ast.stmt]) -> int:
 
 
 def _may_exit(stmt: ast.stmt) -> bool:
+    """A `break` of this loop or a `return` (of any depth) in `stmt`."""
     return any(isinstance(n, (ast.Break, ast.Return)) for n in own_statements([stmt])) or any(
         isinstance(n, ast.Return) for n in ast.walk(stmt))
 
