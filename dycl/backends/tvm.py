@@ -117,6 +117,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             importer = ExportedProgramImporter()
             program = program.run_decompositions()
             _in_every_graph(program, _fold_alpha)
+            _in_every_graph(program, _compare_bools_as_numbers)
             _in_every_graph(program, _wrap_negative_indices)
             _in_every_graph(program, empty_tensors_as_constants)  # (again: decompositions make new ones)
             _in_every_graph(program, _complete_index_puts)
@@ -179,6 +180,34 @@ def _cast_scalar_operands(graph_module) -> None:
                     cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": result.dtype})
                 cast.meta["val"] = value.to(result.dtype)
                 node.replace_input_with(operand, cast)
+    graph_module.recompile()
+
+
+_SCALAR_COMPARISONS = {"eq.Scalar", "ne.Scalar", "lt.Scalar", "le.Scalar", "gt.Scalar", "ge.Scalar"}
+
+
+def _compare_bools_as_numbers(graph_module) -> None:
+    """A bool tensor compared with a number (`torch.count_nonzero(mask)` decomposes to
+    `sum(mask != 0)`; `mask == 0`): TVM compares `i1` values with a float compare, which
+    LLVM rejects (fuzz seed 320040). The bools are cast to the number's kind first (int64
+    for an int, float64 for a float: 0 and 1 compare exactly with any scalar)."""
+    import torch
+
+    graph = graph_module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        if node.target.__name__ not in _SCALAR_COMPARISONS:
+            continue
+        operand, scalar = node.args[0], node.args[1]
+        value = operand.meta.get("val") if isinstance(operand, torch.fx.Node) else None
+        if not isinstance(value, torch.Tensor) or value.dtype != torch.bool:
+            continue
+        dtype = torch.float64 if isinstance(scalar, float) else torch.int64
+        with graph.inserting_before(node):
+            cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": dtype})
+        cast.meta["val"] = value.to(dtype)
+        node.replace_input_with(operand, cast)
     graph_module.recompile()
 
 

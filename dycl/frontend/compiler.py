@@ -1149,6 +1149,12 @@ class FunctionCompiler:
                 if len(iterable) > loops.MAX_UNROLL:
                     raise
                 # `states` is None, then a tuple: a constant trip count can be unrolled instead
+        if isinstance(iterable, range) and not read_after and loops.unrolled_copies(node.body, len(iterable)) > loops.MAX_UNROLLED_COPIES:
+            try:  # (the index a runtime int: `x[:, i] = ...` as for `range(n)`)
+                with self._undone_on(FrontendError):
+                    return self._compile_runtime_loop(loop, rest, env, live_out, trip=iterable, index=node.target)
+            except FrontendError:
+                pass  # unrolled, however many copies that takes
         items = list(iterable)
         if len(items) > loops.MAX_UNROLL:
             raise self.error(node, f"loop of {len(items)} iterations whose index is used", f"keep loops that use their index under {loops.MAX_UNROLL} iterations")
@@ -1302,8 +1308,9 @@ class FunctionCompiler:
         # (the host runs it as Python would: a loop that never ends in PyTorch never ends here)
         return self._compile_runtime_loop(loop, rest, env, live_out, trip=None)
 
-    def _compile_runtime_loop(self, loop: nodes.Loop, rest, env, live_out, trip: range | None):
-        """scf.for (a range whose index is unused, no break/return) or scf.while."""
+    def _compile_runtime_loop(self, loop: nodes.Loop, rest, env, live_out, trip: range | None, index: ast.expr | None = None):
+        """scf.for (a range whose index is unused, no break/return) or scf.while; `index`:
+        the target a constant range's runtime counter is bound to at each step."""
         node = loop.node
         source = self.scope.source
         uid = fresh_id()
@@ -1317,7 +1324,7 @@ class FunctionCompiler:
             on_break=lambda line: [nodes.BindConst(brk, True, line), nodes.Jump(body_end, line)],
             on_continue=lambda line: [nodes.Jump(body_end, line)],
         ) + [nodes.Label(body_end)]
-        use_for = trip is not None and not has_break and not loop.has_return
+        use_for = trip is not None and not has_break and not loop.has_return and index is None
         extra: dict[str, V.EnvValue] = {}
         if has_break:
             extra[brk] = V.Const(False)
@@ -1329,6 +1336,8 @@ class FunctionCompiler:
             increment = ast.parse(f"{counter} = {counter} + {trip.step}").body[0]
             increment.lineno = node.lineno
             flat_body = [increment] + flat_body
+            if index is not None:
+                flat_body = [nodes.located(ast.Assign(targets=[copy.deepcopy(index)], value=ast.Name(counter, ast.Load())), node)] + flat_body
 
         post: list[ast.stmt] = []
         if loop.has_return:

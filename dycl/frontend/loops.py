@@ -13,6 +13,10 @@ from dycl.frontend import values as V
 from dycl.frontend.errors import FrontendError
 
 MAX_UNROLL = 512
+# An unrolled loop whose `if`s can leave it (`break`, `return`) compiles the iterations after
+# such an `if` once per arm that goes on: copies multiply with every iteration. Past this
+# many copies, a constant range whose index the body reads runs as a runtime loop instead.
+MAX_UNROLLED_COPIES = 32
 
 
 class LoopStructureError(FrontendError):
@@ -90,6 +94,33 @@ def own_statements(stmts):
             stack.extend(stmt.body + stmt.orelse)
         elif isinstance(stmt, ast.With):
             stack.extend(stmt.body)
+
+
+def unrolled_copies(body: list[ast.stmt], trips: int) -> int:
+    """How many copies of `body` unrolling `trips` iterations compiles: an `if` with an exit
+    in it (`break`, `return`) takes the code after it into each arm that goes on."""
+    per_iteration = _going_on(body)
+    return sum(per_iteration**k for k in range(trips))
+
+
+def _going_on(stmts: list[ast.stmt]) -> int:
+    """The paths through `stmts` that reach their end, counting an `if` as one path unless
+    an arm of it may leave the loop (then it is its arms' paths that go on)."""
+    paths = 1
+    for stmt in stmts:
+        if isinstance(stmt, (ast.Break, ast.Return)):
+            return 0
+        if isinstance(stmt, ast.With):
+            paths *= _going_on(stmt.body)
+        elif isinstance(stmt, ast.If) and _may_exit(stmt):
+            paths *= _going_on(stmt.body) + _going_on(stmt.orelse)
+    return paths
+
+
+def _may_exit(stmt: ast.stmt) -> bool:
+    """A `break` of this loop or a `return` (of any depth) in `stmt`."""
+    return any(isinstance(n, (ast.Break, ast.Return)) for n in own_statements([stmt])) or any(
+        isinstance(n, ast.Return) for n in ast.walk(stmt))
 
 
 def length_after_for(value, entry, node: ast.For, trip: range, name: str, followers: dict):

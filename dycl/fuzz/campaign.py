@@ -151,6 +151,17 @@ def summarize(outcomes: list[dict]) -> dict:
         "subdnns": sum(o.get("subdnns", 0) for o in outcomes),
         "failures": sum(1 for o in outcomes if failed(o)),
         "refused_by_design": sum(1 for o in outcomes if o.get("by_design")),
+        "forms": _per_form(outcomes),
         "refusals": dict(Counter(refusal_message(o.get("detail", "")) for o in outcomes
                                  if o["status"] == "frontend-error" and not o.get("by_design")).most_common()),
     }
+
+
+def _per_form(outcomes: list[dict]) -> dict[str, dict[str, int]]:
+    """Form -> status (with "by design" marked) -> programs that have the form."""
+    table: dict[str, Counter] = {}
+    for o in outcomes:
+        status = o["status"] + (" (by design)" if o.get("by_design") else "")
+        for form in o.get("forms", ()):
+            table.setdefault(form, Counter())[status] += 1
+    return {form: dict(table[form]) for form in sorted(table)}

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dycl.fuzz.program import Program, all_conditions, render
+from dycl.fuzz.program import Program, all_conditions, forms, render
 
 CANDIDATES = 16
 MAX_INPUTS = 8
@@ -82,6 +82,7 @@ class Outcome:
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     by_design: bool = False  # a refusal the program asks for (module state changed in forward)
+    forms: list[str] = field(default_factory=list)  # the program's research forms (`program.forms`)
 
     @property
     def failed(self) -> bool:
@@ -341,7 +342,7 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
     from dycl.frontend import FrontendError, import_module
     from dycl.interpreter import find_function, flatten_inputs, output_tree, run_call, run_function, unflatten
 
-    outcome = Outcome(program.seed, backend=backend or "interpreter")
+    outcome = Outcome(program.seed, backend=backend or "interpreter", forms=forms(program))
     start = time.perf_counter()
 
     def stage(name):

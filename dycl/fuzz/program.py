@@ -181,6 +181,30 @@ def conditions(stmts: list[Stmt]):
             yield from conditions(stmt.body)
 
 
+def forms(program: Program) -> list[str]:
+    """The research forms a program has (`Research.form`, `CondLine.form`, "no_grad"), sorted."""
+    found: set[str] = set()
+
+    def visit(stmts):
+        for stmt in stmts:
+            if isinstance(stmt, (Research, CondLine)):
+                found.add(stmt.form)
+            elif isinstance(stmt, With):
+                found.add("no_grad")
+                visit(stmt.body)
+            elif isinstance(stmt, If):
+                for _, body in stmt.branches:
+                    visit(body)
+                visit(stmt.orelse or [])
+            elif isinstance(stmt, (For, While)):
+                visit(stmt.body)
+
+    visit(program.body)
+    for body in program.helpers.values():
+        visit(body)
+    return sorted(found)
+
+
 def all_conditions(program: Program):
     for body in program.helpers.values():
         yield from conditions(body)

@@ -141,7 +141,7 @@ WITH_PROBABILITY = 0.1  # a block wraps one or two of its statements in `with to
 LENGTHS_PROBABILITY = 0.3  # a research program takes `lengths` (forward(self, x, lengths))
 TUPLE_PROBABILITY = 0.25  # ... passed as a tuple rather than a list
 LENGTHS_ITEMS = (2, 3, 4)  # how many ints `lengths` holds (values 0..4: oracle.candidate_inputs)
-STATE_PROBABILITY = 0.06  # a research program keeps state across calls (`cross_call_state`)
+STATE_PROBABILITY = 0.08  # a research program keeps state across calls (`cross_call_state`)
 STATE_MODULES = {"saved": "[]", "steps": "0", "ema": "None", "pair": "None", "hs": "None", "cs": "None"}  # the attributes it keeps
 MAX_CONDITIONS = 3  # threshold slots of this module's conditions, per program
 HEADS = (2, 3, 4)  # heads in a ModuleList
@@ -162,7 +162,7 @@ WEIGHTS = {
     "bool_math": 0.5, "scalar_list": 0.7, "nested_carry": 0.5, "module_pick": 0.8,
     "runtime_range": 0.6, "iterate_list": 0.5, "iterate_array": 0.5, "while_tensor": 0.5, "list_store": 0.6, "np_where_hits": 0.6,
     "view_store": 0.6, "view_of_changed": 0.5, "decode_array": 0.6, "optional_aux": 0.6, "list_alias": 0.8,
-    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5, "data_dependent_size": 0.8,
+    "dict_state": 0.5, "runtime_slice": 0.6, "packed_rnn": 1.5, "data_dependent_size": 2.0,
 }
 # `instance_forward` follows a construct with this probability, drawn from a stream of its own
 # (`Researcher.blocks`): the programs of every seed keep the constructs they had before it.
@@ -481,7 +481,7 @@ class Researcher:
             lin = self.module(f"nn.Linear({w}, {w})")
             gather = r.choice([f"{rows}[{idx}]", f"{rows}.index_select(0, {idx})", f"{rows}[{mask}]"])
             picked = self.fresh("picked")
-            math = r.choice([f"torch.tanh({lin}({picked}))", f"{picked} * 2.0 + 1.0"])
+            math = r.choice([f"torch.tanh({lin}({picked}))", f"({picked} * 2.0 + 1.0)"])
             reduced = r.choice([f"{math}.sum(0, keepdim=True)", f"({picked} > 0).any(0, keepdim=True).float()"])
             return [Research(f"{made}\n{idx} = {nonzero}\n{picked} = {gather}\n"
                              f"x = x + 0.1 * {fold(reduced)} + 0.01 * len({idx})", form)]

@@ -134,3 +134,15 @@ def test_a_compiled_program_refuses_lengths_of_another_length():
     body = [Research("if lengths[0] > lengths[-1]:\n    x = torch.relu(x)", "lengths_compare")]
     outcome = check_program(_research_program(body, lengths=2), backend="onnxruntime")
     assert outcome.status == "ok", outcome.detail
+
+
+def test_a_campaign_counts_the_programs_of_each_form_by_status():
+    from dycl.fuzz.campaign import summarize
+
+    program = _research_program([Research("x = x.detach()", "detach")])
+    outcome = check_program(program, backend=None).to_json()
+    assert outcome["forms"] == ["detach"], outcome
+    refused = {"seed": 1, "status": "frontend-error", "detail": "", "by_design": True, "forms": ["cross_call_state", "detach"]}
+    summary = summarize([outcome, refused, {"seed": 2, "status": "timeout", "detail": "after 300 s"}])
+    assert summary["forms"] == {"cross_call_state": {"frontend-error (by design)": 1},
+                                "detach": {outcome["status"]: 1, "frontend-error (by design)": 1}}

@@ -442,3 +442,17 @@ def test_shrinker_unwraps_with_blocks_and_keeps_referenced_modules():
     small = shrink(program, lambda p: "head(x)" in render(p).source)
     assert size(small) == 1 and isinstance(small.body[0], Research)
     assert set(small.modules) == {"m0", "r0"}
+
+
+def test_the_forms_of_issue_28_are_frequent_enough_for_a_campaign_to_exercise_them():
+    """A campaign's per-form statistics (`summary.json`'s `forms`) rest on `program.forms`."""
+    from dycl.fuzz.program import forms
+
+    programs = Counter()
+    for seed in FIRST_SEEDS:
+        program = generate(seed)
+        assert forms(program) == sorted({form for _, form in _research(program)}), seed
+        programs.update(forms(program))
+    assert programs["data_dependent_size"] >= 0.06 * len(FIRST_SEEDS), programs
+    assert programs["cross_call_state"] >= 0.02 * len(FIRST_SEEDS), programs
+    assert programs["tensor_predicate"] >= 0.2 * len(FIRST_SEEDS), programs
