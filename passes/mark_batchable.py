@@ -30,7 +30,7 @@ from xdsl.passes import ModulePass
 _REGROUPING = frozenset({LIST_CONSTRUCT, LIST_UNPACK, "torch.prim.TupleConstruct", "torch.prim.TupleUnpack"})
 
 
-def _dim0(value: SSAValue) -> int | None:
+def dim0(value: SSAValue) -> int | None:
     type_ = value.type
     if isinstance(type_, t.ValueTensorType) and type_.shape and type_.shape[0] is not None and type_.shape[0] >= 0:
         return type_.shape[0]
@@ -40,26 +40,26 @@ def _dim0(value: SSAValue) -> int | None:
 def batch_rows(function: func.FuncOp) -> int | None:
     """The rows each call's inputs carry at dim 0 if the sub-DNN maps them independently, else None."""
     block = function.body.block
-    sizes = {_dim0(arg) for arg in block.args}
+    sizes = {dim0(arg) for arg in block.args}
     if not block.args or len(sizes) != 1 or None in sizes:
         return None
     carriers: set[SSAValue] = set(block.args)
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             outputs = list(op.operands)
-            if outputs and all(v in carriers for v in outputs) and {_dim0(v) for v in outputs} == sizes:
+            if outputs and all(v in carriers for v in outputs) and {dim0(v) for v in outputs} == sizes:
                 return sizes.pop()
             return None
         if op.regions:
             return None  # a kept gate (scf.if) or a loop: one condition for the whole batch
-        if not _maps_rows(op, [v in carriers for v in op.operands]):
+        if not maps_rows(op, [v in carriers for v in op.operands]):
             return None
         if any(v in carriers for v in op.operands):
             carriers.update(op.results)
     return None
 
 
-def _maps_rows(op: Operation, carries: list[bool]) -> bool:
+def maps_rows(op: Operation, carries: list[bool]) -> bool:
     if not any(carries):
         return True  # shared by every row
     name = op_info(op).name

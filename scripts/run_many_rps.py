@@ -1,0 +1,98 @@
+"""Requests per second of `run_many` against one request at a time, per zoo network (ORT).
+
+    PYTHONPATH=.shim python scripts/run_many_rps.py [--only a,b] [--n 32] [--rounds 7] [--split]
+
+Each round times N requests (cycling through the zoo's path inputs, numpy in) one at a
+time, then the same N through `run_many`; the median round of each is reported, with the
+load average (the machine is shared: ratios from one run are what to read). `--split` adds
+a `pipeline={"keep_branches": False}` compile's `run_many`. `--profile NAME` prints where
+run_many's time goes for one network (cProfile, by function).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import statistics
+import time
+
+import numpy as np
+import torch
+
+import dycl
+from dycl.zoo import REGISTRY
+
+
+def _requests(entry, n: int) -> list[tuple]:
+    paths = [tuple(np.ascontiguousarray(a.numpy()) for a in args) for args in entry.path_inputs()]
+    return [paths[k % len(paths)] for k in range(n)]
+
+
+def _median_seconds(run, rounds: int) -> float:
+    run()  # warm up
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure(name: str, n: int, rounds: int, split: bool) -> dict:
+    entry = REGISTRY[name]
+    model = entry.build()
+    requests = _requests(entry, n)
+    row = {"network": name}
+    forms = {"kept": None, **({"split": {"keep_branches": False}} if split else {})}
+    for form, pipeline in forms.items():
+        compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=pipeline)
+        if form == "kept":
+            row["one_at_a_time"] = n / _median_seconds(lambda: [compiled(*args) for args in requests], rounds)
+        compiled.batch_stats.clear()
+        row[f"run_many_{form}"] = n / _median_seconds(lambda: compiled.run_many(requests), rounds)
+        stats = compiled.batch_stats
+        row[f"mean_batch_{form}"] = sum(s["requests"] for s in stats.values()) / max(1, sum(s["backend_calls"] for s in stats.values()))
+    return row
+
+
+def profile(name: str, n: int, pipeline) -> None:
+    entry = REGISTRY[name]
+    compiled = dycl.compile(entry.build(), entry.example_inputs(), progress=False, check=False, pipeline=pipeline)
+    requests = _requests(entry, n)
+    compiled.run_many(requests)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(20):
+        compiled.run_many(requests)
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(sorted(REGISTRY)))
+    parser.add_argument("--n", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--split", action="store_true")
+    parser.add_argument("--profile")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.profile:
+        profile(args.profile, args.n, {"keep_branches": False} if args.split else None)
+        return
+    print("loadavg", open("/proc/loadavg").read().strip(), flush=True)
+    rows = []
+    for name in args.only.split(","):
+        row = measure(name, args.n, args.rounds, args.split)
+        row["speedup"] = row["run_many_kept"] / row["one_at_a_time"]
+        rows.append(row)
+        print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+    speedups = [r["speedup"] for r in rows]
+    print("geomean speedup", round(float(np.exp(np.mean(np.log(speedups)))), 2))
+    print("loadavg", open("/proc/loadavg").read().strip())
+
+
+if __name__ == "__main__":
+    main()
