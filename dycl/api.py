@@ -302,7 +302,7 @@ def _compile(
         directory = tempfile.mkdtemp(prefix="dycl-artifact-")
         try:
             write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state,
-                                    run_many=(many_host, many_subdnns) if many_host is not None else None)
+                                    run_many=(many_host, many_subdnns, many) if many_host is not None else None)
             model = CompiledModel(directory, threads=threads, runtime=runtime)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -666,7 +666,8 @@ def _host_files(host, weights, name: str) -> dict[str, bytes]:
     return files
 
 
-def _subdnn_records(subdnns, compiled, files: dict[str, bytes]) -> list[dict[str, Any]]:
+def _subdnn_records(subdnns, compiled, files: dict[str, bytes], module=None) -> list[dict[str, Any]]:
+    row_bytes = _row_bytes(module) if module is not None else {}
     records = []
     for subdnn in subdnns:
         result = compiled[subdnn.name]
@@ -680,20 +681,30 @@ def _subdnn_records(subdnns, compiled, files: dict[str, bytes]) -> list[dict[str
                 "macs": subdnn.macs,
                 **({"threads": subdnn.threads} if subdnn.threads is not None else {}),
                 "batchable": subdnn.batch_rows is not None,
+                **({"row_bytes": row_bytes[subdnn.name]} if subdnn.batch_rows is not None and subdnn.name in row_bytes else {}),
                 **result.meta,
             }
         )
     return records
 
 
+def _row_bytes(module) -> dict[str, int]:
+    """Per batchable sub-DNN, its largest tensor's bytes per row (the scheduler caps a
+    batched call's rows by it: `dycl.runtime.batching.BATCH_BYTES`)."""
+    from dycl.dialects.dycl import is_batchable
+    from dycl.passes.mark_batchable import batch_rows, peak_row_bytes
+
+    return {f.sym_name.data: peak_row_bytes(f, batch_rows(f) or 1) for f in module.ops if is_batchable(f)}
+
+
 def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state=None,
                             run_many=None):
-    """run_many: (host program, sub-DNNs) of the form `run_many` runs, if it has its own."""
+    """run_many: (host program, sub-DNNs, HCFG) of the form `run_many` runs, if it has its own."""
     from dycl.runtime.artifact import write_artifact
 
     files = _host_files(host, weights, "host")
     constants = "constants.npz" in files
-    records = _subdnn_records(subdnns, compiled, files)
+    records = _subdnn_records(subdnns, compiled, files, module)
     function = _function(module, entry)
     slots = _state_slots(function)
     state_arguments = sum(len(slot["args"]) for slot in slots)
@@ -711,12 +722,12 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         "runtime": {"threads": threads},
     }
     if run_many is not None:
-        many_host, many_subdnns = run_many
+        many_host, many_subdnns, many_host_ir = run_many
         many_files = _host_files(many_host, weights, "host_run_many")
         manifest["run_many"] = {
             "host": "host_run_many.py",
             "constants": "constants_run_many.npz" if "constants_run_many.npz" in many_files else None,
-            "subdnns": _subdnn_records(many_subdnns, compiled, many_files),
+            "subdnns": _subdnn_records(many_subdnns, compiled, many_files, many_host_ir),
         }
         files.update(many_files)
     if slots:

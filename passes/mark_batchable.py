@@ -24,6 +24,7 @@ from xdsl.ir import Operation, SSAValue
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import BATCHABLE_ATTR, is_subdnn
 from dycl.dialects.torch_ops import LIST_CONSTRUCT, LIST_UNPACK, op_info
+from dycl.passes._common import tensor_bytes
 from xdsl.passes import ModulePass
 
 # List ops that only regroup values: a list of carriers is a carrier.
@@ -57,6 +58,13 @@ def batch_rows(function: func.FuncOp) -> int | None:
         if any(v in carriers for v in op.operands):
             carriers.update(op.results)
     return None
+
+
+def peak_row_bytes(function: func.FuncOp, rows: int) -> int:
+    """The largest tensor a batchable sub-DNN computes, in bytes per row of dim 0: how much
+    each row adds to a batched call's working set (`run_many` keeps calls in cache)."""
+    peak = max((tensor_bytes(v.type) or 0 for op in function.walk() for v in op.results), default=0)
+    return max(1, -(-peak // rows))
 
 
 def maps_rows(op: Operation, carries: list[bool]) -> bool:
