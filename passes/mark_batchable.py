@@ -61,9 +61,15 @@ def batch_rows(function: func.FuncOp) -> int | None:
 
 
 def peak_row_bytes(function: func.FuncOp, rows: int) -> int:
-    """The largest tensor a batchable sub-DNN computes, in bytes per row of dim 0: how much
-    each row adds to a batched call's working set (`run_many` keeps calls in cache)."""
-    peak = max((tensor_bytes(v.type) or 0 for op in function.walk() for v in op.results), default=0)
+    """The largest tensor carrying the rows that a batchable sub-DNN computes, in bytes per
+    row: how much each row adds to a batched call's working set (`run_many` keeps calls
+    in cache). Weights and what is computed from them alone are shared, not counted."""
+    carriers: set[SSAValue] = set(function.body.block.args)
+    peak = max((tensor_bytes(v.type) or 0 for v in carriers), default=0)
+    for op in function.body.block.ops:
+        if any(v in carriers for v in op.operands):
+            carriers.update(op.results)
+            peak = max([peak, *(tensor_bytes(v.type) or 0 for v in op.results)])
     return max(1, -(-peak // rows))
 
 

@@ -154,7 +154,8 @@ class SplitWholeBatchResults(SubDNNPattern):
         rest_fn = _build(name + PER_REQUEST_SUFFIX, fn, whole_inputs, split.whole_ops, whole_outputs)
         for call in call_sites(fn):
             _split_call(call, split, rows_fn, rest_fn, row_outputs, whole_inputs, list(returned.operands), rewriter)
-        rewriter.insert_op([rows_fn, rest_fn], InsertPoint.after(fn))
+        rewriter.insert(rest_fn, InsertPoint.after(fn))
+        rewriter.insert(rows_fn, InsertPoint.after(fn))
         rewriter.erase(fn)
 
 
@@ -171,7 +172,8 @@ def _split_call(call: func.CallOp, split: Split, rows_fn: func.FuncOp, rest_fn: 
         if isinstance(new.owner, func.CallOp):
             new.name_hint = old.name_hint
         old.replace_all_uses_with(new)
-    rewriter.insert_op([rows_call, rest_call], InsertPoint.before(call))
+    rewriter.insert(rows_call, InsertPoint.before(call))
+    rewriter.insert(rest_call, InsertPoint.before(call))
     rewriter.erase(call)
 
 
