@@ -2,9 +2,9 @@
 
     PYTHONPATH=.shim python scripts/run_many_rps.py [--only a,b] [--n 32] [--rounds 7] [--split]
 
-Each round times N requests (cycling through the zoo's path inputs, numpy in) one at a
-time, then the same N through `run_many`; the median round of each is reported, with the
-load average (the machine is shared: ratios from one run are what to read). `--split` adds
+Each round times N requests (cycling through the zoo's path inputs, numpy in) through
+`run_many`, then the same N one at a time (rounds interleaved); the median round of each
+is reported, with the load average (the machine is shared: ratios from one run are what to read). `--split` adds
 a `pipeline={"keep_branches": False}` compile's `run_many`. `--profile NAME` prints where
 run_many's time goes for one network (cProfile, by function).
 """
@@ -30,14 +30,17 @@ def _requests(entry, n: int) -> list[tuple]:
     return [paths[k % len(paths)] for k in range(n)]
 
 
-def _median_seconds(run, rounds: int) -> float:
-    run()  # warm up
-    times = []
+def _median_seconds(runs: dict, rounds: int) -> dict:
+    """Median seconds of each of `runs`, their rounds interleaved (the load drifts)."""
+    times: dict = {name: [] for name in runs}
+    for run in runs.values():
+        run()  # warm up (run_many loads its own form on first use)
     for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def measure(name: str, n: int, rounds: int, split: bool) -> dict:
@@ -48,10 +51,11 @@ def measure(name: str, n: int, rounds: int, split: bool) -> dict:
     forms = {"kept": None, **({"split": {"keep_branches": False}} if split else {})}
     for form, pipeline in forms.items():
         compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=pipeline)
+        runs = {f"run_many_{form}": lambda: compiled.run_many(requests)}
         if form == "kept":
-            row["one_at_a_time"] = n / _median_seconds(lambda: [compiled(*args) for args in requests], rounds)
+            runs["one_at_a_time"] = lambda: [compiled(*args) for args in requests]
         compiled.batch_stats.clear()
-        row[f"run_many_{form}"] = n / _median_seconds(lambda: compiled.run_many(requests), rounds)
+        row.update({name: n / seconds for name, seconds in _median_seconds(runs, rounds).items()})
         stats = compiled.batch_stats
         row[f"mean_batch_{form}"] = sum(s["requests"] for s in stats.values()) / max(1, sum(s["backend_calls"] for s in stats.values()))
     return row
