@@ -355,7 +355,8 @@ def check_against_eager(
 ) -> dict[str, Any]:
     """Run eager PyTorch (`model` in eval mode, under no_grad) and `compiled` on separate
     clones of `inputs`; raise `CompileMismatch` at the first output that differs (see
-    `compare_outputs`). Returns the record `dycl.compile` stores as `manifest["check"]`:
+    `compare_outputs`); a model with a form of its own for `run_many` is run through it
+    too. Returns the record `dycl.compile` stores as `manifest["check"]`:
     ran, passed, max_abs_error, rtol, atol, eager_seconds and compiled_seconds (one call
     each) and seconds (the whole check)."""
     import torch
@@ -381,6 +382,11 @@ def check_against_eager(
         actual = compiled(*compiled_args)
         compiled_seconds = time.perf_counter() - compiled_start
         error, difference = compare_outputs(expected, actual, rtol=rtol, atol=atol)
+        if difference is None and not paths and "run_many" in getattr(compiled, "manifest", {}):
+            # run_many's own form (its gates in the host, exit tests split out) is checked too
+            (many,) = compiled.run_many([_clone(inputs)])
+            many_error, difference = compare_outputs(expected, many, rtol=rtol, atol=atol, path="run_many")
+            error = max(error, many_error)
         if difference is None and paths:
             eager_state = {path: _attribute(model, path) for path in paths}
             state_error, difference = compare_outputs(eager_state, compiled.state, rtol=rtol, atol=atol, path="state")

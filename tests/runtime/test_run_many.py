@@ -229,3 +229,18 @@ def test_run_many_matches_eager_on_every_zoo_network(name, keep_branches):
     _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
     batched = [r["name"] for r in compiled.manifest["subdnns"] if r["batchable"]]
     assert all(compiled.batch_stats[n]["mean_batch"] >= 1 for n in batched if n in compiled.batch_stats)
+
+
+def test_the_compile_check_runs_run_manys_own_form_too():
+    from dycl.api import CompileMismatch, check_against_eager
+
+    torch.manual_seed(1)
+    x = torch.randn(1, 6)
+    model, compiled = _compiled(ConfidentExit, x)
+    assert check_against_eager(model, compiled, (x,))["passed"]
+    _, calls, records = compiled._run_many_form()
+    (test,) = [r["name"] for r in records if r["name"].endswith("_per_request")]
+    exact = calls[test]
+    calls[test] = lambda *args: [np.logical_not(v) for v in exact(*args)]  # the other branch
+    with pytest.raises(CompileMismatch, match="run_many"):
+        check_against_eager(model, compiled, (x,))
