@@ -6,7 +6,8 @@ Each round times N requests (cycling through the zoo's path inputs, numpy in) th
 `run_many`, then the same N one at a time (rounds interleaved); the median round of each
 is reported, with the load average (the machine is shared: ratios from one run are what to read). `--split` adds
 a `pipeline={"keep_branches": False}` compile's `run_many`. `--profile NAME` prints where
-run_many's time goes for one network (cProfile, by function).
+run_many's time goes for one network (cProfile, by function); `--breakdown A,B` splits
+it into batched backend calls, per-request backend calls and the rest.
 """
 
 from __future__ import annotations
@@ -74,6 +75,43 @@ def profile(name: str, n: int, pipeline) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
+def breakdown(name: str, n: int, rounds: int) -> None:
+    """Where run_many's time goes: batched backend calls, per-request backend calls, and
+    the rest (host programs, scheduling, concatenation and slicing)."""
+    import collections
+
+    entry = REGISTRY[name]
+    compiled = dycl.compile(entry.build(), entry.example_inputs(), progress=False, check=False)
+    requests = _requests(entry, n)
+    compiled.run_many(requests)
+    _, calls, records = compiled._run_many_form()
+    batchable = {r["name"] for r in records if r["batchable"]}
+    spent: dict = collections.defaultdict(float)
+    count: dict = collections.Counter()
+
+    def timed(key, run):
+        def call(*args):
+            start = time.perf_counter()
+            try:
+                return run(*args)
+            finally:
+                spent[key] += time.perf_counter() - start
+                count[key] += 1
+        return call
+
+    for sub, run in list(calls.items()):
+        calls[sub] = timed("batched" if sub in batchable else "per_request", run)
+    start = time.perf_counter()
+    for _ in range(rounds):
+        compiled.run_many(requests)
+    total = (time.perf_counter() - start) / rounds
+    batched, per_request = spent["batched"] / rounds, spent["per_request"] / rounds
+    print(f"{name}: run_many {total * 1e3:.1f} ms per {n}: backend batched {batched * 1e3:.1f} ms "
+          f"({count['batched'] / rounds:.0f} calls), backend per request {per_request * 1e3:.1f} ms "
+          f"({count['per_request'] / rounds:.0f} calls), host + scheduling + concatenation "
+          f"{(total - batched - per_request) * 1e3:.1f} ms; loadavg {open('/proc/loadavg').read().split()[:3]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(sorted(REGISTRY)))
@@ -81,8 +119,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--split", action="store_true")
     parser.add_argument("--profile")
+    parser.add_argument("--breakdown", help="networks (comma-separated): where run_many's time goes")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.breakdown:
+        for name in args.breakdown.split(","):
+            breakdown(name, args.n, args.rounds)
+        return
     if args.profile:
         profile(args.profile, args.n, {"keep_branches": False} if args.split else None)
         return

@@ -102,9 +102,12 @@ class Scheduler:
             return [(index, run(*args))]
         joined = [np.concatenate(column, axis=0) for column in zip(*(args for _, args in group))]
         outputs = run(*joined)
-        cuts = np.cumsum([args[0].shape[0] for _, args in group])[:-1]
-        parts = [np.split(np.asarray(output), cuts, axis=0) for output in outputs]
-        return [(index, [part[k] for part in parts]) for k, (index, _) in enumerate(group)]
+        answers, start = [], 0
+        for index, args in group:  # slices, not np.split: a third of the scheduler's time went there
+            stop = start + args[0].shape[0]
+            answers.append((index, [output[start:stop] for output in outputs]))
+            start = stop
+        return answers
 
     def record(self, name: str, requests: int, backend_calls: int) -> None:
         entry = self.stats.setdefault(name, {"requests": 0, "backend_calls": 0, "mean_batch": 0.0})
