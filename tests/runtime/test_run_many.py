@@ -244,3 +244,14 @@ def test_the_compile_check_runs_run_manys_own_form_too():
     calls[test] = lambda *args: [np.logical_not(v) for v in exact(*args)]  # the other branch
     with pytest.raises(CompileMismatch, match="run_many"):
         check_against_eager(model, compiled, (x,))
+
+
+def test_a_saved_artifact_keeps_run_manys_own_form_and_loads_it_on_first_use(tmp_path):
+    torch.manual_seed(1)
+    xs = [torch.randn(1, 6) for _ in range(8)]
+    model, compiled = _compiled(ConfidentExit, xs[0])
+    loaded = dycl.load(compiled.save(tmp_path / "artifact"))
+    assert {"host_run_many.py", "many_subdnn_0.onnx"} <= set(loaded.manifest["files"])
+    assert loaded._run_many is None  # one request at a time never loads it
+    _check_against_eager_and_one_at_a_time(model, loaded, [(x,) for x in xs])
+    assert loaded.batch_stats["many_subdnn_0"]["mean_batch"] == len(xs)
