@@ -31,6 +31,10 @@ def _requests(entry, n: int) -> list[tuple]:
     return [paths[k % len(paths)] for k in range(n)]
 
 
+CLOCK = time.perf_counter
+THREADS = None
+
+
 def _median_seconds(runs: dict, rounds: int) -> dict:
     """Median seconds of each of `runs`, their rounds interleaved (the load drifts)."""
     times: dict = {name: [] for name in runs}
@@ -38,9 +42,9 @@ def _median_seconds(runs: dict, rounds: int) -> dict:
         run()  # warm up (run_many loads its own form on first use)
     for _ in range(rounds):
         for name, run in runs.items():
-            start = time.perf_counter()
+            start = CLOCK()
             run()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(CLOCK() - start)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -61,7 +65,8 @@ def measure(name: str, n: int, rounds: int, split: bool) -> dict:
     row = {"network": name}
     forms = {"kept": None, **({"split": {"keep_branches": False}} if split else {})}
     for form, pipeline in forms.items():
-        compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=pipeline)
+        compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=pipeline,
+                                threads=THREADS)
         runs = {f"run_many_{form}": lambda: compiled.run_many(requests)}
         if form == "kept":
             runs["one_at_a_time"] = lambda: [compiled(*args) for args in requests]
@@ -130,9 +135,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--split", action="store_true")
     parser.add_argument("--profile")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="one intra-op thread, and this process's CPU time instead of wall time (a loaded machine "
+                             "deschedules the process; CPU time leaves that out)")
     parser.add_argument("--breakdown", help="networks (comma-separated): where run_many's time goes")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.cpu_time:
+        global CLOCK, THREADS
+        CLOCK, THREADS = time.process_time, 1
     if args.breakdown:
         for name in args.breakdown.split(","):
             breakdown(name, args.n, args.rounds)
