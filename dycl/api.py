@@ -264,19 +264,22 @@ def _compile(
         from dycl.ir import make_context
         from dycl.passes.compose import run_passes
 
+        host_ir = module.clone() if run_pipeline and _batches(backend) else None
         run_passes(make_context(), module, passes if run_pipeline else ())
+        _mark_batchable(module, backend)
+        many = _run_many_form(module, host_ir, passes, entry) if run_pipeline else None
     report["pipeline_seconds"] = time.perf_counter() - start
 
-    with stage("passes"):
-        _mark_batchable(module, backend)
     with stage("codegen"):
         from dycl.codegen import generate_host
 
         host = generate_host(module, entry)
+        many_host = generate_host(many, entry) if many is not None else None
     with stage("backend"):
         from dycl.backends import compile_subdnns, subdnns_of
 
         subdnns = list(subdnns_of(module))
+        many_subdnns = list(subdnns_of(many)) if many is not None else []
         if tune is not None:
             from dycl.backends.tuning import tune_subdnns
 
@@ -285,10 +288,12 @@ def _compile(
             report["tuning"] = {**tuning.to_json(), "seconds": time.perf_counter() - start}
         start = time.perf_counter()
         compiled = compile_subdnns(
-            subdnns, weights, backend, options, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress
+            subdnns + many_subdnns, weights, backend, options, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache,
+            progress=progress,
         )
         report["backend_seconds"] = time.perf_counter() - start
     report["subdnn_count"] = len(subdnns)
+    report["run_many_subdnn_count"] = len(many_subdnns)
     report["cached_subdnns"] = sum(c.cached for c in compiled.values())
 
     if runtime is not None:
@@ -296,7 +301,8 @@ def _compile(
     with stage("artifact"):
         directory = tempfile.mkdtemp(prefix="dycl-artifact-")
         try:
-            write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state)
+            write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state,
+                                    run_many=(many_host, many_subdnns, many) if many_host is not None else None)
             model = CompiledModel(directory, threads=threads, runtime=runtime)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -349,7 +355,8 @@ def check_against_eager(
 ) -> dict[str, Any]:
     """Run eager PyTorch (`model` in eval mode, under no_grad) and `compiled` on separate
     clones of `inputs`; raise `CompileMismatch` at the first output that differs (see
-    `compare_outputs`). Returns the record `dycl.compile` stores as `manifest["check"]`:
+    `compare_outputs`); a model with a form of its own for `run_many` is run through it
+    too. Returns the record `dycl.compile` stores as `manifest["check"]`:
     ran, passed, max_abs_error, rtol, atol, eager_seconds and compiled_seconds (one call
     each) and seconds (the whole check)."""
     import torch
@@ -375,6 +382,11 @@ def check_against_eager(
         actual = compiled(*compiled_args)
         compiled_seconds = time.perf_counter() - compiled_start
         error, difference = compare_outputs(expected, actual, rtol=rtol, atol=atol)
+        if difference is None and not paths and "run_many" in getattr(compiled, "manifest", {}):
+            # run_many's own form (its gates in the host, exit tests split out) is checked too
+            (many,) = compiled.run_many([_clone(inputs)])
+            many_error, difference = compare_outputs(expected, many, rtol=rtol, atol=atol, path="run_many")
+            error = max(error, many_error)
         if difference is None and paths:
             eager_state = {path: _attribute(model, path) for path in paths}
             state_error, difference = compare_outputs(eager_state, compiled.state, rtol=rtol, atol=atol, path="state")
@@ -584,28 +596,84 @@ def _clone(value: Any) -> Any:
     return value
 
 
-def _mark_batchable(module, backend: str) -> None:
-    """Mark the sub-DNNs `run_many` may batch, when the backend compiles them batched."""
+def _batches(backend: str) -> bool:
+    """The backend compiles batchable sub-DNNs with a dynamic dim 0 (`run_many` batches)."""
     from dycl.backends import backend_class
 
-    if backend_class(backend).dynamic_batch:
+    return backend_class(backend).dynamic_batch
+
+
+def _mark_batchable(module, backend: str) -> None:
+    """Mark the sub-DNNs `run_many` may batch, when the backend compiles them batched."""
+    if _batches(backend):
         from dycl.ir import make_context
         from dycl.passes.mark_batchable import MarkBatchablePass
 
         MarkBatchablePass().apply(make_context(), module)
 
 
-def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state=None):
-    from dycl.runtime.artifact import write_artifact
+RUN_MANY_PREFIX = "many_"
+"""The sub-DNNs of the run_many form are named `many_<name>` beside the one-request form's."""
 
-    files: dict[str, bytes] = {"host.py": host.source.encode()}
+
+def _run_many_form(hcfg, host_ir, passes, entry: str):
+    """The HCFG `run_many` runs, when it differs from `hcfg` (the one-request form), else None.
+
+    Gates kept inside a sub-DNN (an ONNX `If`) cannot follow a batch, so this form reruns
+    the pipeline on the host IR with keep-branches off (the gates go to the host); then
+    dycl-split-batchable moves what reads the whole batch (an exit test) out of row-wise
+    sub-DNNs. Both cost a backend call per request each, which one request at a time would
+    pay for nothing: `compiled(*args)` keeps running `hcfg`. docs/architecture.md, "Many
+    requests at once"."""
+    from dataclasses import replace
+
+    from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
+    from xdsl.dialects.func import CallOp
+
+    from dycl.dialects.dycl import is_subdnn
+    from dycl.ir import make_context, print_module
+    from dycl.passes.compose import run_passes
+    from dycl.passes.mark_batchable import MarkBatchablePass
+    from dycl.passes.pipeline import PipelinePass
+    from dycl.passes.split_batchable import SplitBatchablePass
+
+    if host_ir is None or _state_slots(_function(hcfg, entry)):
+        return None  # a stateful model runs its requests in order, one at a time
+    kept = any(op.regions for f in hcfg.ops if is_subdnn(f) for op in f.walk() if op is not f)
+    split_passes = [replace(p, keep_branches=False) if isinstance(p, PipelinePass) else p for p in passes]
+    if kept and split_passes != list(passes):
+        many = host_ir
+        run_passes(make_context(), many, split_passes)
+    else:
+        many = hcfg.clone()
+    SplitBatchablePass().apply(make_context(), many)
+    MarkBatchablePass().apply(make_context(), many)
+    if print_module(many) == print_module(hcfg):
+        return None
+    renamed = {f.sym_name.data: RUN_MANY_PREFIX + f.sym_name.data for f in many.ops if is_subdnn(f)}
+    for op in many.walk():
+        if is_subdnn(op):
+            op.sym_name = StringAttr(renamed[op.sym_name.data])
+        elif isinstance(op, CallOp) and op.callee.root_reference.data in renamed:
+            op.properties["callee"] = SymbolRefAttr(renamed[op.callee.root_reference.data])
+    return many
+
+
+def _host_files(host, weights, name: str) -> dict[str, bytes]:
+    """`<name>.py` and, if it reads any, `constants<suffix>.npz` of a host program."""
+    files: dict[str, bytes] = {f"{name}.py": host.source.encode()}
     constants = dict(host.constants)
-    for name in host.weight_names:
-        constants[name] = np.asarray(_as_numpy(weights[name]))
+    for key in host.weight_names:
+        constants[key] = np.asarray(_as_numpy(weights[key]))
     if constants:
         buffer = io.BytesIO()
         np.savez(buffer, **constants)
-        files["constants.npz"] = buffer.getvalue()
+        files[name.replace("host", "constants") + ".npz"] = buffer.getvalue()
+    return files
+
+
+def _subdnn_records(subdnns, compiled, files: dict[str, bytes], module=None) -> list[dict[str, Any]]:
+    row_bytes = _row_bytes(module) if module is not None else {}
     records = []
     for subdnn in subdnns:
         result = compiled[subdnn.name]
@@ -619,9 +687,30 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
                 "macs": subdnn.macs,
                 **({"threads": subdnn.threads} if subdnn.threads is not None else {}),
                 "batchable": subdnn.batch_rows is not None,
+                **({"row_bytes": row_bytes[subdnn.name]} if subdnn.batch_rows is not None and subdnn.name in row_bytes else {}),
                 **result.meta,
             }
         )
+    return records
+
+
+def _row_bytes(module) -> dict[str, int]:
+    """Per batchable sub-DNN, its largest tensor's bytes per row (the scheduler caps a
+    batched call's rows by it: `dycl.runtime.batching.BATCH_BYTES`)."""
+    from dycl.dialects.dycl import is_batchable
+    from dycl.passes.mark_batchable import batch_rows, peak_row_bytes
+
+    return {f.sym_name.data: peak_row_bytes(f, batch_rows(f) or 1) for f in module.ops if is_batchable(f)}
+
+
+def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, weights, backend, options, threads, state=None,
+                            run_many=None):
+    """run_many: (host program, sub-DNNs, HCFG) of the form `run_many` runs, if it has its own."""
+    from dycl.runtime.artifact import write_artifact
+
+    files = _host_files(host, weights, "host")
+    constants = "constants.npz" in files
+    records = _subdnn_records(subdnns, compiled, files, module)
     function = _function(module, entry)
     slots = _state_slots(function)
     state_arguments = sum(len(slot["args"]) for slot in slots)
@@ -638,6 +727,15 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         "subdnns": records,
         "runtime": {"threads": threads},
     }
+    if run_many is not None:
+        many_host, many_subdnns, many_host_ir = run_many
+        many_files = _host_files(many_host, weights, "host_run_many")
+        manifest["run_many"] = {
+            "host": "host_run_many.py",
+            "constants": "constants_run_many.npz" if "constants_run_many.npz" in many_files else None,
+            "subdnns": _subdnn_records(many_subdnns, compiled, many_files, many_host_ir),
+        }
+        files.update(many_files)
     if slots:
         from dycl.runtime.state import to_bytes
 

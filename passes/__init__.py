@@ -68,6 +68,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return MarkBatchablePass
 
+    def get_split_batchable():
+        from dycl.passes.split_batchable import SplitBatchablePass
+
+        return SplitBatchablePass
+
     def get_pipeline():
         from dycl.passes.pipeline import PipelinePass
 
@@ -84,6 +89,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dycl-merge-calls": get_merge_calls,
         "dycl-single-thread": get_single_thread,
         "dycl-mark-batchable": get_mark_batchable,
+        "dycl-split-batchable": get_split_batchable,
         "dycl-pipeline": get_pipeline,
     }
 

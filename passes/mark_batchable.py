@@ -24,13 +24,14 @@ from xdsl.ir import Operation, SSAValue
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import BATCHABLE_ATTR, is_subdnn
 from dycl.dialects.torch_ops import LIST_CONSTRUCT, LIST_UNPACK, op_info
+from dycl.passes._common import tensor_bytes
 from xdsl.passes import ModulePass
 
 # List ops that only regroup values: a list of carriers is a carrier.
 _REGROUPING = frozenset({LIST_CONSTRUCT, LIST_UNPACK, "torch.prim.TupleConstruct", "torch.prim.TupleUnpack"})
 
 
-def _dim0(value: SSAValue) -> int | None:
+def dim0(value: SSAValue) -> int | None:
     type_ = value.type
     if isinstance(type_, t.ValueTensorType) and type_.shape and type_.shape[0] is not None and type_.shape[0] >= 0:
         return type_.shape[0]
@@ -40,26 +41,39 @@ def _dim0(value: SSAValue) -> int | None:
 def batch_rows(function: func.FuncOp) -> int | None:
     """The rows each call's inputs carry at dim 0 if the sub-DNN maps them independently, else None."""
     block = function.body.block
-    sizes = {_dim0(arg) for arg in block.args}
+    sizes = {dim0(arg) for arg in block.args}
     if not block.args or len(sizes) != 1 or None in sizes:
         return None
     carriers: set[SSAValue] = set(block.args)
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             outputs = list(op.operands)
-            if outputs and all(v in carriers for v in outputs) and {_dim0(v) for v in outputs} == sizes:
+            if outputs and all(v in carriers for v in outputs) and {dim0(v) for v in outputs} == sizes:
                 return sizes.pop()
             return None
         if op.regions:
             return None  # a kept gate (scf.if) or a loop: one condition for the whole batch
-        if not _maps_rows(op, [v in carriers for v in op.operands]):
+        if not maps_rows(op, [v in carriers for v in op.operands]):
             return None
         if any(v in carriers for v in op.operands):
             carriers.update(op.results)
     return None
 
 
-def _maps_rows(op: Operation, carries: list[bool]) -> bool:
+def peak_row_bytes(function: func.FuncOp, rows: int) -> int:
+    """The largest tensor carrying the rows that a batchable sub-DNN computes, in bytes per
+    row: how much each row adds to a batched call's working set (`run_many` keeps calls
+    in cache). Weights and what is computed from them alone are shared, not counted."""
+    carriers: set[SSAValue] = set(function.body.block.args)
+    peak = max((tensor_bytes(v.type) or 0 for v in carriers), default=0)
+    for op in function.body.block.ops:
+        if any(v in carriers for v in op.operands):
+            carriers.update(op.results)
+            peak = max([peak, *(tensor_bytes(v.type) or 0 for v in op.results)])
+    return max(1, -(-peak // rows))
+
+
+def maps_rows(op: Operation, carries: list[bool]) -> bool:
     if not any(carries):
         return True  # shared by every row
     name = op_info(op).name

@@ -150,29 +150,50 @@ class CompiledModel:
     # ------------------------------------------------------------- loading
 
     def _bind_host(self):
+        module, subdnns, constants = self._load_form(self.manifest)
+        self.subdnn_calls = subdnns
+        self.source = (self.directory / self.manifest["host"]).read_text()
+        self._host_module, self._constants = module, constants
+        self._run_many = None
+        return module.bind(subdnns, constants)
+
+    def _load_form(self, form: Mapping[str, Any]) -> tuple[types.ModuleType, dict[str, Any], dict[str, Any]]:
+        """A host program (`form["host"]`), its constants and its sub-DNNs' runners."""
         try:
             make_runner = runner_factory(self.backend)
         except ValueError:
             raise ArtifactError(f"{self.directory}: unknown backend '{self.backend}' in the manifest") from None
         subdnns = {}
-        for record in self.manifest["subdnns"]:
+        for record in form["subdnns"]:
             path = self.directory / record["file"]
             try:
                 subdnns[record["name"]] = make_runner(path, record, self.runtime)
             except Exception as err:
                 raise ArtifactError(f"{path}: the {self.backend} runtime cannot load it: {err}") from err
-        self.subdnn_calls = subdnns
         constants = {}
-        constants_file = self.manifest.get("constants")
+        constants_file = form.get("constants")
         if constants_file:
             with np.load(self.directory / constants_file, allow_pickle=False) as stored:
                 constants = {key: stored[key] for key in stored.files}
-        self.source = (self.directory / self.manifest["host"]).read_text()
+        source = (self.directory / form["host"]).read_text()
         module = types.ModuleType(f"dycl_host_{self.entry}")
-        module.__file__ = str(self.directory / self.manifest["host"])
-        exec(compile(self.source, module.__file__, "exec"), module.__dict__)
-        self._host_module, self._constants = module, constants
-        return module.bind(subdnns, constants)
+        module.__file__ = str(self.directory / form["host"])
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        return module, subdnns, constants
+
+    def _run_many_form(self) -> tuple[Any, dict[str, Any], list[Mapping[str, Any]]]:
+        """(the stepwise entry, sub-DNN runners, their records) that `run_many` runs: the
+        artifact's own run_many form if it has one (gates in the host, exit tests split
+        out: docs/architecture.md), loaded on first use, else the one-request form's."""
+        if self._run_many is None:
+            form = self.manifest.get("run_many")
+            if form is None:
+                self._run_many = (self._host_module.bind_stepwise(self._constants), self.subdnn_calls,
+                                  self.manifest["subdnns"])
+            else:
+                module, subdnns, constants = self._load_form(form)
+                self._run_many = (module.bind_stepwise(constants), subdnns, form["subdnns"])
+        return self._run_many
 
     def rebind(self, subdnns: Mapping[str, Any]) -> "CompiledModel":
         """A copy whose host calls these sub-DNN callables instead (profiling, tests)."""
@@ -224,10 +245,9 @@ class CompiledModel:
                 if not return_exceptions:
                     raise InputError(f"run_many: request {index}: {error}") from None
                 outcomes[index] = error
-        bind_stepwise = getattr(self._host_module, "bind_stepwise", None)
         # An artifact written before host.py had a stepwise form runs request by request, and
         # so does a stateful model: each call must see the state the one before it left.
-        if bind_stepwise is None or self.stateful:
+        if not hasattr(self._host_module, "bind_stepwise") or self.stateful:
             results, failures = {}, {}
             for index, (args, _) in prepared.items():
                 try:
@@ -239,8 +259,8 @@ class CompiledModel:
         else:
             from dycl.runtime.batching import Scheduler
 
-            stepwise = bind_stepwise(self._constants)
-            scheduler = Scheduler(self.subdnn_calls, self.manifest["subdnns"], self.batch_stats)
+            stepwise, calls, records = self._run_many_form()
+            scheduler = Scheduler(calls, records, self.batch_stats)
             failures = {} if return_exceptions else None
             ran = scheduler.run([stepwise(*args) for args, _ in prepared.values()], failures)
             order = list(prepared)

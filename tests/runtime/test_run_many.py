@@ -55,7 +55,11 @@ def test_run_many_batches_the_decoder_steps_of_many_captions(caption):
     compiled.batch_stats.clear()
     compiled.run_many(_requests(entry))
     stats = compiled.batch_stats
-    assert stats["subdnn_0"]["mean_batch"] == N  # every request's encoder in one call
+    # every request's encoder in as few calls as keep each call's largest tensor in cache
+    from dycl.runtime.batching import BATCH_BYTES
+
+    encoder = compiled.manifest["subdnns"][0]
+    assert stats["subdnn_0"]["backend_calls"] == -(-N // max(1, BATCH_BYTES // encoder["row_bytes"]))
     decoder = stats["subdnn_1"]
     assert decoder["mean_batch"] > 4 and decoder["backend_calls"] < decoder["requests"]
 
@@ -65,9 +69,14 @@ def test_run_many_follows_each_requests_early_exit():
     entry = REGISTRY["sdn_mobilenet"]
     model = entry.build()
     compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False)
-    # Each block's sub-DNN also computes its exit's 0-d confidence test: not batchable.
+    # Each block's sub-DNN also computes its exit's 0-d confidence test: not batchable ...
     assert not any(r["batchable"] for r in compiled.manifest["subdnns"])
     _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
+    # ... but run_many's form splits the test out (dycl-split-batchable): the blocks batch.
+    records = compiled.manifest["run_many"]["subdnns"]
+    blocks = [r["name"] for r in records if not r["name"].endswith("_per_request")]
+    assert blocks and all(r["batchable"] is (r["name"] in blocks) for r in records)
+    assert compiled.batch_stats[blocks[0]]["mean_batch"] > 1
 
 
 def test_bad_input_to_run_many_names_the_request(caption):
@@ -269,7 +278,12 @@ def test_only_sub_dnns_proven_row_independent_are_batchable(model_class, batchab
     assert [r["batchable"] for r in compiled.manifest["subdnns"]] == [batchable]
     requests = [(torch.randn(1, 3, 6, 6),) for _ in range(6)]
     _check_against_eager_and_one_at_a_time(model, compiled, requests)
-    assert compiled.batch_stats["subdnn_0"]["mean_batch"] == (6 if batchable else 1)
+    stats = {name: entry["mean_batch"] for name, entry in compiled.batch_stats.items()}
+    if batchable:
+        assert "run_many" not in compiled.manifest and stats == {"subdnn_0": 6}
+    else:
+        # run_many's own form: the convolution batches, what mixes the rows runs per request
+        assert stats == {"many_subdnn_0": 6, "many_subdnn_0_per_request": 1}
 
 
 def test_a_condition_from_the_whole_batch_is_not_batchable_and_the_branch_is():
@@ -287,12 +301,29 @@ def test_a_condition_from_the_whole_batch_is_not_batchable_and_the_branch_is():
     _check_against_eager_and_one_at_a_time(model, compiled, [(x,) for x in xs])
 
 
-def test_a_gate_kept_inside_a_sub_dnn_is_not_batchable():
+def test_a_gate_kept_inside_a_sub_dnn_is_not_batchable_and_run_many_has_it_in_the_host():
     torch.manual_seed(1)
-    x = torch.randn(1, 6)
-    _, compiled = _compiled(ConfidentExit, x)  # the default keeps the branch inside: an ONNX If
+    xs = [torch.randn(1, 6) for _ in range(16)]
+    model, compiled = _compiled(ConfidentExit, xs[0])  # the default keeps the branch inside: an ONNX If
     records = compiled.manifest["subdnns"]
     assert len(records) == 1 and not records[0]["batchable"]
+    # run_many's own form: the gate in the host, its exit test split from the layers before it
+    many = {r["name"]: r["batchable"] for r in compiled.manifest["run_many"]["subdnns"]}
+    assert sorted(many.values()) == [False, True, True]
+    _check_against_eager_and_one_at_a_time(model, compiled, [(x,) for x in xs])
+    assert all(compiled.batch_stats[name]["mean_batch"] > 1 for name, batchable in many.items() if batchable)
+
+
+def test_a_batched_call_takes_at_most_the_rows_that_fit_the_cache(monkeypatch):
+    from dycl.runtime import batching
+
+    model, compiled = _compiled(RowWise, torch.randn(1, 3, 6, 6))
+    (record,) = compiled.manifest["subdnns"]
+    assert record["row_bytes"] == 4 * 4 * 6 * 6  # its largest tensor per row: the conv's output
+    monkeypatch.setattr(batching, "BATCH_BYTES", 2 * record["row_bytes"])
+    requests = [(torch.randn(1, 3, 6, 6),) for _ in range(6)]
+    _check_against_eager_and_one_at_a_time(model, compiled, requests)
+    assert compiled.batch_stats["subdnn_0"] == {"requests": 6, "backend_calls": 3, "mean_batch": 2.0}
 
 
 def test_numpy_in_numpy_out():
@@ -317,3 +348,29 @@ def test_run_many_matches_eager_on_every_zoo_network(name, keep_branches):
     _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
     batched = [r["name"] for r in compiled.manifest["subdnns"] if r["batchable"]]
     assert all(compiled.batch_stats[n]["mean_batch"] >= 1 for n in batched if n in compiled.batch_stats)
+
+
+def test_the_compile_check_runs_run_manys_own_form_too():
+    from dycl.api import CompileMismatch, check_against_eager
+
+    torch.manual_seed(1)
+    x = torch.randn(1, 6)
+    model, compiled = _compiled(ConfidentExit, x)
+    assert check_against_eager(model, compiled, (x,))["passed"]
+    _, calls, records = compiled._run_many_form()
+    (test,) = [r["name"] for r in records if r["name"].endswith("_per_request")]
+    exact = calls[test]
+    calls[test] = lambda *args: [np.logical_not(v) for v in exact(*args)]  # the other branch
+    with pytest.raises(CompileMismatch, match="run_many"):
+        check_against_eager(model, compiled, (x,))
+
+
+def test_a_saved_artifact_keeps_run_manys_own_form_and_loads_it_on_first_use(tmp_path):
+    torch.manual_seed(1)
+    xs = [torch.randn(1, 6) for _ in range(8)]
+    model, compiled = _compiled(ConfidentExit, xs[0])
+    loaded = dycl.load(compiled.save(tmp_path / "artifact"))
+    assert {"host_run_many.py", "many_subdnn_0.onnx"} <= set(loaded.manifest["files"])
+    assert loaded._run_many is None  # one request at a time never loads it
+    _check_against_eager_and_one_at_a_time(model, loaded, [(x,) for x in xs])
+    assert loaded.batch_stats["many_subdnn_0"]["mean_batch"] == len(xs)
