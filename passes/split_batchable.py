@@ -169,7 +169,7 @@ def _split_call(call: func.CallOp, split: Split, rows_fn: func.FuncOp, rest_fn: 
     whole_results = iter(rest_call.results)
     for old, value in zip(call.results, returned):
         new = values[value] if split.part(value) is Part.ROWS else next(whole_results)
-        if isinstance(new.owner, func.CallOp):
+        if new.owner in (rows_call, rest_call):  # (not an argument passed through)
             new.name_hint = old.name_hint
         old.replace_all_uses_with(new)
     rewriter.insert(rows_call, InsertPoint.before(call))
