@@ -42,9 +42,27 @@ class TvmBackend(Backend):
     name = NAME
     Options = TvmOptions
     tool_packages = ("torch", "apache-tvm")
+    dynamic_batch = True
     options: TvmOptions
 
     def compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
+        """A batchable sub-DNN (`run_many` may batch it) is built with a symbolic dim 0,
+        untuned; a tuned build keeps one request's rows, the shapes MetaSchedule tuned (its
+        schedules are for static shapes: one request at a time stays as fast as tuned)."""
+        if subdnn.batch_rows is not None and self.options.database:
+            compiled = self._compile(subdnn.static(), weights)
+            compiled.meta["batchable"] = False
+            return compiled
+        if subdnn.batch_rows is not None:
+            try:
+                return self._compile(subdnn, weights)  # dim 0 a Relax symbolic size
+            except BackendError:  # something in it needs a static dim 0: one request per call
+                compiled = self._compile(subdnn.static(), weights)
+                compiled.meta["batchable"] = False
+                return compiled
+        return self._compile(subdnn, weights)
+
+    def _compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
         mod = to_relax(subdnn, weights)
         target = target_of(self.options.target, tuned=bool(self.options.database))
         try:
