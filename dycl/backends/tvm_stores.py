@@ -10,8 +10,9 @@ PyTorch's indexing result has: any length, 0 included, at run time.
 
 Semantics kept from PyTorch: negative indices count from the end; the values broadcast to
 the indexed shape, and where the sizes are known only at run time (the values' rows and the
-index's length are separate runtime dims of the sub-DNN) a Relax `match_cast` checks them
-when it runs, raising where eager raises; `accumulate=True` adds every duplicate index's
+index's length are separate runtime dims of the sub-DNN) a Relax `match_cast` gives them
+one size, which the scatter kernel checks its arguments have when it runs, raising where
+eager raises; `accumulate=True` adds every duplicate index's
 values (`scatter_nd`'s "add"), and a plain store at duplicate indices, where PyTorch does
 not say which value wins, keeps the last, as PyTorch's CPU kernel does.
 """
@@ -55,8 +56,8 @@ def store_at_indices(importer, node) -> Any:
     updates, checked = _conform(importer, values, result_shape)
     width = len(index_shape)
     if before:
-        order = [*range(before, before + width), *range(before), *range(before + width, len(result_shape))]
-        updates = emit(relax.op.permute_dims(updates, order))
+        index_dims_first = [*range(before, before + width), *range(before), *range(before + width, len(result_shape))]
+        updates = emit(relax.op.permute_dims(updates, index_dims_first))
 
     if any(_is_zero(size) for size in index_shape):
         return _after(importer, data, updates) if checked else data  # nothing stored
