@@ -106,8 +106,10 @@ def tune_subdnns(
     target = target_of(options.get("target", "llvm"), tuned=True)
     directory = database_directory(tune, target, cache_dir)
     # A sub-DNN with a dim known only at run time is built untuned: MetaSchedule searches
-    # and measures static shapes only (its search fails on a symbolic one).
-    static = [s for s in subdnns if all(None not in spec.shape for spec in (*s.inputs, *s.outputs))]
+    # and measures static shapes only (its search fails on a symbolic one). A tuned build
+    # compiles a batchable sub-DNN for one request's rows (TvmBackend.compile): tune that.
+    static = [s.static() for s in subdnns]
+    static = [s for s in static if all(None not in spec.shape for spec in (*s.inputs, *s.outputs))]
     fused = [fuse_for_schedules(to_relax(s, {n: weights[n] for n in s.weight_names}), target) for s in static]
     report = tune_modules(fused, target, tune, directory, progress)
     return {**options, "database": str(directory)}, report

@@ -24,6 +24,7 @@ from dycl.backends.errors import BackendError
 from dycl.backends.fx_rebuild import empty_tensors_as_constants, export
 from dycl.backends.subdnn import SubDNN
 from dycl.backends.tvm_schedules import apply_database, fuse_for_schedules, scheduled_functions
+from dycl.backends.tvm_stores import store_at_indices
 
 NAME = "tvm"
 
@@ -41,9 +42,27 @@ class TvmBackend(Backend):
     name = NAME
     Options = TvmOptions
     tool_packages = ("torch", "apache-tvm")
+    dynamic_batch = True
     options: TvmOptions
 
     def compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
+        """A batchable sub-DNN (`run_many` may batch it) is built with a symbolic dim 0,
+        untuned; a tuned build keeps one request's rows, the shapes MetaSchedule tuned (its
+        schedules are for static shapes: one request at a time stays as fast as tuned)."""
+        if subdnn.batch_rows is not None and self.options.database:
+            compiled = self._compile(subdnn.static(), weights)
+            compiled.meta["batchable"] = False
+            return compiled
+        if subdnn.batch_rows is not None:
+            try:
+                return self._compile(subdnn, weights)  # dim 0 a Relax symbolic size
+            except BackendError:  # something in it needs a static dim 0: one request per call
+                compiled = self._compile(subdnn.static(), weights)
+                compiled.meta["batchable"] = False
+                return compiled
+        return self._compile(subdnn, weights)
+
+    def _compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
         mod = to_relax(subdnn, weights)
         target = target_of(self.options.target, tuned=bool(self.options.database))
         try:
@@ -120,7 +139,6 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             _in_every_graph(program, _compare_bools_as_numbers)
             _in_every_graph(program, _wrap_negative_indices)
             _in_every_graph(program, empty_tensors_as_constants)  # (again: decompositions make new ones)
-            _in_every_graph(program, _complete_index_puts)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
     except Exception as err:
         text = str(err)
@@ -265,79 +283,12 @@ def _wrap_negative_indices(graph_module) -> None:
             meta = index.meta.get("val") if isinstance(index, torch.fx.Node) else None
             if meta is None or meta.dtype == torch.bool or k >= tensor.dim() or not isinstance(tensor.shape[k], int):
                 continue
+            if tensor.shape[k] == 0:
+                continue  # (no index is in bounds there, eager raises: `% 0` failed TVM's compile)
             with graph.inserting_before(node):
                 wrapped[k] = graph.call_function(aten.remainder.Scalar, (index, tensor.shape[k]))
             wrapped[k].meta["val"] = meta.remainder(tensor.shape[k])
         node.args = (target, wrapped, *node.args[2:])
-    graph_module.recompile()
-
-
-def _complete_index_puts(graph_module) -> None:
-    """`x[i, j] = v` on a tensor of more dims than indices (`index_put` with 2 index tensors
-    on a 4-d `x`): Relax's index_put takes one index tensor per dim. Give the other dims
-    `arange` indices and expand every index and the values to the indexed shape (the same
-    store). Bool masks are left to the `index_put` converter."""
-    import torch
-
-    aten = torch.ops.aten
-    graph = graph_module.graph
-    for node in list(graph.nodes):
-        if node.op != "call_function" or node.target is not aten.index_put.default:
-            continue
-        target, indices, values = node.args[:3]
-        tensor = target.meta.get("val") if isinstance(target, torch.fx.Node) else None
-        if tensor is None or not isinstance(values, torch.fx.Node) or len(indices) > tensor.dim():
-            continue
-        given = [k for k, index in enumerate(indices) if index is not None]
-        metas = [indices[k].meta.get("val") for k in given]
-        if not given or given != list(range(given[0], given[-1] + 1)) or len(given) == tensor.dim():
-            continue  # (indices separated by a slice put their dims first: not handled here)
-        if any(m is None or m.dtype == torch.bool for m in metas):
-            continue
-        index_shape = list(torch.broadcast_shapes(*[m.shape for m in metas]))
-        before, after = list(tensor.shape[: given[0]]), list(tensor.shape[given[-1] + 1:])
-        full = before + index_shape + after
-
-        def call(op, args, value):
-            with graph.inserting_before(node):
-                made = graph.call_function(op, args)
-            made.meta["val"] = value
-            return made
-
-        def sized(shape):
-            """`shape` with each runtime size (an index of a runtime length) as a node that
-            reads it: a graph's sizes are nodes, never Python SymInts."""
-            out = []
-            for size in shape:
-                if isinstance(size, torch.SymInt):
-                    k, d = next((k, d) for k, m in zip(given, metas) for d in range(m.dim()) if str(m.shape[d]) == str(size))
-                    size = call(aten.sym_size.int, (indices[k], d), size)
-                out.append(size)
-            return out
-
-        def spread(source, meta, at: int, width: int):
-            """`source` (of `width` dims) at dims `at`.. of the indexed shape, expanded to it."""
-            shape = [1] * at + list(meta.shape) + [1] * (len(full) - at - width)
-            reshaped = call(aten.reshape.default, (source, sized(shape)), meta.reshape(shape))
-            return call(aten.expand.default, (reshaped, sized(full)), meta.reshape(shape).expand(full))
-
-        def arange(size: int, at: int):
-            span = torch.arange(size, device=tensor.device)
-            made = call(aten.arange.start_step, (0, size, 1), span)
-            fake_mode = getattr(tensor, "fake_mode", None)
-            if fake_mode is not None:  # (expanded to a shape with a runtime size: `idx` from nonzero)
-                span = fake_mode.from_tensor(span, static_shapes=True)
-            made.kwargs = {"dtype": torch.int64, "device": tensor.device}
-            return spread(made, span, at, 1)
-
-        completed = [arange(size, k) for k, size in enumerate(before)]
-        for k, meta in zip(given, metas):  # right-aligned in the broadcast index shape
-            completed.append(spread(indices[k], meta, len(before) + len(index_shape) - meta.dim(), meta.dim()))
-        offset = len(before) + len(index_shape)
-        completed += [arange(size, offset + k) for k, size in enumerate(after)]
-        value_meta = values.meta.get("val")
-        expanded = call(aten.expand.default, (values, sized(full)), value_meta.expand(full) if value_meta is not None else None)
-        node.args = (target, completed, expanded, *node.args[3:])
     graph_module.recompile()
 
 
@@ -359,14 +310,18 @@ def _converters(importer) -> dict:
         return convert
 
     def index_put(node, _importer=None):
-        """A masked store (`p[p >= 0.5] = 1.0`, functionalized to `index_put` with a bool
-        mask), which Relax's own converter rejects (it takes integer indices only), as a
-        `where`; other index_puts go to Relax's converter."""
+        """A store at integer index tensors (`hx[idx] = v`, `x[:, idx] += v`) as `scatter_nd`
+        (`dycl.backends.tvm_stores`: Relax's own converter fails at an index of a runtime
+        length); a masked store (`p[p >= 0.5] = 1.0`, functionalized to `index_put` with a
+        bool mask), which Relax's converter rejects, as a `where`."""
         import torch
 
         indices, values = node.args[1], node.args[2].meta.get("val")
         target = node.args[0].meta.get("val")
-        mask = indices[0].meta.get("val") if len(indices) == 1 and indices[0] is not None else None
+        metas = [index.meta.get("val") if index is not None else None for index in indices]
+        if metas and all(m is None or m.dtype not in (torch.bool, torch.uint8) for m in metas) and any(m is not None for m in metas):
+            return store_at_indices(importer, node)
+        mask = metas[0] if len(indices) == 1 else None
         if (
             mask is None or target is None or values is None or mask.dtype != torch.bool
             or values.numel() != 1 or tuple(mask.shape) != tuple(target.shape[: mask.dim()])
@@ -436,6 +391,26 @@ def _converters(importer) -> dict:
         shape = relax.ShapeExpr(list(node.args[0]))
         return importer.block_builder.emit(relax.op.broadcast_to(relax.const(fill, dtype), shape))
 
+    def divide_rounding(node, _importer=None):
+        """`t // 6` (`div` with a rounding mode) on an int64 tensor: Relax's converter makes
+        the Python int an int32 constant, which its floor_divide rejects beside int64. Both
+        operands in the result's dtype, as PyTorch computes it."""
+        args = importer.retrieve_args(node)
+        emit = importer.block_builder.emit
+        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+        mode = node.kwargs.get("rounding_mode", args[2] if len(args) > 2 else None)
+
+        def operand(value):
+            if not isinstance(value, relax.Expr):
+                return relax.const(value, dtype)
+            return value if value.ty.dtype == dtype else emit(relax.op.astype(value, dtype))
+
+        lhs, rhs = operand(args[0]), operand(args[1])
+        if mode == "floor":
+            return emit(relax.op.floor_divide(lhs, rhs))
+        quotient = emit(relax.op.divide(lhs, rhs))
+        return emit(relax.op.trunc(quotient)) if mode == "trunc" and dtype.startswith("float") else quotient
+
     def convert_element_type(node, _importer=None):
         """`prims.convert_element_type` (a dtype cast decompositions leave)."""
         args = importer.retrieve_args(node)
@@ -448,6 +423,7 @@ def _converters(importer) -> dict:
         "clamp.default": clamp,
         "full.default": full,
         "convert_element_type.default": convert_element_type,
+        "div.Tensor_mode": divide_rounding,
         "index_put.default": index_put,
         "select.int": select,
     }

@@ -200,10 +200,7 @@ def test_loops_over_sizes_from_data_compile_exactly_on_onnxruntime(factory, inpu
 @pytest.mark.slow
 @pytest.mark.parametrize("factory, inputs", [
     (TokenPruning, pruning_inputs()),
-    pytest.param(NonzeroRows, rows_inputs(), marks=pytest.mark.xfail(
-        strict=True, raises=dycl.BackendError,
-        reason="TVM 0.27's IndexPut cannot broadcast index shapes of a symbolic size: "
-               "`accum[idx] += h` fails TVM's compile (a BackendError, never a wrong answer)")),
+    (NonzeroRows, rows_inputs()),
     (MaskedSelect, masked_select_inputs()),
 ], ids=["token_pruning", "nonzero_rows", "masked_select"])
 def test_sizes_from_data_compile_exactly_on_tvm(factory, inputs):
