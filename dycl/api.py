@@ -109,6 +109,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     pipeline: Mapping[str, Any] | None = None,
     passes: str | Sequence[Any] | None = None,
     tune: TuneOptions | None = None,
+    run_many_form: bool = True,
     **backend_options: Any,
 ) -> CompiledModel:
     """Compile `model.<method>` for `backend`.
@@ -138,6 +139,10 @@ def compile(  # noqa: A001 - the public name the design asks for
     the HCFG contract: a module that breaks it is a `dycl.PipelineError` naming the rule,
     the function and op, and the last pass that ran. (A `dycl-pipeline` in a spec keeps
     branches by ONNX Runtime's costs unless it says `{backend=tvm}`.)
+    run_many_form: on a backend that batches, also compile the form `run_many` runs (gates
+    kept in a sub-DNN go to the host, exit tests are split out of row-wise sub-DNNs) when it
+    differs from the one-request form. False skips it: gated and early-exit networks then
+    compile once, and `run_many` batches only what the one-request form can.
     """
     with _stage("backend"):
         from dycl.backends import backend_options as check_options
@@ -173,6 +178,7 @@ def compile(  # noqa: A001 - the public name the design asks for
         stage=_stage,
         tune=tune,
         state=program.state,
+        run_many_form=run_many_form,
     )
     if check:
         with _stage("check"):
@@ -208,11 +214,12 @@ def compile_module(
     run_pipeline: bool = True,
     tune: TuneOptions | None = None,
     state: Mapping[str, Any] | None = None,
+    run_many_form: bool = True,
     **backend_options: Any,
 ) -> CompiledModel:
     """Compile host IR (an xDSL module, as the frontend writes it) with its weights.
 
-    `pipeline` and `passes` as in `compile`. With `run_pipeline=False` no pass runs: the
+    `pipeline`, `passes` and `run_many_form` as in `compile`. With `run_pipeline=False` no pass runs: the
     module must already be an HCFG (a `PipelineError` says where it is not).
     state: the initial values of the attributes the func's `dycl.state` lists (path ->
     value); a None/list attribute not given starts as None/[].
@@ -225,7 +232,7 @@ def compile_module(
     return _compile(
         module, weights, backend, options, entry=entry, threads=threads, runtime=runtime, jobs=jobs, cache_dir=cache_dir,
         use_cache=use_cache, progress=progress, passes=passes, run_pipeline=run_pipeline, stage=_no_stage, tune=tune,
-        state=state,
+        state=state, run_many_form=run_many_form,
     )
 
 
@@ -256,7 +263,7 @@ def _check_tune(backend: str, tune: TuneOptions | None) -> None:
 def _compile(
     module, weights, backend, options, *, entry, threads, runtime, jobs, cache_dir, use_cache, progress, passes,
     run_pipeline, stage: Callable[[str], contextlib.AbstractContextManager], tune: TuneOptions | None = None,
-    state: Mapping[str, Any] | None = None,
+    state: Mapping[str, Any] | None = None, run_many_form: bool = True,
 ) -> CompiledModel:
     report: dict[str, Any] = {"backend": backend}
     start = time.perf_counter()
@@ -264,10 +271,10 @@ def _compile(
         from dycl.ir import make_context
         from dycl.passes.compose import run_passes
 
-        host_ir = module.clone() if run_pipeline and _batches(backend) else None
+        host_ir = module.clone() if run_pipeline and run_many_form and _batches(backend) else None
         run_passes(make_context(), module, passes if run_pipeline else ())
         _mark_batchable(module, backend)
-        many = _run_many_form(module, host_ir, passes, entry) if run_pipeline else None
+        many = _run_many_form(module, host_ir, passes, entry) if host_ir is not None else None
     report["pipeline_seconds"] = time.perf_counter() - start
 
     with stage("codegen"):

@@ -314,6 +314,16 @@ def test_a_gate_kept_inside_a_sub_dnn_is_not_batchable_and_run_many_has_it_in_th
     assert all(compiled.batch_stats[name]["mean_batch"] > 1 for name, batchable in many.items() if batchable)
 
 
+def test_run_many_form_false_compiles_one_form_and_run_many_batches_what_it_can():
+    torch.manual_seed(1)
+    xs = [torch.randn(1, 6) for _ in range(16)]
+    model, compiled = _compiled(ConfidentExit, xs[0], run_many_form=False)
+    assert "run_many" not in compiled.manifest and compiled.compile_report["run_many_subdnn_count"] == 0
+    _check_against_eager_and_one_at_a_time(model, compiled, [(x,) for x in xs])
+    (record,) = compiled.manifest["subdnns"]  # the kept gate: one sub-DNN, run request by request
+    assert compiled.batch_stats[record["name"]]["mean_batch"] == 1
+
+
 def test_a_batched_call_takes_at_most_the_rows_that_fit_the_cache(monkeypatch):
     from dycl.runtime import batching
 
