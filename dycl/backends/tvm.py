@@ -202,30 +202,36 @@ def _cast_scalar_operands(graph_module) -> None:
 
 
 _SCALAR_COMPARISONS = {"eq.Scalar", "ne.Scalar", "lt.Scalar", "le.Scalar", "gt.Scalar", "ge.Scalar"}
+_TENSOR_COMPARISONS = {"eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor"}
 
 
 def _compare_bools_as_numbers(graph_module) -> None:
     """A bool tensor compared with a number (`torch.count_nonzero(mask)` decomposes to
     `sum(mask != 0)`; `mask == 0`): TVM compares `i1` values with a float compare, which
-    LLVM rejects (fuzz seed 320040). The bools are cast to the number's kind first (int64
-    for an int, float64 for a float: 0 and 1 compare exactly with any scalar)."""
+    LLVM rejects (fuzz seed 320040; two bool tensors, `(c).eq(torch.tensor(True))`: 320140).
+    The bools are cast to the number's kind first (int64 for an int, float64 for a float: 0
+    and 1 compare exactly with any scalar; the other tensor's dtype, as PyTorch promotes)."""
     import torch
 
     graph = graph_module.graph
     for node in list(graph.nodes):
         if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
             continue
-        if node.target.__name__ not in _SCALAR_COMPARISONS:
+        name = node.target.__name__
+        if name not in _SCALAR_COMPARISONS | _TENSOR_COMPARISONS:
             continue
-        operand, scalar = node.args[0], node.args[1]
-        value = operand.meta.get("val") if isinstance(operand, torch.fx.Node) else None
-        if not isinstance(value, torch.Tensor) or value.dtype != torch.bool:
+        values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in node.args[:2]]
+        if not any(isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in values):
             continue
-        dtype = torch.float64 if isinstance(scalar, float) else torch.int64
-        with graph.inserting_before(node):
-            cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": dtype})
-        cast.meta["val"] = value.to(dtype)
-        node.replace_input_with(operand, cast)
+        other = next((v.dtype for v in values if isinstance(v, torch.Tensor) and v.dtype != torch.bool), None)
+        dtype = other or (torch.float64 if isinstance(values[1], float) else torch.int64)
+        for operand, value in zip(node.args[:2], values):
+            if not (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+                continue
+            with graph.inserting_before(node):
+                cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": dtype})
+            cast.meta["val"] = value.to(dtype)
+            node.replace_input_with(operand, cast)
     graph_module.recompile()
 
 

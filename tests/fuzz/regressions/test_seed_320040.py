@@ -3,6 +3,7 @@ seed 320040 (on TVM): the sub-DNN of the `tensor_predicate` condition
 `if torch.count_nonzero(x.amax() < t) > 0:` failed to compile ("LLVM module verification
 failed: Invalid operand types for FCmp instruction"): `count_nonzero` decomposes to
 `sum(mask != 0)`, and TVM compares a bool tensor with a number as a float compare of `i1`.
+Seed 320140: `(x.max() < 0.0).eq(torch.tensor(True)).all()`, two bool tensors, the same.
 The bools are cast to the number's kind first (`tvm._compare_bools_as_numbers`)."""
 
 import os
@@ -23,8 +24,8 @@ class CountThenBranch(nn.Module):
     def forward(self, x):
         mask = x > 0.2
         if torch.count_nonzero(x.amax() < 0.5) > 0:
-            return x + 1, torch.count_nonzero(mask), (mask == 0).float(), (mask != 0.5).float()
-        return x - 1, torch.count_nonzero(mask, dim=1), (mask != 1).float(), (mask == 1.0).float()
+            return x + 1, torch.count_nonzero(mask), (mask == 0).float(), (mask != 0.5).float(), mask.eq(torch.tensor(True)).all()
+        return x - 1, torch.count_nonzero(mask, dim=1), (mask != 1).float(), (mask == 1.0).float(), mask.ne(x > 1.0).any()
 
 
 def test_a_bool_tensor_compared_with_a_number_compiles_for_tvm():
