@@ -109,7 +109,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     pipeline: Mapping[str, Any] | None = None,
     passes: str | Sequence[Any] | None = None,
     tune: TuneOptions | None = None,
-    run_many_form: bool = True,
+    run_many_form: bool = False,
     **backend_options: Any,
 ) -> CompiledModel:
     """Compile `model.<method>` for `backend`.
@@ -139,10 +139,11 @@ def compile(  # noqa: A001 - the public name the design asks for
     the HCFG contract: a module that breaks it is a `dycl.PipelineError` naming the rule,
     the function and op, and the last pass that ran. (A `dycl-pipeline` in a spec keeps
     branches by ONNX Runtime's costs unless it says `{backend=tvm}`.)
-    run_many_form: on a backend that batches, also compile the form `run_many` runs (gates
-    kept in a sub-DNN go to the host, exit tests are split out of row-wise sub-DNNs) when it
-    differs from the one-request form. False skips it: gated and early-exit networks then
-    compile once, and `run_many` batches only what the one-request form can.
+    run_many_form: for serving many requests at once (`run_many`, dycl-serve) on a backend
+    that batches: also compile a form of the program for `run_many` (gates kept in a
+    sub-DNN go to the host, exit tests are split out of row-wise sub-DNNs) when it differs
+    from the one-request form. Off by default: gated and early-exit networks compile once,
+    and `run_many` batches only what the one-request form can (docs/architecture.md).
     """
     with _stage("backend"):
         from dycl.backends import backend_options as check_options
@@ -214,7 +215,7 @@ def compile_module(
     run_pipeline: bool = True,
     tune: TuneOptions | None = None,
     state: Mapping[str, Any] | None = None,
-    run_many_form: bool = True,
+    run_many_form: bool = False,
     **backend_options: Any,
 ) -> CompiledModel:
     """Compile host IR (an xDSL module, as the frontend writes it) with its weights.
@@ -263,7 +264,7 @@ def _check_tune(backend: str, tune: TuneOptions | None) -> None:
 def _compile(
     module, weights, backend, options, *, entry, threads, runtime, jobs, cache_dir, use_cache, progress, passes,
     run_pipeline, stage: Callable[[str], contextlib.AbstractContextManager], tune: TuneOptions | None = None,
-    state: Mapping[str, Any] | None = None, run_many_form: bool = True,
+    state: Mapping[str, Any] | None = None, run_many_form: bool = False,
 ) -> CompiledModel:
     report: dict[str, Any] = {"backend": backend}
     start = time.perf_counter()

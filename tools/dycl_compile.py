@@ -145,6 +145,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         help="the pure split: every branch decided in the host, none kept inside a sub-DNN (dycl-keep-branches)",
     )
     parser.add_argument(
+        "--run-many-form", action="store_true",
+        help="for serving many requests at once (run_many, dycl-serve): also compile a form with the gates "
+        "in the host and exit tests split out, so that blocks batch across requests",
+    )
+    parser.add_argument(
         "--sign-key", metavar="KEY.pem",
         help="sign the artifact directory with this elliptic-curve private key (PEM; needs the `sign` extra); "
         "load it with dycl.load(dir, verify_key=PUB) or dycl-run DIR --verify-key PUB",
@@ -177,7 +182,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     compiled = dycl.compile(
         model, examples, backend=args.backend, method=args.method, threads=args.threads,
         jobs=args.jobs, use_cache=not args.no_cache, check=not args.no_check, tune=tune,
-        pipeline={"keep_branches": False} if args.no_keep_branches else None,
+        pipeline={"keep_branches": False} if args.no_keep_branches else None, run_many_form=args.run_many_form,
     )
     seconds = time.perf_counter() - start
     path = compiled.save(args.output, sign_key=args.sign_key)

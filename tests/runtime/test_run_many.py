@@ -68,7 +68,7 @@ def test_run_many_follows_each_requests_early_exit():
     torch.set_num_threads(1)
     entry = REGISTRY["sdn_mobilenet"]
     model = entry.build()
-    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False)
+    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, run_many_form=True)
     # Each block's sub-DNN also computes its exit's 0-d confidence test: not batchable ...
     assert not any(r["batchable"] for r in compiled.manifest["subdnns"])
     _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
@@ -265,6 +265,7 @@ class ConfidentExit(nn.Module):
 def _compiled(model_class, *inputs, **options):
     torch.manual_seed(0)
     model = model_class().eval()
+    options.setdefault("run_many_form", True)
     return model, dycl.compile(model, inputs, progress=False, check=False, **options)
 
 
@@ -314,10 +315,12 @@ def test_a_gate_kept_inside_a_sub_dnn_is_not_batchable_and_run_many_has_it_in_th
     assert all(compiled.batch_stats[name]["mean_batch"] > 1 for name, batchable in many.items() if batchable)
 
 
-def test_run_many_form_false_compiles_one_form_and_run_many_batches_what_it_can():
+def test_by_default_one_form_is_compiled_and_run_many_batches_what_it_can():
     torch.manual_seed(1)
     xs = [torch.randn(1, 6) for _ in range(16)]
-    model, compiled = _compiled(ConfidentExit, xs[0], run_many_form=False)
+    torch.manual_seed(0)
+    model = ConfidentExit().eval()
+    compiled = dycl.compile(model, (xs[0],), progress=False, check=False)
     assert "run_many" not in compiled.manifest and compiled.compile_report["run_many_subdnn_count"] == 0
     _check_against_eager_and_one_at_a_time(model, compiled, [(x,) for x in xs])
     (record,) = compiled.manifest["subdnns"]  # the kept gate: one sub-DNN, run request by request
@@ -354,7 +357,8 @@ def test_run_many_matches_eager_on_every_zoo_network(name, keep_branches):
     entry = REGISTRY[name]
     model = entry.build()
     pipeline = None if keep_branches else {"keep_branches": False}
-    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=pipeline)
+    compiled = dycl.compile(model, entry.example_inputs(), progress=False, check=False, pipeline=pipeline,
+                            run_many_form=True)
     _check_against_eager_and_one_at_a_time(model, compiled, _requests(entry))
     batched = [r["name"] for r in compiled.manifest["subdnns"] if r["batchable"]]
     assert all(compiled.batch_stats[n]["mean_batch"] >= 1 for n in batched if n in compiled.batch_stats)
