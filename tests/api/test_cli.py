@@ -81,3 +81,20 @@ def test_compile_checks_the_sign_key_before_compiling(tmp_path, capsys):
         err = capsys.readouterr().err
         assert f"dycl-compile: error: --sign-key: cannot sign with {key}: {reason}" in err
         assert "NoSuchModel" not in err and not out.exists()  # before the model is even loaded
+
+
+def test_compile_with_the_run_many_form_batches_gated_blocks_across_requests(tmp_path):
+    import dycl
+    from tests.api.models import skip_gate_inputs
+
+    out = tmp_path / "out"
+    args = ["tests.api.models:skip_gate", "--example", "x: f32[1,8] = randn", "-o", str(out)]
+    assert compile_main([*args, "--run-many-form"]) == 0
+    compiled = dycl.load(out)
+    assert "run_many" in compiled.manifest  # the gates in the host: the blocks are sub-DNNs of their own
+    requests = [tuple(x.numpy() for x in inputs) for inputs in skip_gate_inputs()]
+    for request, output in zip(requests, compiled.run_many(requests)):
+        np.testing.assert_array_equal(output, compiled(*request))
+    assert max(s["mean_batch"] for s in compiled.batch_stats.values()) > 1
+    assert compile_main([*args, "-o", str(tmp_path / "one")]) == 0
+    assert "run_many" not in dycl.load(tmp_path / "one").manifest
