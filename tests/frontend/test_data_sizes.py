@@ -180,7 +180,7 @@ def test_a_beam_search_that_drops_finished_beams_is_exact():
 
 @pytest.mark.parametrize("factory, inputs", [
     pytest.param(TokenPruning, pruning_inputs(), marks=pytest.mark.slow),
-    (NonzeroRows, rows_inputs()),
+    pytest.param(NonzeroRows, rows_inputs(), marks=pytest.mark.slow),  # the interpreter's run is in the default tier
     (MaskedSelect, masked_select_inputs()),
 ], ids=["token_pruning", "nonzero_rows", "masked_select"])
 def test_sizes_from_data_compile_exactly_on_onnxruntime(factory, inputs):

@@ -163,6 +163,7 @@ def test_a_size_that_broadcasts_is_exact_for_0_1_and_more(example):
         assert max_abs_error(eager(model, (x, lengths)), run(program, (x, lengths))) <= 1e-5
 
 
+@pytest.mark.slow  # the zero-step examples below are the harder case, in the default tier
 def test_the_decoders_compile_exactly_on_onnxruntime_from_one_decode_step():
     assert_compiled_exactly(DecoderFromListArgument, list_inputs([[2, 1], [1, 1], [3, 2], [6, 4]]), "onnxruntime")
     assert_compiled_exactly(DecoderWithAttention, tolist_inputs([[2, 2], [1, 1], [3, 1], [5, 4]]), "onnxruntime")
