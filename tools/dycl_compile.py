@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 
 from dycl.backends import BACKENDS
+from dycl.tools.exit_status import exit_status
 
 
 def _load_model(target: str):
@@ -228,10 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(argv)
     except SystemExit as exit_:
-        if isinstance(exit_.code, str):
-            print(exit_.code, file=sys.stderr)
-            return 1
-        return 0 if exit_.code in (0, None) else 1
+        return exit_status(exit_)
     except Exception as err:  # a clear one-line reason; the frontend/backends name what failed
         from dycl.api import CompileMismatch
         from dycl.inputspec import InputSpecError

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dycl.tools.exit_status import exit_status
+
 
 def _random_argument(arg_type, gen):
     import torch
@@ -103,10 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(argv)
     except SystemExit as exit_:
-        if isinstance(exit_.code, str):
-            print(exit_.code, file=sys.stderr)
-            return 1
-        return 0 if exit_.code in (0, None) else 1
+        return exit_status(exit_)
     except _artifact_errors() as err:  # clear, one line, and without importing xdsl/torch
         print(f"dycl-run: error: {err}", file=sys.stderr)
         return 1

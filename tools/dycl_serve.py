@@ -19,6 +19,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from dycl.tools.exit_status import exit_status
+
 INSTALL_HINT = "pip install -e '.[serve]'"
 
 
@@ -95,10 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(argv)
     except SystemExit as exit_:
-        if isinstance(exit_.code, str):
-            print(exit_.code, file=sys.stderr)
-            return 1
-        return 0 if exit_.code in (0, None) else 1
+        return exit_status(exit_)
     except Exception as err:  # one line, never a traceback: a refused artifact, a failed deployment
         from dycl.runtime import ArtifactError
 
