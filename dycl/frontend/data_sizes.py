@@ -173,14 +173,17 @@ class _Lowering(ast.NodeTransformer):
         """`torch.unique(x, return_inverse=True, return_counts=True)`, `x.unique()`: numpy's
         `np.unique` on the host, which sorts as torch does (NaNs last, each its own value);
         of `dim=d`, the slices along d (integers and bools). `torch.unique_consecutive(x)`:
-        its runs, found on the host."""
+        its runs, found on the host. The flags may be passed by position, in torch's order."""
         accepted = _CONSECUTIVE_KEYWORDS if consecutive else _UNIQUE_KEYWORDS
-        if source is None or positional or any(k.arg not in accepted for k in node.keywords):
+        keywords = [*(ast.keyword(name, arg) for name, arg in zip(accepted, positional)), *node.keywords]
+        named = [k.arg for k in keywords]
+        if (source is None or len(positional) > len(accepted) or any(isinstance(a, ast.Starred) for a in positional)
+                or any(name not in accepted for name in named) or len(set(named)) < len(named)):
             return node
         tensor = self._tensor(source)
         if tensor is None:
             return node
-        options = {name: self._keyword(node, name, default) for name, default in accepted.items()}
+        options = {name: self._keyword(node, name, default, keywords) for name, default in accepted.items()}
         dim = options["dim"]
         rank = tensor.type.rank
         if dim is not None and not (type(dim) is int and rank and -rank <= dim < rank):
@@ -286,8 +289,8 @@ class _Lowering(ast.NodeTransformer):
             return value
         return None
 
-    def _keyword(self, node: ast.Call, name: str, default):
-        for keyword in node.keywords:
+    def _keyword(self, node: ast.Call, name: str, default, keywords: list[ast.keyword] | None = None):
+        for keyword in node.keywords if keywords is None else keywords:
             if keyword.arg == name:
                 value = self.c._try_constant(keyword.value, self.env, quiet=True)
                 if value is V.MISSING:

@@ -210,7 +210,7 @@ class GreedyCTC(nn.Module):
         self.proj = nn.Linear(4, classes)
 
     def collapse(self, path):
-        runs, inverse, counts = torch.unique_consecutive(path, return_inverse=True, return_counts=True)
+        runs, inverse, counts = torch.unique_consecutive(path, True, True)
         return runs, inverse, counts
 
     def forward(self, frames, valid):
