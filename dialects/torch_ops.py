@@ -291,6 +291,25 @@ def _unique_shapes(op: Operation) -> list[Attribute] | None:
             t.ValueTensorType([None], int64)]
 
 
+def _unique_dim_shapes(op: Operation, dim_operand: int = 1) -> list[Attribute] | None:
+    """`torch.unique(x, dim=d)`'s values (x's shape, dim d of a runtime size), inverse
+    `[x.shape[d]]` int64, counts `[?]` int64."""
+    if (source := _ranked_source(op)) is None:
+        return None
+    dim = constant_value(op.operands[dim_operand])
+    if not isinstance(dim, int) or not -len(source.shape) <= dim < len(source.shape):
+        return None
+    shape = list(source.shape)
+    length, shape[dim] = shape[dim], None
+    int64 = op.results[2].type.element_type
+    return [t.ValueTensorType(shape, source.element_type), t.ValueTensorType([length], int64), t.ValueTensorType([None], int64)]
+
+
+def _consecutive_shapes(op: Operation) -> list[Attribute] | None:
+    """`torch.unique_consecutive(x, dim=d)`: as `torch.unique`'s, of dim None or d."""
+    return _unique_shapes(op) if constant_value(op.operands[3]) is None else _unique_dim_shapes(op, dim_operand=3)
+
+
 def _repeated_shape(op: Operation) -> list[Attribute] | None:
     """`repeat_interleave(x, repeats, dim)`: x's shape with dim of a runtime size (`[?]` of dim None)."""
     if (source := _ranked_source(op)) is None:
@@ -742,6 +761,13 @@ _DATA_SIZES: dict[str, HostSpec] = {
         " np.unique(x, return_counts=True, equal_nan=False)[1].astype(np.int64))",
         shape=_unique_shapes, unpacks=True,
     ),
+    # `torch.unique(x, dim=d, return_inverse=True, return_counts=True)` of integers or bools
+    # (the frontend refuses floats: torch's order of NaN slices is not numpy's): slices
+    # sorted lexicographically, as numpy sorts them; the inverse is 1-d, of x's dim d
+    "torch.aten.unique_dim": _with("rt.unique_dim(x, dim)", shape=_unique_dim_shapes, unpacks=True),
+    # `torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=d)`: runs of
+    # elements (of slices along d), NaN != NaN as in torch
+    "torch.aten.unique_consecutive": _with("rt.unique_consecutive(x, return_inverse, return_counts, dim)", shape=_consecutive_shapes, unpacks=True),
     "torch.aten.repeat_interleave.self_Tensor": _with("np.repeat(x, repeats, axis=dim)", shape=_repeated_shape),
     "torch.aten.repeat_interleave.Tensor": _with(
         "np.repeat(np.arange(np.size(repeats)), repeats).astype(repeats.dtype)", shape=_repeated_indices_shape

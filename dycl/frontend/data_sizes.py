@@ -38,6 +38,8 @@ from dycl.frontend.nodes import OPERAND_PREFIX, fresh_id
 NONZERO = "torch.aten.nonzero"
 MASKED_SELECT = "torch.aten.masked_select"
 UNIQUE = "torch.aten._unique2"  # (values, inverse, counts)
+UNIQUE_DIM = "torch.aten.unique_dim"  # (values, inverse, counts) of slices along a dim
+UNIQUE_CONSECUTIVE = "torch.aten.unique_consecutive"  # (values, inverse, counts) of runs
 REPEAT_INTERLEAVE = "torch.aten.repeat_interleave.self_Tensor"
 REPEATED_INDICES = "torch.aten.repeat_interleave.Tensor"  # (`torch.repeat_interleave(repeats)`)
 
@@ -45,8 +47,10 @@ REPEATED_INDICES = "torch.aten.repeat_interleave.Tensor"  # (`torch.repeat_inter
 _NONZERO_FUNCTIONS = (torch.nonzero, torch.argwhere)
 _NONZERO_METHODS = frozenset({"nonzero", "argwhere"})
 _MASK_DTYPES = (torch.bool, torch.uint8)
-_MAKER_NAMES = frozenset({"nonzero", "argwhere", "masked_select", "unique", "repeat_interleave"})
+_MAKER_NAMES = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "repeat_interleave"})
 _UNIQUE_KEYWORDS = {"sorted": True, "return_inverse": False, "return_counts": False, "dim": None}
+_CONSECUTIVE_KEYWORDS = {"return_inverse": False, "return_counts": False, "dim": None}
+_SLICE_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 def makes_data_sizes(fdef: ast.AST) -> bool:
@@ -157,26 +161,46 @@ class _Lowering(ast.NodeTransformer):
         if func is torch.unique or method == "unique":
             return self._unique(node, node.args[0] if func is torch.unique and node.args else node.func.value if method else None,
                                 node.args[1:] if func is torch.unique else node.args)
+        if func is torch.unique_consecutive or method == "unique_consecutive":
+            return self._unique(node, node.args[0] if func is torch.unique_consecutive and node.args else node.func.value if method else None,
+                                node.args[1:] if func is torch.unique_consecutive else node.args, consecutive=True)
         if func is torch.repeat_interleave or method == "repeat_interleave":
             operands = node.args if func is torch.repeat_interleave else [node.func.value, *node.args]
             return self._repeat_interleave(node, operands)
         return node
 
-    def _unique(self, node: ast.Call, source: ast.expr | None, positional: list) -> ast.expr:
+    def _unique(self, node: ast.Call, source: ast.expr | None, positional: list, consecutive: bool = False) -> ast.expr:
         """`torch.unique(x, return_inverse=True, return_counts=True)`, `x.unique()`: numpy's
-        `np.unique` on the host, which sorts as torch does (NaNs last, each its own value)."""
-        if source is None or positional or any(k.arg not in _UNIQUE_KEYWORDS for k in node.keywords):
+        `np.unique` on the host, which sorts as torch does (NaNs last, each its own value);
+        of `dim=d`, the slices along d (integers and bools). `torch.unique_consecutive(x)`:
+        its runs, found on the host. The flags may be passed by position, in torch's order."""
+        accepted = _CONSECUTIVE_KEYWORDS if consecutive else _UNIQUE_KEYWORDS
+        keywords = [*(ast.keyword(name, arg) for name, arg in zip(accepted, positional)), *node.keywords]
+        named = [k.arg for k in keywords]
+        if (source is None or len(positional) > len(accepted) or any(isinstance(a, ast.Starred) for a in positional)
+                or any(name not in accepted for name in named) or len(set(named)) < len(named)):
             return node
         tensor = self._tensor(source)
         if tensor is None:
             return node
-        options = {name: self._keyword(node, name, default) for name, default in _UNIQUE_KEYWORDS.items()}
-        if options["dim"] is not None:
-            raise self.c.error(node, f"`{source_text(node)}` with `dim=`", "take the unique values of the whole tensor (`dim=None`), or keep the full shape")
-        if not options["sorted"]:
+        options = {name: self._keyword(node, name, default, keywords) for name, default in accepted.items()}
+        dim = options["dim"]
+        rank = tensor.type.rank
+        if dim is not None and not (type(dim) is int and rank and -rank <= dim < rank):
+            raise self.c.error(node, f"`{source_text(node)}` with `dim={dim!r}` of a {tensor.type.rank}-d tensor", "pass a dim of the tensor")
+        if dim is not None and not consecutive and tensor.example.dtype not in _SLICE_DTYPES:
+            raise self.c.error(node, f"`{source_text(node)}` with `dim=` of {str(tensor.example.dtype).removeprefix('torch.')} values, "
+                               "whose order of slices holding NaN PyTorch does not define as numpy does",
+                               "take the unique slices of an integer tensor (`.long()` of labels), or use `dim=None`")
+        if not options.get("sorted", True):
             raise self.c.error(node, f"`{source_text(node)}` with `sorted=False`, whose order PyTorch leaves open",
                                "pass `sorted=True` (the default): the compiled model then gives PyTorch's order")
-        values, inverse, counts = unique(self.c, tensor)
+        if consecutive:
+            values, inverse, counts = unique_consecutive(self.c, tensor, dim, node)
+        elif dim is not None:
+            values, inverse, counts = unique_dim(self.c, tensor, dim, node)
+        else:
+            values, inverse, counts = unique(self.c, tensor)
         made = [values] + [v for v, wanted in ((inverse, options["return_inverse"]), (counts, options["return_counts"])) if wanted]
         return self.bind(made[0] if len(made) == 1 else V.Tup(tuple(made), "tuple"), node)
 
@@ -265,8 +289,8 @@ class _Lowering(ast.NodeTransformer):
             return value
         return None
 
-    def _keyword(self, node: ast.Call, name: str, default):
-        for keyword in node.keywords:
+    def _keyword(self, node: ast.Call, name: str, default, keywords: list[ast.keyword] | None = None):
+        for keyword in node.keywords if keywords is None else keywords:
             if keyword.arg == name:
                 value = self.c._try_constant(keyword.value, self.env, quiet=True)
                 if value is V.MISSING:
@@ -334,6 +358,43 @@ def unique(c, tensor: V.Dyn) -> tuple[V.Dyn, V.Dyn, V.Dyn]:
     types = [V.tensor_type([None], tensor.example.dtype), V.tensor_type(list(tensor.type.shape), torch.int64), V.tensor_type([None], torch.int64)]
     flags = [c.builder.constant(True) for _ in range(3)]
     op = c.builder.op(UNIQUE, [tensor.value, *(f.value for f in flags)], types)
+    return tuple(V.Dyn(result, type_, e) for result, type_, e in zip(op.results, types, example))
+
+
+def unique_dim(c, tensor: V.Dyn, dim: int, node: ast.AST) -> tuple[V.Dyn, V.Dyn, V.Dyn]:
+    """`torch.unique_dim(tensor, dim, sorted=True, return_inverse=True, return_counts=True)`
+    on the host: the sorted slices (dim `dim` of a runtime size), the inverse
+    `[tensor.shape[dim]]` int64, the counts `[?]` int64."""
+    try:
+        example = torch.unique(tensor.example, dim=dim, return_inverse=True, return_counts=True)
+    except RuntimeError as error:
+        raise c.error(node, f"`{source_text(node)}`: {str(error).splitlines()[0]}") from None
+    shape = list(tensor.type.shape)
+    length, shape[dim] = shape[dim], None
+    types = [tensor.type.with_shape(shape), V.tensor_type([length], torch.int64), V.tensor_type([None], torch.int64)]
+    operands = [c.builder.constant(dim)] + [c.builder.constant(True) for _ in range(3)]
+    op = c.builder.op(UNIQUE_DIM, [tensor.value, *(o.value for o in operands)], types)
+    return tuple(V.Dyn(result, type_, e) for result, type_, e in zip(op.results, types, example))
+
+
+def unique_consecutive(c, tensor: V.Dyn, dim: int | None, node: ast.AST) -> tuple[V.Dyn, V.Dyn, V.Dyn]:
+    """`torch.unique_consecutive(tensor, return_inverse=True, return_counts=True, dim=dim)`
+    on the host: the first value of each run `[?]` (of dim: the first slice, dim `dim` of a
+    runtime size), the inverse (int64, of the tensor's shape; of dim: `[tensor.shape[dim]]`),
+    the counts `[?]` int64."""
+    try:
+        example = torch.unique_consecutive(tensor.example, return_inverse=True, return_counts=True, dim=dim)
+    except RuntimeError as error:
+        raise c.error(node, f"`{source_text(node)}`: {str(error).splitlines()[0]}") from None
+    if dim is None:
+        types = [V.tensor_type([None], tensor.example.dtype), V.tensor_type(list(tensor.type.shape), torch.int64)]
+    else:
+        shape = list(tensor.type.shape)
+        length, shape[dim] = shape[dim], None
+        types = [tensor.type.with_shape(shape), V.tensor_type([length], torch.int64)]
+    types.append(V.tensor_type([None], torch.int64))
+    operands = [c.builder.constant(True), c.builder.constant(True), c.builder.constant(dim)]
+    op = c.builder.op(UNIQUE_CONSECUTIVE, [tensor.value, *(o.value for o in operands)], types)
     return tuple(V.Dyn(result, type_, e) for result, type_, e in zip(op.results, types, example))
 
 

@@ -503,8 +503,8 @@ class Researcher:
                 Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
 
     def unique_or_repeat(self, stage: str, fold) -> list[Stmt]:
-        """`torch.unique` of labels made from 3 rows built from x (1..3 distinct values) with
-        its inverse and counts, or the rows repeated by counts made from them (0..2 each:
+        """`torch.unique` (of dim None or 0) or `unique_consecutive` of labels made from 3 rows
+        built from x (1..3 distinct values or runs) with its inverse and counts, or the rows repeated by counts made from them (0..2 each:
         `repeat_interleave` with a tensor of repeats), folded back into x (`extras` only)."""
         r, s, form = self.extras, self.summary[stage], "data_dependent_size"
         rows = self.fresh("rows")
@@ -514,7 +514,10 @@ class Researcher:
         label = f"({rows}.sum(1) > 0).long() + ({rows}[:, 0] > {r.choice(['0.0', '0.1'])}).long()"
         if unique:
             call = r.choice([f"torch.unique({labels}, return_inverse=True, return_counts=True)",
-                             f"{labels}.unique(sorted=True, return_inverse=True, return_counts=True)"])
+                             f"{labels}.unique(sorted=True, return_inverse=True, return_counts=True)",
+                             f"torch.unique({labels}, dim=0, return_inverse=True, return_counts=True)",
+                             f"torch.unique_consecutive({labels}, return_inverse=True, return_counts=True)",
+                             f"{labels}.unique_consecutive(return_counts=True, return_inverse=True, dim=0)"])
             use = r.choice([f"{counts}.float().max() * {vals}.float().mean()", f"{counts}[{inverse}].float().sum()",
                             f"len({vals}) + {inverse}.float().mean()"])
             return [Research(f"{made}\n{labels} = {label}\n{vals}, {inverse}, {counts} = {call}\nx = x + 0.1 * ({use})", form)]

@@ -97,6 +97,39 @@ def masked_select(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(x, shape)[np.broadcast_to(mask.astype(bool), shape)])
 
 
+def _check_slices(x: np.ndarray, dim: int) -> None:
+    """Torch raises where a dim other than `dim` is empty (a slice of nothing)."""
+    if any(size == 0 for d, size in enumerate(x.shape) if d != dim % x.ndim):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+
+
+def unique_dim(x: np.ndarray, dim: int):
+    """`torch.unique(x, dim=dim, return_inverse=True, return_counts=True)` of integers or
+    bools: numpy sorts the slices lexicographically as torch does; the inverse is 1-d."""
+    _check_slices(x, dim)
+    values, inverse, counts = np.unique(x, axis=dim, return_inverse=True, return_counts=True)
+    return values, inverse.reshape(-1).astype(np.int64), counts.astype(np.int64)
+
+
+def unique_consecutive(x: np.ndarray, return_inverse: bool = True, return_counts: bool = True, dim: int | None = None):
+    """`torch.unique_consecutive(x, return_inverse, return_counts, dim)`: (values, inverse,
+    counts), all three whatever the flags (the frontend asks for all three). A run starts
+    where an element (a slice along `dim`) differs from the one before; NaN != NaN, so each
+    NaN is a run of its own, as in torch. The inverse has x's shape (of `dim`: 1-d)."""
+    if dim is None:
+        rows = np.reshape(x, (-1, 1))
+    else:
+        _check_slices(x, dim)
+        rows = np.moveaxis(x, dim, 0).reshape(x.shape[dim], int(np.prod(np.delete(x.shape, dim % x.ndim))))
+    keep = np.concatenate(([True], (rows[1:] != rows[:-1]).any(axis=1)))[: len(rows)]
+    starts = np.flatnonzero(keep)
+    inverse = (np.cumsum(keep) - 1).astype(np.int64)
+    counts = np.diff(np.append(starts, len(rows))).astype(np.int64)
+    if dim is None:
+        return np.ascontiguousarray(rows[keep, 0]), inverse.reshape(np.shape(x)), counts
+    return np.ascontiguousarray(np.take(x, starts, axis=dim)), inverse, counts
+
+
 def stack(tensors, dim: int = 0) -> np.ndarray:
     return np.stack(tensors, axis=dim)
 

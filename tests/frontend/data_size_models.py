@@ -193,10 +193,54 @@ class BeamSearch(nn.Module):
         return complete_seqs[i], complete_scores[i], k
 
 
-class ConsecutiveLabels(nn.Module):
+class UniqueScoreRows(nn.Module):
     def forward(self, x):
-        labels = (x * 3).long()
-        return torch.unique_consecutive(labels).float().sum()  # REFUSED
+        scores = x * 3
+        return torch.unique(scores, dim=0).sum()  # REFUSED
+
+
+class GreedyCTC(nn.Module):
+    """Greedy CTC decoding of the valid frames (a padding mask): the best label per frame,
+    its runs collapsed (`unique_consecutive` with the frame-to-run map and the run lengths),
+    blanks dropped."""
+
+    def __init__(self, classes=5):
+        super(GreedyCTC, self).__init__()
+        self.blank = 0
+        self.proj = nn.Linear(4, classes)
+
+    def collapse(self, path):
+        runs, inverse, counts = torch.unique_consecutive(path, True, True)
+        return runs, inverse, counts
+
+    def forward(self, frames, valid):
+        best = self.proj(frames).argmax(-1)
+        runs, inverse, counts = self.collapse(best[valid].data)
+        keep = runs != self.blank
+        lengths = [counts[keep].sum(), len(runs)]
+        return runs[keep], counts[keep], inverse, best.unique_consecutive(), lengths
+
+
+class DuplicateRows(nn.Module):
+    """Score each distinct row of token ids once (n-gram deduplication): `torch.unique` with
+    `dim=0`, its inverse to give every row its score back and its counts; the distinct
+    columns and the runs of equal embedded rows (`unique_consecutive(dim=0)`) too."""
+
+    def __init__(self):
+        super(DuplicateRows, self).__init__()
+        self.embed = nn.Embedding(6, 4)
+        self.score = nn.Linear(4, 1)
+
+    def dedup(self, ids):
+        rows, inverse, counts = torch.unique(ids, dim=0, return_inverse=True, return_counts=True)
+        return rows, inverse, counts
+
+    def forward(self, ids):
+        rows, inverse, counts = self.dedup(ids.data)
+        scores = self.score(self.embed(rows).mean(1)).squeeze(1)
+        columns = torch.unique(ids, sorted=True, dim=-1)
+        runs, lengths = self.embed(ids).mean(-1).unique_consecutive(dim=0, return_counts=True)
+        return scores[inverse] * counts[inverse].float(), rows, columns.sum(0), runs * lengths.unsqueeze(1).float()
 
 
 class LabelPooling(nn.Module):

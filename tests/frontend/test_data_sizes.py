@@ -21,9 +21,11 @@ from tests.frontend.data_size_models import (
     MaskedSelect,
     NonzeroRows,
     TokenPruning,
-    ConsecutiveLabels,
+    DuplicateRows,
     ExpandBySpans,
+    GreedyCTC,
     LabelPooling,
+    UniqueScoreRows,
 )
 from tests.frontend.helpers import BranchCoverage, assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error, run
 
@@ -213,10 +215,10 @@ def marked(model_class, mark: str) -> int:
 
 
 def test_a_size_from_data_dycl_does_not_lower_is_refused_at_its_line():
-    with pytest.raises(dycl.FrontendError) as caught:
-        import_module(ConsecutiveLabels().eval(), (torch.rand(4, 3),))
-    assert caught.value.line == marked(ConsecutiveLabels, "REFUSED"), caught.value
-    assert "`return torch.unique_consecutive(labels).float().sum()`" in str(caught.value)
+    with pytest.raises(dycl.FrontendError, match="NaN") as caught:
+        import_module(UniqueScoreRows().eval(), (torch.rand(4, 3),))
+    assert caught.value.line == marked(UniqueScoreRows, "REFUSED"), caught.value
+    assert "`torch.unique(scores, dim=0)`" in str(caught.value)
 
 
 def label_inputs():
@@ -243,7 +245,8 @@ def span_inputs():
 
 
 def test_unique_and_repeat_interleave_run_on_the_host():
-    for name in ("torch.aten._unique2", "torch.aten.repeat_interleave.self_Tensor", "torch.aten.repeat_interleave.Tensor"):
+    for name in ("torch.aten._unique2", "torch.aten.unique_dim", "torch.aten.unique_consecutive",
+                 "torch.aten.repeat_interleave.self_Tensor", "torch.aten.repeat_interleave.Tensor"):
         info = op_info(name)
         assert info.category is Category.DATA_SIZE and info.host is not None and info.shape is not None
 
@@ -274,6 +277,57 @@ def test_unique_and_repeat_interleave_compile_exactly_on_onnxruntime(factory, in
                          ids=["unique", "repeat_interleave"])
 def test_unique_and_repeat_interleave_compile_exactly_on_tvm(factory, inputs):
     assert_compiled_exactly(factory, inputs, "tvm")
+
+
+def ctc_inputs():
+    """Valid frames: none (0 runs), one (1 run), seven of one label (1 run of 7), and random
+    ones (many runs, blanks among them)."""
+    generator = torch.Generator().manual_seed(5)
+    frames = [torch.randn(7, 4, generator=generator) for _ in range(3)]
+    frames.append(torch.randn(1, 4, generator=generator).repeat(7, 1))
+    masks = [[0] * 7, [0, 0, 1, 0, 0, 0, 0], [1] * 7, [1, 1, 0, 1, 1, 1, 1]]
+    return [(frames[k], torch.tensor(mask).bool()) for k, mask in zip((0, 1, 3, 2), masks)] + [(frames[2], torch.ones(7).bool())]
+
+
+def row_inputs():
+    """Rows of token ids: all equal (1 distinct row, 1 run), all distinct, two distinct in two runs."""
+    return [(torch.tensor(rows),) for rows in ([[1, 2, 3]] * 4, [[1, 2, 3], [0, 5, 1], [1, 2, 4], [5, 5, 5]],
+                                                [[2, 2, 0], [2, 2, 0], [1, 0, 0], [1, 0, 0]], [[3, 1, 3]] * 4)]
+
+
+def test_the_run_and_row_inputs_make_every_count():
+    torch.manual_seed(0)
+    runs = [len(eager(GreedyCTC().eval(), args)[2].unique()) for args in ctc_inputs()]
+    assert {0, 1} <= set(runs) and max(runs) > 3, runs
+    rows = [eager(DuplicateRows().eval(), args)[1].size(0) for args in row_inputs()]
+    assert {1, 2, 4} <= set(rows), rows
+    runs = [eager(DuplicateRows().eval(), args)[3].size(0) for args in row_inputs()]
+    assert {1, 4} <= set(runs) and 1 < runs[2] < 4, runs
+
+
+@pytest.mark.parametrize("factory, inputs", [(GreedyCTC, ctc_inputs()), (DuplicateRows, row_inputs())],
+                         ids=["unique_consecutive", "unique_dim"])
+def test_unique_consecutive_and_unique_dim_are_exact_on_the_interpreter(factory, inputs):
+    assert_imported_exactly(factory, inputs)
+
+
+@pytest.mark.parametrize("factory, inputs", [(GreedyCTC, ctc_inputs()), (DuplicateRows, row_inputs())],
+                         ids=["unique_consecutive", "unique_dim"])
+def test_unique_consecutive_and_unique_dim_compile_exactly_on_onnxruntime(factory, inputs):
+    assert_compiled_exactly(factory, inputs, "onnxruntime")
+
+
+def test_unique_consecutive_keeps_each_nan_a_run_of_its_own():
+    class Runs(torch.nn.Module):
+        def forward(self, x):
+            return torch.unique_consecutive(x * 2, return_inverse=True, return_counts=True)
+
+    nan = float("nan")
+    inputs = [torch.tensor(values) for values in ([[1.0, nan], [nan, 2.0]], [[nan, nan], [nan, nan]], [[0.0, -0.0], [0.0, 3.0]])]
+    program = import_module(Runs().eval(), (inputs[0],))
+    for x in inputs:
+        for expected, actual in zip(Runs()(x), run(program, (x,))):
+            torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
 
 
 def test_unique_with_an_order_pytorch_leaves_open_is_refused_at_its_line():

@@ -382,6 +382,9 @@ RESEARCH_SPELLINGS = {
     "del d['b'] in an if": r"del d\d+\['b'\]",
     "g = rows[0], a store through rows[0][1], a read of g[1]": r"(g\d+) = (rows\d+)\[0\]\n(.*\n)*?\s*\2\[0\]\[1\] = .*\n\s*x = .*\1\[1\]",
     "g = d['a'], a store through d['a']['b'], a read of g['b']": r"(g\d+) = (rows\d+)\['a'\]\n(.*\n)*?\s*\2\['a'\]\['b'\] = .*\n\s*x = .*\1\['b'\]",
+    "torch.unique(labels, dim=0, ...)": r"torch\.unique\(labels\d+, dim=0, ",
+    "torch.unique_consecutive(labels, ...)": r"torch\.unique_consecutive\(labels\d+, ",
+    "labels.unique_consecutive(..., dim=0)": r"labels\d+\.unique_consecutive\(.*dim=0\)",
 }
 
 
