@@ -338,3 +338,10 @@ def test_unique_with_an_order_pytorch_leaves_open_is_refused_at_its_line():
     with pytest.raises(dycl.FrontendError, match="sorted=False") as caught:
         import_module(UnsortedLabels().eval(), (torch.tensor([3, 1, 3]),))
     assert "`torch.unique(labels, sorted=False)`" in str(caught.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, inputs", [(GreedyCTC, ctc_inputs()), (DuplicateRows, row_inputs())],
+                         ids=["unique_consecutive", "unique_dim"])
+def test_runs_and_distinct_rows_compile_exactly_on_tvm(factory, inputs):
+    assert_compiled_exactly(factory, inputs, "tvm")

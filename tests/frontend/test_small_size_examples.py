@@ -176,6 +176,12 @@ def test_the_decoders_compile_exactly_on_onnxruntime_from_zero_decode_steps():
     assert_compiled_exactly(DecoderWithAttention, tolist_inputs([[1], [2], [1], [4], [6]]), "onnxruntime")
 
 
+@pytest.mark.slow
+def test_the_decoders_compile_exactly_on_tvm_from_zero_decode_steps():
+    assert_compiled_exactly(DecoderFromListArgument, list_inputs([[1, 1], [2, 1], [3, 2], [6, 4], [1, 1]]), "tvm")
+    assert_compiled_exactly(DecoderWithAttention, tolist_inputs([[1], [2], [1], [4], [6]]), "tvm")
+
+
 def test_a_loop_the_example_never_enters_on_a_float_bound_is_still_refused():
     """No int input drives the loop's bound: nothing to compile it from, the refusal stands."""
 
