@@ -51,7 +51,8 @@ def check_every_path(entry, model, compiled) -> None:
             assert max_error(model(*args), compiled(*args)) <= 1e-4
 
 
-@pytest.mark.parametrize("name", GATED)
+# BlockDrop in the default tier; the two SkipNets (30 s and more of cold compile each) in the slow one
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n.startswith("skipnet") else []) for n in GATED])
 def test_gated_network_is_one_call_on_onnxruntime(name):
     entry, model, compiled = compile_zoo(name, "onnxruntime")
     assert compiled.compile_report["subdnn_count"] == 1
