@@ -645,7 +645,7 @@ def _run_many_form(hcfg, host_ir, passes, entry: str):
     from dycl.passes.pipeline import PipelinePass
     from dycl.passes.split_batchable import SplitBatchablePass
 
-    if host_ir is None or _state_slots(_function(hcfg, entry)):
+    if _state_slots(_function(hcfg, entry)):
         return None  # a stateful model runs its requests in order, one at a time
     kept = any(op.regions for f in hcfg.ops if is_subdnn(f) for op in f.walk() if op is not f)
     split_passes = [replace(p, keep_branches=False) if isinstance(p, PipelinePass) else p for p in passes]

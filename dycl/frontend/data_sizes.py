@@ -158,12 +158,11 @@ class _Lowering(ast.NodeTransformer):
             if tensor is None or mask is None:
                 return node
             return self.bind(masked_select(self.c, tensor, mask, node), node)
-        if func is torch.unique or method == "unique":
-            return self._unique(node, node.args[0] if func is torch.unique and node.args else node.func.value if method else None,
-                                node.args[1:] if func is torch.unique else node.args)
-        if func is torch.unique_consecutive or method == "unique_consecutive":
-            return self._unique(node, node.args[0] if func is torch.unique_consecutive and node.args else node.func.value if method else None,
-                                node.args[1:] if func is torch.unique_consecutive else node.args, consecutive=True)
+        for function, name in ((torch.unique, "unique"), (torch.unique_consecutive, "unique_consecutive")):
+            if func is function or method == name:
+                source = node.args[0] if func is function and node.args else node.func.value if method else None
+                return self._unique(node, source, node.args[1:] if func is function else node.args,
+                                    consecutive=function is torch.unique_consecutive)
         if func is torch.repeat_interleave or method == "repeat_interleave":
             operands = node.args if func is torch.repeat_interleave else [node.func.value, *node.args]
             return self._repeat_interleave(node, operands)
