@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import dycl
-from dycl.api import compare_outputs
 from dycl.backends import compile_subdnns, subdnns_of
 from dycl.backends.tvm import TvmBackend
 from dycl.ir import make_context, parse_module
@@ -19,16 +18,9 @@ from dycl.runtime import RuntimeOptions
 from dycl.runtime.runners import tvm_runner
 from dycl.zoo import REGISTRY
 from tests.api.shared import *  # noqa: F401,F403 - one compile cache for the whole session
+from tests.runtime.test_run_many import N, _check_against_eager_and_one_at_a_time, _requests
 
 pytestmark = pytest.mark.slow
-
-N = 32
-
-
-def _requests(entry, n: int = N) -> list[tuple]:
-    """`n` requests that cycle through the inputs taking every path."""
-    paths = [tuple(args) for args in entry.path_inputs()]
-    return [paths[k % len(paths)] for k in range(n)]
 
 
 @pytest.mark.parametrize("network", ["caption_resnext", "sdn_mobilenet"])
@@ -39,14 +31,7 @@ def test_run_many_on_tvm_matches_eager_and_one_request_at_a_time(network):
     compiled = dycl.compile(model, entry.example_inputs(), backend="tvm", progress=False, check=False)
     requests = _requests(entry)
     compiled.batch_stats.clear()
-    outputs = compiled.run_many(requests)
-    assert len(outputs) == N
-    with torch.no_grad():
-        for k, (args, output) in enumerate(zip(requests, outputs)):
-            _, difference = compare_outputs(model(*args), output, atol=1e-4, path=f"request {k}")
-            assert difference is None, difference
-            _, difference = compare_outputs(compiled(*args), output, rtol=0, atol=1e-6, path=f"request {k}")
-            assert difference is None, difference
+    _check_against_eager_and_one_at_a_time(model, compiled, requests)
     if network == "caption_resnext":  # its encoder and decoder step are row-wise
         assert [r["batchable"] for r in compiled.manifest["subdnns"]] == [True, True]
         stats = compiled.batch_stats
