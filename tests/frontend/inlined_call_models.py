@@ -391,14 +391,16 @@ class ScaledGate(nn.Module):
         return h
 
 
-class UniqueArgument(nn.Module):
+class DataSizeArgument(nn.Module):
     def __init__(self):
-        super(UniqueArgument, self).__init__()
+        super(DataSizeArgument, self).__init__()
         self.gate = ScaledGate()
 
     def forward(self, x):
-        y = self.gate(x, torch.unique_consecutive(x).sum())  # line marker: unique-argument
+        y = self.gate(x, 0.1 * x[x > 0].size(0))  # line marker: data-size-argument
         return y
 
 
-REFUSED["data_dependent_argument"] = (UniqueArgument, (torch.randn(1, 4),), "unique-argument", "size depends on the data")
+REFUSED["data_dependent_argument"] = (
+    DataSizeArgument, (torch.randn(1, 4),), "data-size-argument", "cannot be captured as a tensor program"
+)

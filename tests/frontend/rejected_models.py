@@ -115,13 +115,13 @@ class AssignmentExpression(nn.Module):
         return x
 
 
-class UniqueInRun(nn.Module):
-    """(`y[y > 0]` here compiles: the mask's positions are made on the host.)"""
+class UnorderedUnique(nn.Module):
+    """(`torch.unique(y)` and `unique_consecutive(y)` here compile: they run on the host.)"""
 
     def forward(self, x):
         y = x * 2
         y = torch.tanh(y)
-        kept = torch.unique_consecutive(y)  # REJECT
+        kept = torch.unique(y, sorted=False)  # REJECT
         z = kept.sum() + y.mean()
         return z
 
@@ -137,7 +137,7 @@ class SizeFromTolist(nn.Module):
 
 
 REJECTED = {
-    "unique_in_run": (UniqueInRun, "size depends on the data in a way DyCL does not lower"),
+    "unordered_unique": (UnorderedUnique, "whose order PyTorch leaves open"),
     "size_from_tolist": (SizeFromTolist, "size is a number computed from tensor values"),
     "identity_of_tensors": (IdentityOfTensors, "tests whether two names hold one tensor or value object"),
     "assignment_expression": (AssignmentExpression, "assignment expression (`:=`)"),
