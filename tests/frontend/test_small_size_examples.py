@@ -126,8 +126,10 @@ def list_inputs(lengths_list, seed=0):
              sorted(lengths, reverse=True)) for lengths in lengths_list]
 
 
-# Every example: one decode step (the example of 1 that was refused), two, or more; each
-# compiled program is checked on inputs of every decode length, 0 included.
+# Every example: zero decode steps, one (the example of 1 that was refused), or two (the general
+# case every other decoder test compiles from: slow tier here); each compiled program is checked
+# on inputs of every decode length, 0 included.
+EXAMPLES = [[1, 1], [2, 1], pytest.param([3, 2], marks=pytest.mark.slow)]
 LIST_LENGTHS = [[1, 1], [2, 1], [2, 2], [3, 1], [3, 2], [4, 3], [6, 2], [1], [2], [4], [6]]
 
 
@@ -137,7 +139,7 @@ def same_batch(example):
     return [lengths for lengths in LIST_LENGTHS if len(lengths) == len(example)]
 
 
-@pytest.mark.parametrize("example", [[1, 1], [2, 1], [3, 2]], ids=lambda e: f"decode_{max(e) - 1}_batch_{len(e)}")
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"decode_{max(e) - 1}_batch_{len(e)}")
 def test_a_decoder_with_lengths_from_a_list_argument_is_exact_whatever_the_example(example):
     model = DecoderFromListArgument().eval()
     program = import_module(model, list_inputs([example])[0])
@@ -145,7 +147,7 @@ def test_a_decoder_with_lengths_from_a_list_argument_is_exact_whatever_the_examp
         assert max_abs_error(eager(model, args), run(program, args)) <= 1e-5
 
 
-@pytest.mark.parametrize("example", [[1, 1], [2, 1], [3, 2]], ids=lambda e: f"decode_{max(e) - 1}_batch_{len(e)}")
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"decode_{max(e) - 1}_batch_{len(e)}")
 def test_the_show_attend_tell_decoder_is_exact_whatever_the_example(example):
     torch.manual_seed(0)
     model = DecoderWithAttention().eval()
@@ -169,6 +171,8 @@ def test_the_decoders_compile_exactly_on_onnxruntime_from_one_decode_step():
     assert_compiled_exactly(DecoderWithAttention, tolist_inputs([[2, 2], [1, 1], [3, 1], [5, 4]]), "onnxruntime")
 
 
+@pytest.mark.slow  # on ONNX Runtime, the corpus's ShowAttendTellOneWord and CaptionLengthsDecoder
+# compile from zero decode steps in the default tier
 def test_the_decoders_compile_exactly_on_onnxruntime_from_zero_decode_steps():
     """One-word captions in the example: the decode loop is never entered there, and its
     body is compiled from examples that enter it (unentered.py)."""

@@ -14,7 +14,10 @@ os.environ.setdefault("DYCL_CACHE_DIR", tempfile.mkdtemp(prefix="dycl-test-cache
 # These slices are the programs written before the generator learnt mutation and research-code
 # constructs (mutation=False, research=False).
 # 514: no candidate input keeps a margin from every threshold (an oracle limit, not DyCL)
-INTERPRETED_SEEDS = [s for s in range(500, 517) if s != 514]
+# 508, 510, 513: 13-25 s each, in the slow tier
+INTERPRETED_SEEDS = [
+    pytest.param(s, marks=[pytest.mark.slow] if s in (508, 510, 513) else []) for s in range(500, 517) if s != 514
+]
 
 
 @pytest.mark.parametrize("seed", INTERPRETED_SEEDS)

@@ -399,11 +399,11 @@ def test_every_spelling_of_research_code_appears_in_the_first_600_seeds():
     assert not missing
 
 
-def test_programs_of_the_first_300_seeds_run_in_eager():
+def test_programs_of_the_first_120_seeds_run_in_eager():
     """Under torch.no_grad (as the oracle and the frontend run them), on candidate inputs
     (`(x, lengths)` for programs with a `lengths` argument)."""
     failed = []
-    for seed in range(301):
+    for seed in range(121):  # the campaigns run thousands more
         program = generate(seed)
         model, _, _ = build(program)
         inputs = candidate_inputs(program, 2)
