@@ -691,6 +691,7 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     "torch.aten.unbind.int": _with("rt.unbind(x, dim)", rows=_rows_with_dim(1)),
     "torch.prim.NumToTensor.Scalar": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.int": "np.array(a, dtype=dtype)",
+    "torch.aten.scalar_tensor": "np.array(s, dtype=dtype)",
     "torch.aten.tensor.float": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.bool": "np.array(a, dtype=dtype)",
     # filled tensors whose size is a host int (`torch.zeros(len(lengths), max(lengths))`),

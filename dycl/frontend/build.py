@@ -123,13 +123,23 @@ class NoHostTranslation(Exception):
     translation (`dialects/torch_ops.py`): no later stage could run it, so the frontend
     refuses the statement that makes it."""
 
-    def __init__(self, op: str):
+    def __init__(self, op: str, takes_host_number: bool = False):
         super().__init__(op)
         self.op = op
+        self.takes_host_number = takes_host_number
 
     def explained(self, statement: str) -> tuple[str, str]:
         """(construct, hint) of the refusal of `statement`, in Python terms."""
         aten = self.op.removeprefix("torch.").replace("aten.", "torch.ops.aten.", 1)
+        if self.takes_host_number:
+            return (
+                f"`{statement}` passes `{aten}` a number known only at run time (a size that depends on "
+                "the data, or a value read from a tensor) where it takes a Python number, and a sub-DNN "
+                "takes only tensors",
+                "pass it as a tensor where the op takes one (`torch.clamp(x, max=torch.tensor(n, "
+                "dtype=x.dtype))`), or compute with it in tensor math (`torch.zeros_like(x) + n` for "
+                "`torch.full_like(x, n)`)",
+            )
         return (
             f"`{statement}` makes a Python value with `{aten}`, which the host program would have to run, "
             "and DyCL has no host translation of it",
@@ -151,7 +161,7 @@ def check_host_op(name: str, result_types: list[str], reads_host_scalar: bool) -
         return
     tensors = all(t.startswith(("!torch.vtensor", "!torch.list<vtensor")) for t in result_types)
     if reads_host_scalar or not tensors:
-        raise NoHostTranslation(name)
+        raise NoHostTranslation(name, takes_host_number=reads_host_scalar and tensors)
 
 
 def erase_after(ir_block: ir.Block, count: int) -> None:

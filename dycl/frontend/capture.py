@@ -162,6 +162,29 @@ class WeightMutation(Exception):
         self.name = name
 
 
+def _is_tensor(value: ir.Value) -> bool:
+    return str(value.type).startswith("!torch.vtensor")
+
+
+_NUMBER_TYPES = frozenset({"!torch.int", "!torch.float", "!torch.bool", "!torch.number"})
+
+
+_SHAPE_QUERIES = frozenset({"torch.aten.size.int", "torch.aten.numel", "torch.aten.dim", "torch.aten.len.Tensor"})
+
+
+def _makes_host_scalar(op: ir.Operation, reads_host_scalar: bool) -> bool:
+    """Whether `op` makes a number the host computes: from host numbers, from tensor values
+    (`.item()`), or the size of a dim known only at run time (`h.size(1)`); read where an op
+    takes a Scalar (`full_like(x, n)`), such a number keeps the op in the host."""
+    name = op.operation.name
+    if not any(str(r.type) in _NUMBER_TYPES for r in op.results) or name.startswith("torch.constant."):
+        return False
+    tensors = [v for v in op.operands if _is_tensor(v)]
+    if name in _SHAPE_QUERIES:
+        return reads_host_scalar or any("?" in str(v.type) for v in tensors)
+    return reads_host_scalar or bool(tensors)
+
+
 @dataclass
 class RunCapturer:
     """One FxImporter (one MLIR context and module) shared by every run of a model."""
@@ -238,6 +261,7 @@ class RunCapturer:
                 key = None
             _check_int_inputs_used(program, fixed_ints)
             _check_static_sizes(program)
+            _sizes_as_tensors(program)
             _retarget(program, _DETACHES, torch.ops.aten.alias.default)
             program = _functionalize(program)
             _retarget(program, {torch.ops.aten.alias.default}, torch.ops.aten.clone.default)
@@ -281,13 +305,16 @@ class RunCapturer:
         an imported torch.cond) stay calls until `stitch.py` inlines them."""
         func = self.importer.symbol_table[func_name]
         block = func.regions[0].blocks[0]
-        scalars = [a for a in block.arguments if not str(a.type).startswith("!torch.vtensor")]
+        host_scalars = [a for a in block.arguments if not _is_tensor(a)]
         for op in block.operations:
             name = op.operation.name
             if name == "torch.operator":  # (an op torch-mlir has no named op for: `torch.operator "aten.is_same_size"`)
                 name = ir.StringAttr(op.attributes["name"]).value
                 name = name if name.startswith("torch.") else "torch." + name
-            check_host_op(name, [str(r.type) for r in op.results], any(v in scalars for v in op.operands))
+            reads_host_scalar = any(v in host_scalars for v in op.operands)
+            check_host_op(name, [str(r.type) for r in op.results], reads_host_scalar)
+            if _makes_host_scalar(op, reads_host_scalar):
+                host_scalars.extend(op.results)
         for argument, operand in zip(block.arguments, operands):
             argument.replace_all_uses_with(operand)
         *body, ret = list(block.operations)
@@ -460,7 +487,8 @@ def _check_int_inputs_used(program, fixed_ints: frozenset[int] = frozenset()) ->
                 continue
             seen.add(user)
             if not isinstance(user.target, torch._ops.OpOverload):  # operator.add & co. on ints
-                if user.op == "call_function" and isinstance(user.meta.get("val"), torch.SymInt):
+                # (`n / 4` is a SymFloat, and what reads it reads the int)
+                if user.op == "call_function" and isinstance(user.meta.get("val"), _SYMBOLIC_NUMBERS):
                     pending.extend(user.users)
                 continue
             if user.target not in _INDEX_OPS:
@@ -509,6 +537,76 @@ def _mutations_as_outputs(program) -> list[int]:
 # `x`. So they become `alias` (a view functionalization follows) before functionalization,
 # and, once the graph has value semantics, a copy the importer knows.
 _DETACHES = {torch.ops.aten.detach_.default, torch.ops.aten.detach.default}
+
+
+def _sizes_as_tensors(program) -> None:
+    """A size known only at run time that is a number in tensor math (`h.sum(1) / h.size(1)`,
+    `x[idx].mean(0) * idx.numel()`, `x * (h.size(1) / 4)`) enters that math as a 0-d tensor.
+
+    Export passes the SymInt itself (`aten.div.Tensor(sum, sym_size)`); imported so, the op
+    would read a host int, and a sub-DNN takes only tensors. `aten.scalar_tensor` (which the
+    host program computes) makes the 0-d tensor, in the dtype that gives the result eager
+    PyTorch gives with the Python number (`_dtype_of_a_python_number_beside`). A number where
+    the op takes a Scalar (`torch.clamp(x, max=n)`) stays a host value, which `splice` refuses."""
+    from torch._guards import detect_fake_mode
+
+    graph = program.graph
+    fake_mode = None
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        schema = node.target._schema.arguments
+        positional = [(schema[k], k, arg) for k, arg in enumerate(node.args) if k < len(schema)]
+        named = {a.name: a for a in schema}
+        keyword = [(named[name], name, arg) for name, arg in node.kwargs.items() if name in named]
+        sizes = [(at, arg) for argument, at, arg in positional + keyword
+                 if isinstance(argument.type, torch.TensorType) and _symbolic_number(arg) is not None]
+        if not sizes:
+            continue
+        fake_mode = fake_mode or detect_fake_mode([n.meta.get("val") for n in graph.nodes])
+        for at, size in sizes:
+            dtype = _dtype_of_a_python_number_beside(node, _symbolic_number(size))
+            with graph.inserting_before(node), fake_mode:
+                tensor = graph.call_function(torch.ops.aten.scalar_tensor.default, (size,), {"dtype": dtype})
+                tensor.meta["val"] = torch.ops.aten.scalar_tensor.default(size.meta["val"], dtype=dtype)
+            if isinstance(at, int):
+                node.update_arg(at, tensor)
+            else:
+                node.update_kwarg(at, tensor)
+    if fake_mode is not None:
+        program.graph_module.recompile()
+
+
+_SYMBOLIC_NUMBERS = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _symbolic_number(arg) -> torch.SymInt | torch.SymFloat | None:
+    value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    if isinstance(value, (torch.SymInt, torch.SymFloat)) and value.node.expr.free_symbols:
+        return value
+    return None
+
+
+def _dtype_of_a_python_number_beside(node: torch.fx.Node, number) -> torch.dtype:
+    """The dtype of a 0-d tensor that promotes with `node`'s tensor operands as the Python
+    number does: 0-d tensors of one kind (integer, float) promote among themselves, and a
+    Python number of a kind the operands have takes their dtype."""
+    dtypes = [a.meta["val"].dtype for a in (*node.args, *node.kwargs.values())
+              if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)]
+    if isinstance(number, torch.SymFloat):
+        same_kind = [d for d in dtypes if d.is_floating_point]
+        fallback = torch.get_default_dtype()  # (`int_tensor / 2.5` is float32)
+    else:
+        same_kind = [d for d in dtypes if not d.is_floating_point and not d.is_complex and d != torch.bool]
+        fallback = torch.int64  # (a float operand wins; `bool_tensor * 3` is int64)
+        if len(same_kind) < len([d for d in dtypes if d != torch.bool]):
+            return fallback
+    if not same_kind:
+        return fallback
+    dtype = same_kind[0]
+    for other in same_kind[1:]:
+        dtype = torch.promote_types(dtype, other)
+    return dtype
 
 
 def _retarget(program, sources, target) -> None:
