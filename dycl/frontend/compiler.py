@@ -1262,6 +1262,7 @@ class FunctionCompiler:
         advance = nodes.parsed(f"{k} = {k} + {step}", node)[0]
         condition = nodes.parsed(test, node, mode="eval")
         loop_node = nodes.located(ast.While(test=condition, body=[bind, advance, *node.body], orelse=[]), node)
+        nodes.written_as(loop_node, node)  # (messages at the loop quote the user's `for`)
         return [*head, nodes.Loop(loop_node, loop.returns)]
 
     def _enumerate_start(self, call: ast.expr, env) -> int | None:
@@ -1514,11 +1515,11 @@ class FunctionCompiler:
         list_type = lists.common_list_type(value) if lists.is_list(value) else None
         if list_type is not None:
             return list_type  # a list of known items, carried as a runtime list
-        raise self.error(node, f"`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
+        raise self.error(node, f"{_quoted(node)}`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
 
     def _structure_error(self, node, name) -> loops.LoopStructureError:
         error = self.error(
-            node, f"`{name}` changes structure in a runtime loop (e.g. None, then a tensor or a tuple)",
+            node, f"{_quoted(node)}`{name}` changes structure in a runtime loop (e.g. None, then a tensor or a tuple)",
             f"give `{name}` its final structure before the loop (e.g. zeros of the right shape), "
             "or loop over `range(N)` with a constant N so that DyCL unrolls the loop",
         )
