@@ -137,6 +137,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             program = program.run_decompositions()
             _in_every_graph(program, _fold_alpha)
             _in_every_graph(program, _compare_bools_as_numbers)
+            _in_every_graph(program, _bool_arithmetic_as_logic)
             _in_every_graph(program, _wrap_negative_indices)
             _in_every_graph(program, empty_tensors_as_constants)  # (again: decompositions make new ones)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
@@ -232,6 +233,33 @@ def _compare_bools_as_numbers(graph_module) -> None:
                 cast = graph.call_function(torch.ops.aten._to_copy.default, (operand,), {"dtype": dtype})
             cast.meta["val"] = value.to(dtype)
             node.replace_input_with(operand, cast)
+    graph_module.recompile()
+
+
+_BOOL_ARITHMETIC = {"mul.Tensor": "bitwise_and.Tensor", "add.Tensor": "bitwise_or.Tensor"}
+
+
+def _bool_arithmetic_as_logic(graph_module) -> None:
+    """A product (sum) of bool tensors is a bool tensor in PyTorch, their `and` (`or`):
+    `torch.isclose` decomposes to `mul(eq, ne)`. TVM lowers an `i1` multiply through a float
+    check that fails the compile (fuzz seed 340000: `(c).double().allclose(...)`). Written
+    as the bitwise op of the same bools."""
+    import torch
+
+    aten = torch.ops.aten
+    graph = graph_module.graph
+    for node in list(graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        logic = _BOOL_ARITHMETIC.get(node.target.__name__)
+        result = node.meta.get("val")
+        if logic is None or not isinstance(result, torch.Tensor) or result.dtype != torch.bool:
+            continue
+        operands = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in node.args[:2]]
+        if not all(isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in operands):
+            continue
+        node.target = getattr(aten, logic.split(".")[0]).Tensor
+        node.kwargs = {}  # (an alpha of 1; any other is folded before: `_fold_alpha`)
     graph_module.recompile()
 
 

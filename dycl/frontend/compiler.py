@@ -1262,6 +1262,7 @@ class FunctionCompiler:
         advance = nodes.parsed(f"{k} = {k} + {step}", node)[0]
         condition = nodes.parsed(test, node, mode="eval")
         loop_node = nodes.located(ast.While(test=condition, body=[bind, advance, *node.body], orelse=[]), node)
+        nodes.written_as(loop_node, node)  # (messages at the loop quote the user's `for`)
         return [*head, nodes.Loop(loop_node, loop.returns)]
 
     def _enumerate_start(self, call: ast.expr, env) -> int | None:
@@ -1514,11 +1515,11 @@ class FunctionCompiler:
         list_type = lists.common_list_type(value) if lists.is_list(value) else None
         if list_type is not None:
             return list_type  # a list of known items, carried as a runtime list
-        raise self.error(node, f"`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
+        raise self.error(node, f"{_quoted(node)}`{name}` changes in a runtime loop but is not a tensor, scalar or list of tensors")
 
     def _structure_error(self, node, name) -> loops.LoopStructureError:
         error = self.error(
-            node, f"`{name}` changes structure in a runtime loop (e.g. None, then a tensor or a tuple)",
+            node, f"{_quoted(node)}`{name}` changes structure in a runtime loop (e.g. None, then a tensor or a tuple)",
             f"give `{name}` its final structure before the loop (e.g. zeros of the right shape), "
             "or loop over `range(N)` with a constant N so that DyCL unrolls the loop",
         )
@@ -1921,7 +1922,7 @@ class FunctionCompiler:
                 raise self._specialized_int(stmts[0], runs.bound_name(inputs, flat_inputs[error.position])) from None
             except WeightMutation as error:
                 raise self.error(
-                    stmts[0], f"in-place change of the weight `{error.name}` in forward",
+                    stmts[0], f"{_quoted(stmts[0])}in-place change of the weight `{error.name}` in forward",
                     "module state must not change in forward: compute a new tensor instead "
                     "(`w = self.w * 2`, not `self.w.mul_(2)`)",
                 ) from None
@@ -2127,14 +2128,14 @@ class FunctionCompiler:
             memory = aliases.storage_of(old.example)
             if memory in self.memory_of_inputs:
                 raise self.error(
-                    stmt, f"in-place change of the forward input `{self.memory_of_inputs[memory]}`"
+                    stmt, f"{_quoted(stmt)}in-place change of the forward input `{self.memory_of_inputs[memory]}`"
                     + ("" if what == self.memory_of_inputs[memory] else f" (through `{what}`)"),
                     "PyTorch would change the caller's tensor, which a compiled model cannot: "
                     "mutate a copy (`x = x.clone()` first) if the caller does not read the change",
                 )
             if memory in self.memory_of_weights:
                 raise self.error(
-                    stmt, f"in-place change of the weight `{self.memory_of_weights[memory]}` (through `{what}`)",
+                    stmt, f"{_quoted(stmt)}in-place change of the weight `{self.memory_of_weights[memory]}` (through `{what}`)",
                     "module state must not change in forward: compute a new tensor instead",
                 )
             if old.may_share:
@@ -2167,7 +2168,7 @@ class FunctionCompiler:
         if isinstance(value.example, list):
             if any(aliases.storage_of(item) in changed for item in value.example):
                 raise self.error(
-                    stmt, f"in-place change of a tensor that the list `{name}` also holds",
+                    stmt, f"{_quoted(stmt)}in-place change of a tensor that the list `{name}` also holds",
                     f"append a copy (`{name}.append(t.clone())`) or rebind instead of mutating (`t = t * 2`)",
                 )
             return value
@@ -2182,7 +2183,7 @@ class FunctionCompiler:
             seen = views[(value.value, new.value)] = self._other_view_after_mutation(value, old, new, stmt)
         if seen is None:
             raise self.error(
-                stmt, f"in-place change of a view that `{name}` shares memory with (a different view of the same tensor)",
+                stmt, f"{_quoted(stmt)}in-place change of a view that `{name}` shares memory with (a different view of the same tensor)",
                 "make the view and the in-place change in the same straight-line block, "
                 f"or write the new `{name}` explicitly (e.g. `{name} = {name}.clone()` before taking the view)",
             )
@@ -2241,7 +2242,7 @@ class FunctionCompiler:
                     culprit = stmt
                     break
         raise self.error(
-            culprit, f"a change of the module's state `{name}` in forward (it outlives the call)",
+            culprit, f"{_quoted(culprit)}a change of the module's state `{name}` in forward (it outlives the call)",
             "module state must not change in forward: return the value (or keep a local "
             "list) instead, and compute new tensors rather than changing weights in place",
         )
@@ -2395,7 +2396,7 @@ class FunctionCompiler:
 
     def _path_dependent_alias(self, stmt, name: str) -> FrontendError:
         return self.error(
-            stmt, f"in-place change of `{name}`, which shares memory with another variable on some paths only "
+            stmt, f"{_quoted(stmt)}in-place change of `{name}`, which shares memory with another variable on some paths only "
             "(or where a runtime int places it: `x[:k]`, `x[i]`)",
             f"copy it where it is assigned on every path (`{name} = other.clone()`), or rebind instead of mutating",
         )
@@ -2998,6 +2999,11 @@ class FunctionCompiler:
         frontend's own names (an inlined helper's locals) as the user wrote them."""
         where = node if node is not None else self._join_node
         return self.scope.source.error(where, desugar.display_name(construct), desugar.display_name(hint))
+
+
+def _quoted(stmt) -> str:
+    """"`<the statement>`: " for a refusal's message (which must quote the user's statement at its line)."""
+    return "" if stmt is None else f"`{runs.statement_text([stmt])}`: "
 
 
 @dataclass

@@ -53,7 +53,15 @@ def parse_function(func: Callable) -> SourceFunction:
             file=code.co_filename if code is not None else file,
             line=code.co_firstlineno if code is not None else 1,
         ) from error
-    tree = ast.parse(textwrap.dedent("".join(lines)))
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError as error:
+        # a lambda's lines hold more than the lambda (`"swish": lambda x: x * torch.sigmoid(x),`
+        # in a dict): the callers run such a function as it is, inside a captured block
+        raise FrontendError(
+            f"cannot read the source of {getattr(func, '__qualname__', func)} on its own",
+            "define it with `def`", file=file, line=first_line,
+        ) from error
     ast.increment_lineno(tree, first_line - 1)
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):

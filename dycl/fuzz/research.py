@@ -48,7 +48,12 @@ their form (`FORMS`):
   input takes): `self.saved.append(v)` (a list forward only appends to), a call counter
   `self.steps += 1`, or a None-started running value (`if self.ema is None: self.ema =
   torch.zeros(())`, then `self.ema = self.ema * 0.5 + s.detach().mean()`); the oracle runs
-  the inputs as one sequence of calls and compares the state after each call;
+  the inputs as one sequence of calls and compares the state after each call; (also a tuple
+  `self.pair`, or `self.hs` and `self.cs` set together; zeros spelled `Variable(...)`,
+  `x.data.new(...).zero_()` or `fill_`, and `.data` for `.detach()`);
+- sizes that depend on the data: `nonzero` and mask gathers, stores back, a loop over the
+  live rows until none is left (masks also `.byte()`, buffers `rows.data.new(...).zero_()`,
+  `Variable(...)`, `fill_`), `torch.unique` / `unique_consecutive` / `repeat_interleave`;
 - sizes that runtime ints give: `rows = torch.cat([...])[:k]` with `k` counted from
   `lengths` (`sum([l > t for l in lengths])`) or from tensor data (`int(...argmax())`), math
   on those 0..3 rows, `buf[:k] = v` into a tensor, and a batch that shrinks step by step
@@ -72,6 +77,7 @@ off the generator writes exactly the programs it wrote before (`generate(seed, r
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 
 from dycl.fuzz.program import BoolOp, Break, Cond, CondLine, For, If, Research, Stmt, With
@@ -170,6 +176,11 @@ INSTANCE_FORWARD_PROBABILITY = 0.05
 # `data_dependent_size` is `torch.unique` / `repeat_interleave`, and `cross_call_state` a tuple
 # or paired state, with this probability, drawn from `Researcher.extras`.
 EXTRA_PROBABILITY = 0.35
+# Older code's spellings of those two forms, drawn from `Researcher.spellings` (only the text of
+# a construct changes, never which construct a seed writes): a `.byte()` mask (indexed as it is,
+# or through `.bool()`), a buffer made by `Variable(...)`, `rows.data.new(...).zero_()` or
+# `fill_`, and state that starts as such a buffer and is fed `.data`.
+SPELLING_PROBABILITY = 0.4
 # `tensor_predicate` draws from a stream of its own (`Researcher.predicates`), so that the
 # other forms' programs stay what they were: a gap gets one with this probability, and at most
 # PREDICATE_CONDITIONS of them a program compare a statistic (their threshold slots are extra).
@@ -267,6 +278,7 @@ class Researcher:
         # the issue-28 spellings (unique / repeat_interleave, tuple and paired state) draw from
         # a stream of their own: every seed's other programs stay what they were
         self.extras = random.Random(f"issue28 {rng.getstate()[1][:8]}")
+        self.spellings = random.Random(f"issue28 spellings {rng.getstate()[1][:8]}")
         self.block_count = 0
 
     # ----- names, modules, pieces --------------------------------------------------------
@@ -796,7 +808,7 @@ class Researcher:
         if form == "packed_rnn":
             return self.packed_rnn(stage, fold)
         if form == "data_dependent_size":
-            made = self.data_dependent_size(stage, fold)  # (its draws first: the main stream stays as it was)
+            made = self.older_masks(self.data_dependent_size(stage, fold))  # (its draws first: the main stream stays as it was)
             return self.unique_or_repeat(stage, fold) if self.extras.random() < EXTRA_PROBABILITY else made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
@@ -864,8 +876,50 @@ class Researcher:
                 f"self.saved.append({s})", "self.saved.append(x.detach())", "self.steps += 1",
                 f"if self.ema is None:\n    self.ema = torch.zeros(())\nself.ema = self.ema * 0.5 + {s}.detach().mean()",
             ])
-            return [Research(self.extras.choice(self.paired_state(s)) if self.extras.random() < EXTRA_PROBABILITY else text, form)]
+            text = self.extras.choice(self.paired_state(s)) if self.extras.random() < EXTRA_PROBABILITY else text
+            return [Research(self.older_state(text), form)]
         raise ValueError(f"no such research form: {form}")
+
+    def older_masks(self, stmts: list[Stmt]) -> list[Stmt]:
+        """`data_dependent_size` as older code spells it (`spellings` only): `mask = (...).byte()`,
+        then `rows[mask]` or `rows[mask.bool()]` (masked_select takes bools only); the buffer
+        stored into as `Variable(torch.zeros(3, w))`, `rows.data.new(3, w).zero_()`, ... ."""
+        sp = self.spellings
+        byte, through_bool = sp.random() < SPELLING_PROBABILITY, sp.random() < 0.5
+        buffer = sp.choice(["Variable(torch.zeros(3, {w}))", "{rows}.data.new(3, {w}).zero_()",
+                            "Variable({rows}.data.new({rows}.size()).zero_())", "torch.zeros_like({rows}).fill_(0.25)"])
+        buffer = buffer if sp.random() < SPELLING_PROBABILITY else None
+
+        def spell(text: str) -> str:
+            if byte:
+                text = re.sub(r"^(mask\d+) = (.*)$", r"\1 = (\2).byte()", text, flags=re.MULTILINE)
+                text = re.sub(r"(mask\d+)\.unsqueeze\(1\)", r"\1.bool().unsqueeze(1)", text)
+                if through_bool:
+                    text = re.sub(r"\[(mask\d+)\]", r"[\1.bool()]", text)
+            rows = re.search(r"rows\d+", text)
+            if buffer and rows:
+                text = re.sub(r"= torch\.zeros\(3, (\d+)\)", lambda m: "= " + buffer.format(w=m[1], rows=rows[0]), text)
+            return text
+
+        for stmt in stmts:
+            for inner in stmt.body if isinstance(stmt, For) else [stmt]:
+                if isinstance(inner, Research):
+                    inner.text = spell(inner.text)
+        return stmts
+
+    def older_state(self, text: str) -> str:
+        """`cross_call_state` as older code spells it (`spellings` only): its zeros made by
+        `Variable(...)`, `x.data.new(...).zero_()` or `fill_`, fed `.data` for `.detach()`."""
+        sp = self.spellings
+        if sp.random() >= SPELLING_PROBABILITY:
+            return text
+        zeros = sp.choice(["Variable(torch.zeros({size}))", "x.data.new({size}).zero_()", "torch.zeros({size}).fill_(0.5)"])
+
+        def made(m: re.Match) -> str:
+            size = m[1]
+            return (zeros if size != "()" or not zeros.startswith("x.data") else "Variable(torch.zeros({size}))").format(size=size)
+
+        return re.sub(r"torch\.zeros\((\(\)|[\d, ]+)\)", made, text).replace(".detach()", ".data")
 
     def paired_state(self, s: str) -> list[str]:
         """`cross_call_state` kept in a tuple (`self.pair`, None until the first call), or in

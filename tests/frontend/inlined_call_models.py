@@ -9,6 +9,9 @@
 - The Universal Transformer's ACT (`act_fn(x, inputs, self.enc, self.timing_signal,
   self.position_signal, self.num_layers)`): an inlined helper whose first statements only
   bind module tensors (a plain tensor attribute and a buffer) before its `while`.
+- Activations picked by name from a dict of lambdas (`self.act = ACTIVATIONS[name]`): a
+  lambda's source lines are the dict's item, which DyCL cannot parse on its own; it runs the
+  lambda as it is.
 
 `CASES` compile exactly (their inputs take every path); `REFUSED` are refused at the marked
 line, with a message that quotes the statement written there.
@@ -236,6 +239,31 @@ def _vectors(scales, seed=1):
 
 
 CASES["gated_instance_forward"] = (GatedChain, _vectors([-8.0, -0.5, 0.5, 8.0]))
+
+
+# activations picked by name from a dict of lambdas, as configurable research code does: a
+# lambda's source lines are the dict's item, not a statement (an internal SyntaxError before)
+ACTIVATIONS = {
+    "swish": lambda x: x * torch.sigmoid(x),
+    "hard_swish": lambda x: x * F.relu6(x + 3.0) / 6.0,
+}
+
+
+class ActivationByName(nn.Module):
+    def __init__(self, activation="swish"):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.act = ACTIVATIONS[activation]
+        self.gate = ACTIVATIONS["hard_swish"]
+
+    def forward(self, x):
+        h = self.act(self.fc(x))
+        if h.sum() > 0:
+            return self.gate(h) * 2.0
+        return h - 1.0
+
+
+CASES["lambda_activations_from_a_dict"] = (ActivationByName, _vectors([-8.0, -0.5, 0.5, 8.0], seed=3))
 
 
 def _double_output(module, args, output):

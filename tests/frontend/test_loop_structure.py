@@ -85,6 +85,22 @@ class WhileStates(nn.Module):
         return state
 
 
+class RuntimeRangeStates(nn.Module):
+    """The same in a `for` over a runtime `range`, which DyCL runs as a `while` of its own
+    making: the refusal quotes the user's `for` (fuzz seed 352066 quoted `while __k7 < __stop7:`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.LSTMCell(4, 4)
+
+    def forward(self, x):
+        state = None
+        n = int(x[0, :3].argmax()) + 1
+        for i in range(1, n):
+            state = self.cell(x, state)
+        return x if state is None else state[0]
+
+
 def _inputs(model):
     shape = (1, 1, 4) if isinstance(model, LSTMDecoder) else (1, 4)
     return [(torch.randn(*shape) * scale,) for scale in (0.1, 1.0, 3.0, -3.0)]
@@ -112,6 +128,15 @@ def test_structure_change_in_a_runtime_while_is_refused_at_the_loop():
     assert "`state` changes structure in a runtime loop" in str(error)
     source = open(__file__).read().splitlines()
     assert "while step < 5" in source[error.line - 1]
+    assert "`while step < 5" in str(error), str(error)  # (the loop quoted: fuzz seed 350809)
+
+
+def test_structure_change_in_a_runtime_range_is_refused_quoting_the_for():
+    with pytest.raises(FrontendError) as info:
+        import_module(RuntimeRangeStates().eval(), (torch.tensor([[0.0, 3.0, 1.0, 0.0]]),))
+    source = open(__file__).read().splitlines()
+    assert info.value.file == __file__ and "for i in range(1, n):" in source[info.value.line - 1]
+    assert "`for i in range(1, n):`: `state` changes structure in a runtime loop" in str(info.value), str(info.value)
 
 
 class ReturnWithTokenOfOtherRank(nn.Module):

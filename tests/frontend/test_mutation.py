@@ -53,6 +53,9 @@ def test_mutation_beyond_the_model_is_refused_at_its_line(name):
     assert error.file == mutation_models.__file__
     assert error.line == _marked_line(marker), str(error)
     assert words in str(error), str(error)
+    # the message quotes the user's statement at that line (fuzz seed 330204)
+    statement = inspect.getsource(mutation_models).splitlines()[error.line - 1].split("#")[0].strip()
+    assert f"`{statement}`" in str(error), str(error)
     # the attempt changed neither the model nor the caller's inputs
     for key, value in model.state_dict().items():
         assert torch.equal(value, before[key]), key

@@ -385,6 +385,15 @@ RESEARCH_SPELLINGS = {
     "torch.unique(labels, dim=0, ...)": r"torch\.unique\(labels\d+, dim=0, ",
     "torch.unique_consecutive(labels, ...)": r"torch\.unique_consecutive\(labels\d+, ",
     "labels.unique_consecutive(..., dim=0)": r"labels\d+\.unique_consecutive\(.*dim=0\)",
+    "mask = (...).byte()": r"^\s*mask\d+ = \(.*\)\.byte\(\)$",
+    "rows[mask.bool()]": r"\[mask\d+\.bool\(\)\]",
+    "buf = Variable(torch.zeros(3, w))": r"buf\d+ = Variable\(torch\.zeros\(3, \d+\)\)",
+    "buf = rows.data.new(3, w).zero_()": r"buf\d+ = rows\d+\.data\.new\(3, \d+\)\.zero_\(\)",
+    "buf = Variable(rows.data.new(rows.size()).zero_())": r"buf\d+ = Variable\((rows\d+)\.data\.new\(\1\.size\(\)\)\.zero_\(\)\)",
+    "buf = torch.zeros_like(rows).fill_(...)": r"buf\d+ = torch\.zeros_like\(rows\d+\)\.fill_\(",
+    "state made by Variable(torch.zeros(...))": r"self\.(ema|pair|hs|cs) = \(?Variable\(torch\.zeros\(",
+    "state made by x.data.new(...).zero_()": r"self\.(pair|hs|cs) = \(?x\.data\.new\(1, \d+\)\.zero_\(\)",
+    "state fed .data": r"self\.(ema|pair|hs)\b.*\.data\.mean\(\)",
 }
 
 
