@@ -138,6 +138,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             _in_every_graph(program, _fold_alpha)
             _in_every_graph(program, _compare_bools_as_numbers)
             _in_every_graph(program, _bool_arithmetic_as_logic)
+            _in_every_graph(program, _divisions_by_a_zero_number)
             _in_every_graph(program, _wrap_negative_indices)
             _in_every_graph(program, empty_tensors_as_constants)  # (again: decompositions make new ones)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
@@ -237,6 +238,29 @@ def _compare_bools_as_numbers(graph_module) -> None:
 
 
 _BOOL_ARITHMETIC = {"mul.Tensor": "bitwise_and.Tensor", "add.Tensor": "bitwise_or.Tensor"}
+
+
+def _divisions_by_a_zero_number(graph_module) -> None:
+    """`x / 0` with a number 0 (a sub-DNN made for a dim of size 0: `hs.sum(1) / hs.size(1)`):
+    TVM folds the constant divisor and stops the compile (Divide by zero). PyTorch's true
+    division gives `x * inf` with the zero's sign (inf, -inf, and NaN for 0 / 0), so it is
+    written so; a tensor 0 is not folded and stays a division."""
+    import math
+
+    import torch
+
+    aten = torch.ops.aten
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or node.target not in (aten.div.Tensor, aten.div.Scalar) or len(node.args) != 2:
+            continue
+        result, divisor = node.meta.get("val"), node.args[1]
+        if not (isinstance(result, torch.Tensor) and result.dtype.is_floating_point):
+            continue
+        if isinstance(divisor, bool) or not isinstance(divisor, (int, float)) or divisor != 0:
+            continue
+        node.target = aten.mul.Tensor if node.target is aten.div.Tensor else aten.mul.Scalar
+        node.args = (node.args[0], math.copysign(math.inf, divisor))
+    graph_module.recompile()
 
 
 def _bool_arithmetic_as_logic(graph_module) -> None:

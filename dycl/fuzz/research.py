@@ -883,12 +883,15 @@ class Researcher:
     def older_masks(self, stmts: list[Stmt]) -> list[Stmt]:
         """`data_dependent_size` as older code spells it (`spellings` only): `mask = (...).byte()`,
         then `rows[mask]` or `rows[mask.bool()]` (masked_select takes bools only); the buffer
-        stored into as `Variable(torch.zeros(3, w))`, `rows.data.new(3, w).zero_()`, ... ."""
+        stored into as `Variable(torch.zeros(3, w))`, `rows.data.new(3, w).zero_()`, ... ; the
+        picked count as a number in the statement's math (`picked.sum() / (picked.numel() + 1)`,
+        `... .sum(0, keepdim=True) * idx.size(0) / 3.0`)."""
         sp = self.spellings
         byte, through_bool = sp.random() < SPELLING_PROBABILITY, sp.random() < 0.5
         buffer = sp.choice(["Variable(torch.zeros(3, {w}))", "{rows}.data.new(3, {w}).zero_()",
                             "Variable({rows}.data.new({rows}.size()).zero_())", "torch.zeros_like({rows}).fill_(0.25)"])
         buffer = buffer if sp.random() < SPELLING_PROBABILITY else None
+        sized = sp.random() < SPELLING_PROBABILITY  # (drawn last: the draws above stay as they were)
 
         def spell(text: str) -> str:
             if byte:
@@ -896,6 +899,11 @@ class Researcher:
                 text = re.sub(r"(mask\d+)\.unsqueeze\(1\)", r"\1.bool().unsqueeze(1)", text)
                 if through_bool:
                     text = re.sub(r"\[(mask\d+)\]", r"[\1.bool()]", text)
+            if sized:  # the picked count as a number in the math of the statement that picks
+                text = re.sub(r"0\.1 \* (picked\d+|rows\d+\[[^\]]+\]|torch\.masked_select\([^)]*\)\)|rows\d+\.masked_select\([^)]*\))\.sum\(\)",
+                              r"0.1 * \1.sum() / (\1.numel() + 1)", text)
+                text = re.sub(r"\.sum\(0, keepdim=True\)(\)*) \+ 0\.01 \* len\((idx\d+)\)",
+                              r".sum(0, keepdim=True) * \2.size(0) / 3.0\1", text)
             rows = re.search(r"rows\d+", text)
             if buffer and rows:
                 text = re.sub(r"= torch\.zeros\(3, (\d+)\)", lambda m: "= " + buffer.format(w=m[1], rows=rows[0]), text)
