@@ -138,14 +138,23 @@ class _Builder:
             args[1] = list(range(op.operands[0].type.rank))
         schema_args = call.fn._schema.arguments
         args = [_decode_enum(arg, a) for arg, a in zip(schema_args, args)] + args[len(schema_args):]
+        on_bools = bool(info.bools_as_uint8) and len(op.results) == 1 and _is_bool_tensor(op.results[0])
+        if on_bools:  # (ONNX has no bool `Add`, ONNX Runtime no bool `Where`)
+            args = [self._cast(a, torch.uint8) if k in info.bools_as_uint8 and _is_bool_tensor(v) else a
+                    for k, (v, a) in enumerate(zip(op.operands, args))]
         positional = tuple(args[: call.n_positional])
         keywords = dict(zip(call.kwarg_names, args[call.n_positional :]))
         node = self.graph.call_function(call.fn, positional, keywords)
+        if on_bools:
+            node = self._cast(node, torch.bool)
         if len(op.results) == 1:
             self.values[op.results[0]] = node
         else:
             for i, result in enumerate(op.results):
                 self.values[result] = self.graph.call_function(operator.getitem, (node, i))
+
+    def _cast(self, node: Any, dtype: torch.dtype) -> torch.fx.Node:
+        return self.graph.call_function(torch.ops.aten._to_copy.default, (node,), {"dtype": dtype})
 
     def condition(self, op: t.BoolTensorOp) -> None:
         """`Bool.Tensor(%p)` of a kept if's condition: `%p` as a 0-d bool tensor."""
@@ -249,6 +258,11 @@ _HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
     t.ToI1Op: _Builder.identity,
     scf.IfOp: _Builder.scf_if,
 }
+
+
+def _is_bool_tensor(value: SSAValue) -> bool:
+    type_ = value.type
+    return isinstance(type_, t.ValueTensorType) and type_.element_type is not None and dtype_name(type_.element_type) == "bool"
 
 
 def _free_values(op: Operation) -> list[SSAValue]:

@@ -1,0 +1,96 @@
+"""Masks combined with tensor ops that have no bool kernel in ONNX: `pos + neg` of two bool
+masks (ONNX has no bool `Add`) and `torch.where(c, a, b)` of bool masks (ONNX Runtime has no
+bool `Where`). The sub-DNN computes them on uint8 and casts back: exact, where the export
+used to fail in the backend (a later stage failing on user code)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from dycl.backends.onnxruntime import OnnxRuntimeBackend
+from tests.backends.test_fx_rebuild import as_subdnn
+from tests.frontend.helpers import assert_compiled_exactly
+from tests.support.static_import import import_static
+
+
+class HardNegatives(nn.Module):
+    """SSD's hard negative mining, as `multibox_loss.py` writes it: the positives and the
+    hardest negatives by a sort of a sort, kept where `(pos_idx + neg_idx).gt(0)`."""
+
+    def __init__(self, negpos_ratio=3):
+        super(HardNegatives, self).__init__()
+        self.negpos_ratio = negpos_ratio
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, feats, labels):
+        conf = self.head(feats)
+        loss_c = torch.logsumexp(conf, 2) - conf.gather(2, labels.unsqueeze(2)).squeeze(2)
+        pos = labels > 0
+        loss_c[pos] = 0
+        _, loss_idx = loss_c.sort(1, descending=True)
+        _, idx_rank = loss_idx.sort(1)
+        num_pos = pos.long().sum(1, keepdim=True)
+        num_neg = torch.clamp(self.negpos_ratio * num_pos, max=pos.size(1) - 1)
+        neg = idx_rank < num_neg.expand_as(idx_rank)
+        pos_idx = pos.unsqueeze(2).expand_as(conf)
+        neg_idx = neg.unsqueeze(2).expand_as(conf)
+        keep = (pos_idx + neg_idx).gt(0)
+        either = torch.where(num_pos > 0, pos, neg)  # (bool operands)
+        return conf * keep.float(), either, pos + True
+
+
+class MaskUnion(nn.Module):
+    """Rows kept by either of two masks, `.byte()` masks added as older code adds them."""
+
+    def forward(self, x, y):
+        keep = (x > 0) + (y > 0)
+        picked = torch.where(x.sum(1, keepdim=True) > 0, x > 0, y > 0)
+        return x * keep.float(), picked, (x > 0).byte() + (y > 0).byte()
+
+
+def hard_negative_inputs():
+    """No positive, one, two, and all of them."""
+    generator = torch.Generator().manual_seed(0)
+    inputs = []
+    for count in (2, 0, 1, 12):
+        labels = torch.zeros(2, 6, dtype=torch.long)
+        labels.view(-1)[:count] = torch.tensor([1, 2] * 6)[:count]
+        inputs.append((torch.randn(2, 6, 4, generator=generator), labels))
+    return inputs
+
+
+def test_a_union_of_masks_is_one_onnx_model_that_runs():
+    """The sub-DNN alone through the ONNX Runtime backend (it used to be rejected: `Add` of
+    bool tensors), run by ONNX Runtime on inputs where the masks agree and differ."""
+    import onnxruntime
+
+    generator = torch.Generator().manual_seed(1)
+    x, y = torch.randn(3, 4, generator=generator), torch.randn(3, 4, generator=generator)
+    model = MaskUnion().eval()
+    module, weights = import_static(model, x, y, func_name="subdnn_0")
+    compiled = OnnxRuntimeBackend().compile(as_subdnn(module), weights)
+    session = onnxruntime.InferenceSession(compiled.files[compiled.meta["file"]])
+    for x, y in ((x, y), (-x, y), (x, x)):
+        actual = session.run(None, dict(zip(compiled.meta["input_names"], (x.numpy(), y.numpy()))))
+        for expected, value in zip(model(x, y), actual):
+            assert torch.equal(expected, torch.from_numpy(value))
+
+
+@pytest.mark.slow
+def test_a_union_of_masks_compiles_exactly_on_onnxruntime():
+    generator = torch.Generator().manual_seed(1)
+    inputs = [tuple(torch.randn(3, 4, generator=generator) for _ in range(2)) for _ in range(3)]
+    assert_compiled_exactly(MaskUnion, inputs, "onnxruntime")
+
+
+@pytest.mark.slow
+def test_bool_mask_sums_and_selects_compile_exactly_on_onnxruntime():
+    assert_compiled_exactly(HardNegatives, hard_negative_inputs(), "onnxruntime")
+
+
+@pytest.mark.slow
+def test_bool_mask_sums_and_selects_compile_exactly_on_tvm():
+    assert_compiled_exactly(HardNegatives, hard_negative_inputs(), "tvm")
