@@ -2669,7 +2669,9 @@ class FunctionCompiler:
             return first
 
         then_fn, else_fn = (rest, decided) if is_and else (decided, rest)
-        return self._conditional(expr, env, truth, then_fn, else_fn, truth_if_mixed=True)
+        # (`self.key is not None and torch.equal(x, self.key)`: the rest knows `self.key`)
+        return self._conditional(expr, env, truth, then_fn, else_fn, truth_if_mixed=True,
+                                 refinements=host_expressions.none_test_branches(values[0], env))
 
     def host_Subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
         size = sizes.host_size(self, expr, env)
