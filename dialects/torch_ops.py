@@ -734,6 +734,8 @@ _TENSOR_MATH: dict[str, HostSpec] = {
         ("torch.aten.where.self", "torch.aten.where.ScalarSelf", "torch.aten.where.ScalarOther"),
         _with(None, rows=_rows_elementwise, bools_as_uint8=(1, 2)),
     ),
+    "torch.aten.masked_fill.Scalar": _with(None, rows=_rows_elementwise, bools_as_uint8=(0,)),
+    "torch.aten.masked_fill.Tensor": _with(None, bools_as_uint8=(0, 2)),
     **dict.fromkeys(
         ("torch.aten.max_pool2d", "torch.aten.avg_pool2d", "torch.aten.adaptive_avg_pool2d",
          "torch.aten.adaptive_max_pool2d"),

@@ -1,6 +1,6 @@
 """Masks combined with tensor ops that have no bool kernel in ONNX: `pos + neg` of two bool
-masks (ONNX has no bool `Add`) and `torch.where(c, a, b)` of bool masks (ONNX Runtime has no
-bool `Where`). The sub-DNN computes them on uint8 and casts back: exact, where the export
+masks (ONNX has no bool `Add`), `torch.where(c, a, b)` and `m.masked_fill(c, False)` of bool
+masks (ONNX Runtime has no bool `Where`). The sub-DNN computes them on uint8 and casts back: exact, where the export
 used to fail in the backend (a later stage failing on user code)."""
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ class MaskUnion(nn.Module):
     def forward(self, x, y):
         keep = (x > 0) + (y > 0)
         picked = torch.where(x.sum(1, keepdim=True) > 0, x > 0, y > 0)
-        return x * keep.float(), picked, (x > 0).byte() + (y > 0).byte()
+        blocked = keep.masked_fill(y < -1, False)
+        return x * keep.float(), picked, (x > 0).byte() + (y > 0).byte(), blocked
 
 
 def hard_negative_inputs():
