@@ -138,6 +138,8 @@ class _Builder:
             args[1] = list(range(op.operands[0].type.rank))
         schema_args = call.fn._schema.arguments
         args = [_decode_enum(arg, a) for arg, a in zip(schema_args, args)] + args[len(schema_args):]
+        if name == "torch.aten.slice.Tensor":
+            args = self._slice_bounds(op, args)
         on_bools = bool(info.bools_as_uint8) and len(op.results) == 1 and _is_bool_tensor(op.results[0])
         if on_bools:  # (ONNX has no bool `Add`, ONNX Runtime no bool `Where`)
             args = [self._cast(a, torch.uint8) if k in info.bools_as_uint8 and _is_bool_tensor(v) else a
@@ -152,6 +154,24 @@ class _Builder:
         else:
             for i, result in enumerate(op.results):
                 self.values[result] = self.graph.call_function(operator.getitem, (node, i))
+
+    def _slice_bounds(self, op: UnregisteredOp, args: list[Any]) -> list[Any]:
+        """`x[:4]` of a dim known only at run time, with the bounds clamped to the dim's size
+        as symbolic ints (`min(4, n)`). Left as constants, export compares them with the
+        dim's example size and assumes the answer: it takes `x[:4]` of 3 rows for all of
+        them, bounds the dim by 3 and drops the slice (5 rows gave 5, not 4)."""
+        shape = op.operands[0].type.shape
+        dim = args[1]
+        if shape is None or not isinstance(dim, int) or shape[dim % len(shape)] is not None:
+            return args
+        size = self.graph.call_function(torch.ops.aten.sym_size.int, (args[0], dim % len(shape)))
+        clamped = list(args)
+        for k in (2, 3):
+            bound = args[k]
+            if type(bound) is int:
+                clamped[k] = (self.graph.call_function(torch.sym_min, (bound, size)) if bound >= 0 else
+                              self.graph.call_function(torch.sym_max, (self.graph.call_function(operator.add, (size, bound)), 0)))
+        return clamped
 
     def _cast(self, node: Any, dtype: torch.dtype) -> torch.fx.Node:
         return self.graph.call_function(torch.ops.aten._to_copy.default, (node,), {"dtype": dtype})
@@ -351,7 +371,19 @@ def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.ex
             program = torch.export.export(module, example_inputs(subdnn), strict=False, **dynamic_shapes([subdnn]))
     except Exception as err:  # the op that failed is named in torch's own message
         raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(err)}") from err
+    _refuse_bounded_dims(subdnn, program, backend)
     return _constants_for_empty_tensors(program)
+
+
+def _refuse_bounded_dims(subdnn: SubDNN, program: torch.export.ExportedProgram, backend: str) -> None:
+    """A dim known only at run time that export bounded from above: it decided something by
+    the example size (3) and the program is right up to that bound only. Never compile it."""
+    from torch.utils._sympy.numbers import int_oo
+
+    bounded = sorted(f"{symbol} <= {limits.upper}" for symbol, limits in program.range_constraints.items() if limits.upper != int_oo)
+    if bounded:
+        raise BackendError(backend, subdnn.name, f"torch.export assumed a runtime dim is bounded ({', '.join(bounded)}): "
+                           "the compiled sub-DNN would be wrong for larger sizes")
 
 
 # What a reduction of no elements is, in PyTorch (amax/amin of nothing raise in eager, so
@@ -429,6 +461,7 @@ def export_side_by_side(
     with torch.no_grad():
         shapes = dynamic_shapes(subdnns)  # (one entry: the varargs of forward)
         program = torch.export.export(module, arguments, strict=False, **{k: (v,) for k, v in shapes.items()})
+    _refuse_bounded_dims(subdnns[0], program, backend)  # (the caller compiles each alone then, and names it)
     return _constants_for_empty_tensors(program)
 
 

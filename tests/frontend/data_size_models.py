@@ -383,3 +383,29 @@ class LiveRowsBlock(nn.Module):
         if is_output:
             fwd = fwd + output.sum()
         return fwd * 2
+
+
+class ClassWiseTopK(nn.Module):
+    """Detection post-processing: per class, the boxes that pass the score threshold, best
+    first, at most `max_det` of them (`order = cs.argsort(descending=True)[:self.max_det]`);
+    a class with none is skipped."""
+
+    def __init__(self, classes=3, thresh=0.5, max_det=4):
+        super(ClassWiseTopK, self).__init__()
+        self.classes, self.thresh, self.max_det = classes, thresh, max_det
+        self.cls = nn.Linear(4, classes)
+
+    def forward(self, feats, boxes):
+        scores = torch.sigmoid(self.cls(feats))
+        dets = []
+        for c in range(self.classes):
+            s = scores[:, c]
+            keep = s > self.thresh
+            if keep.sum() == 0:
+                continue
+            cb, cs = boxes[keep], s[keep]
+            order = cs.argsort(descending=True)[: self.max_det]
+            dets.append(torch.cat([cb[order], cs[order].unsqueeze(1), torch.full((len(order), 1), float(c))], 1))
+        if len(dets) == 0:
+            return torch.zeros(0, 6)
+        return torch.cat(dets, 0)

@@ -30,6 +30,7 @@ from tests.frontend.data_size_models import (
     SDNBatchExit,
     LiveRowsMean,
     LiveRowsBlock,
+    ClassWiseTopK,
 )
 from tests.frontend.helpers import BranchCoverage, assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error, run
 
@@ -419,3 +420,23 @@ def test_sdn_blocks_called_on_the_samples_left_are_exact():
 ], ids=["prototype_refresh", "sdn_batch_exit"])
 def test_size_tests_and_constant_block_results_compile_exactly_on_onnxruntime(factory, inputs):
     assert_compiled_exactly(factory, inputs, "onnxruntime")
+
+
+def detection_inputs():
+    """Per class: no box, one, two, three, and all five above the threshold (more than
+    `max_det`: the slice `[:4]` cuts)."""
+    generator = torch.Generator().manual_seed(24)
+    boxes = torch.rand(5, 4, generator=generator)
+    return [(torch.randn(5, 4, generator=generator), boxes), (torch.randn(5, 4, generator=generator) * 10, boxes),
+            (torch.randn(5, 4, generator=generator) * 0.01, boxes)]
+
+
+@pytest.mark.slow
+def test_the_best_boxes_of_each_class_compile_exactly_on_onnxruntime():
+    """`cs.argsort(descending=True)[:4]` of a size from the data: 5 boxes above the threshold
+    gave 5 rows, not 4 (the backend's export dropped the slice), a silent wrong answer."""
+    model = ClassWiseTopK().eval()
+    with torch.no_grad():
+        kept = [int((torch.sigmoid(model.cls(feats)) > model.thresh).sum(0).max()) for feats, _ in detection_inputs()]
+    assert max(kept) > model.max_det
+    assert_compiled_exactly(ClassWiseTopK, detection_inputs(), "onnxruntime")
