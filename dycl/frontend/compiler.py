@@ -289,9 +289,13 @@ class FunctionCompiler:
             written |= written_in([stmts[j]])
             j += 1
         run = stmts[i:j]
-        if j < len(stmts) and isinstance(stmts[j], ast.If):
-            stmts[j] = self._condition_into_run(run, stmts[j], env, written)
-        if self._per_length_on_failure(lambda: self._compile_run_or_split(run, env, live_before(stmts[j:], block.live_out)), block, j - i):
+        merged = self._condition_into_run(run, stmts[j], env, written) if j < len(stmts) and isinstance(stmts[j], ast.If) else None
+        following = stmts[j:] if merged is None else [merged, *stmts[j + 1 :]]
+        if self._per_length_on_failure(lambda: self._compile_run_or_split(run, env, live_before(following, block.live_out)), block, j - i):
+            if merged is not None:
+                # (only now: a block rewritten per list length compiles `stmts[i:j]` again,
+                # without the condition's assignment, and then the `if` as written)
+                stmts[j] = merged
             block.i = j
 
     def _per_length_on_failure(self, compile_statements, block: Block, count: int) -> bool:
