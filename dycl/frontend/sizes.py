@@ -73,11 +73,12 @@ def _read(env: dict, node: ast.expr) -> tuple[V.Dyn, int | None] | None:
 
 
 def compares_runtime_size(node: ast.AST, env: dict, written_in_run: set[str]) -> bool:
-    """Whether `node` is a comparison that reads a size known only at run time (the host
-    reads it), of a name not assigned in the run being formed (`written_in_run`: its value
+    """Whether `node` is a comparison (or a `min`/`max`) that reads a size known only at run
+    time (the host reads it), of a name not assigned in the run being formed (`written_in_run`: its value
     is not known yet). Other uses of such a size (`F.pad(seqs, (0, n - seqs.size(1)))`)
     stay in the run, where export keeps it a symbolic int."""
-    if not isinstance(node, ast.Compare):
+    if not (isinstance(node, ast.Compare) or isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("min", "max") and not node.keywords):  # (`min(k, rows.size(0))`: a Min no run returns)
         return False
     return any(
         _read(env, sub) is not None and not any(isinstance(n, ast.Name) and n.id in written_in_run for n in ast.walk(sub))

@@ -409,3 +409,31 @@ class ClassWiseTopK(nn.Module):
         if len(dets) == 0:
             return torch.zeros(0, 6)
         return torch.cat(dets, 0)
+
+
+class TopScoresPadded(nn.Module):
+    """The best `max_det` scores above a threshold, padded to a fixed count (a detector's
+    fixed-size output): `k = min(self.max_det, kept.size(0))`, a runtime int the host
+    computes from the size, then `[:k]` and `F.pad(..., self.max_det - top.size(0))`."""
+
+    def __init__(self, max_det=3):
+        super(TopScoresPadded, self).__init__()
+        self.fc = nn.Linear(4, 1)
+        self.max_det = max_det
+
+    def forward(self, feats):
+        s = torch.sigmoid(self.fc(feats)).squeeze(1)
+        kept = s[s > 0.5]
+        k = min(self.max_det, kept.size(0))
+        top = kept.sort(descending=True)[0][:k]
+        padded = F.pad(top, (0, self.max_det - top.size(0)), value=-1.0)
+        return padded, k
+
+
+class FirstLiveRows(nn.Module):
+    """At most two of the live rows: `n = min(2, rows.size(0))`."""
+
+    def forward(self, x):
+        rows = x[x.sum(1) > 0]
+        n = min(2, rows.size(0))
+        return rows.sum(0), n

@@ -31,6 +31,8 @@ from tests.frontend.data_size_models import (
     LiveRowsMean,
     LiveRowsBlock,
     ClassWiseTopK,
+    TopScoresPadded,
+    FirstLiveRows,
 )
 from tests.frontend.helpers import BranchCoverage, assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error, run
 
@@ -440,3 +442,20 @@ def test_the_best_boxes_of_each_class_compile_exactly_on_onnxruntime():
         kept = [int((torch.sigmoid(model.cls(feats)) > model.thresh).sum(0).max()) for feats, _ in detection_inputs()]
     assert max(kept) > model.max_det
     assert_compiled_exactly(ClassWiseTopK, detection_inputs(), "onnxruntime")
+
+
+def test_min_of_a_size_from_the_data_is_a_runtime_int():
+    """`n = min(2, rows.size(0))`: a `min` of the size is computed on the host (a captured
+    run could not return it: refused, torch-mlir has no `sym_min` output)."""
+    assert_imported_exactly(FirstLiveRows, live_rows_inputs())
+
+
+@pytest.mark.slow
+def test_the_best_scores_padded_to_a_fixed_count_are_exact():
+    """`k = min(self.max_det, kept.size(0))`, then `[:k]` and `F.pad`, for counts 0 to 5."""
+    generator = torch.Generator().manual_seed(32)
+    inputs = [(torch.randn(5, 4, generator=generator) * scale,) for scale in (1.0, 10.0, 0.01, 3.0, 30.0, 100.0)]
+    torch.manual_seed(0)
+    counts = {eager(TopScoresPadded().eval(), args)[1] for args in inputs}
+    assert {0, 1, 3} <= counts, counts
+    assert_imported_exactly(TopScoresPadded, inputs)
