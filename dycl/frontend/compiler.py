@@ -2984,7 +2984,10 @@ class FunctionCompiler:
         by_copy = {id(memo[key]): name for key, name in replacements.items()}
         rewritten = replace_nodes(copied, by_copy)
         scoped = {**env, **local}
-        result = self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
+        try:
+            result = self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
+        except FrontendError as error:
+            raise _quoting(error, rewritten, expr) from None
         for name in env:  # a run that mutates a tensor in place rebinds it (and its aliases)
             if scoped[name] is not env[name]:
                 env[name] = scoped[name]
@@ -3193,6 +3196,15 @@ def _root_of(expr: ast.expr) -> ast.expr:
     while isinstance(expr, ast.Subscript):
         expr = expr.value
     return expr
+
+
+def _quoting(error: FrontendError, rewritten: ast.expr, written: ast.expr) -> FrontendError:
+    """`error` quoting the expression as the user wrote it (`torch.tensor(durations)`), not
+    with the operands computed before its run (`torch.tensor(<runtime value>)`)."""
+    shown, source = source_text(rewritten), source_text(written)
+    if shown == source or shown not in error.construct:
+        return error
+    return type(error)(error.construct.replace(shown, source), error.hint, file=error.file, line=error.line)
 
 
 def _located(expr: ast.expr) -> ast.expr:
