@@ -459,3 +459,9 @@ def test_the_best_scores_padded_to_a_fixed_count_are_exact():
     counts = {eager(TopScoresPadded().eval(), args)[1] for args in inputs}
     assert {0, 1, 3} <= counts, counts
     assert_imported_exactly(TopScoresPadded, inputs)
+
+
+@pytest.mark.slow
+def test_the_best_boxes_of_each_class_compile_exactly_on_tvm():
+    """The clamped slice bound (`min(4, n)`) in Relax: TVM's importer had no `sym_min`."""
+    assert_compiled_exactly(ClassWiseTopK, detection_inputs(), "tvm")
