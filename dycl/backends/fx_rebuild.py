@@ -393,6 +393,10 @@ _OF_NOTHING = {
     "all.default": True, "all.dim": True, "all.dims": True,
     "prod.default": 1, "prod.dim_int": 1, "mean.default": math.nan, "mean.dim": math.nan,
     "mm.default": 0, "bmm.default": 0,
+    # a loss of no samples (`F.cross_entropy(logits[keep], ...)` where nothing is kept): 0
+    # summed, nan averaged (ONNX Runtime rejected the exporter's Reshape of no elements)
+    **dict.fromkeys(("cross_entropy_loss.default", "nll_loss.default", "nll_loss_nd.default"),
+                    lambda node: math.nan if (node.args[3] if len(node.args) > 3 else node.kwargs.get("reduction", 1)) == 1 else 0),
 }
 
 
@@ -419,6 +423,7 @@ def empty_tensors_as_constants(graph_module: torch.fx.GraphModule) -> None:
             if name not in _OF_NOTHING or not any(isinstance(o, torch.Tensor) and o.numel() == 0 for o in operands):
                 continue
             fill = _OF_NOTHING[name]
+            fill = fill(node) if callable(fill) else fill
         with graph.inserting_before(node):
             constant = graph.call_function(torch.ops.aten.full.default, (list(value.shape), fill), {"dtype": value.dtype})
         constant.meta["val"] = value

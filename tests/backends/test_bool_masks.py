@@ -95,3 +95,39 @@ def test_bool_mask_sums_and_selects_compile_exactly_on_onnxruntime():
 @pytest.mark.slow
 def test_bool_mask_sums_and_selects_compile_exactly_on_tvm():
     assert_compiled_exactly(HardNegatives, hard_negative_inputs(), "tvm")
+
+
+def _loss_of_no_samples(reduction: int):
+    text = f'''"builtin.module"() ({{
+  "func.func"() <{{sym_name = "subdnn_14", function_type = (!torch.vtensor<[0,3],f32>, !torch.vtensor<[0],si64>) -> !torch.vtensor<[],f32>, sym_visibility = "private"}}> ({{
+  ^bb0(%0: !torch.vtensor<[0,3],f32>, %1: !torch.vtensor<[0],si64>):
+    %2 = "torch.constant.none"() : () -> !torch.none
+    %3 = "torch.constant.int"() <{{value = {reduction} : i64}}> : () -> !torch.int
+    %4 = "torch.constant.int"() <{{value = -100 : i64}}> : () -> !torch.int
+    %5 = "torch.constant.float"() <{{value = 0.000000e+00 : f64}}> : () -> !torch.float
+    %6 = "torch.aten.cross_entropy_loss"(%0, %1, %2, %3, %4, %5) : (!torch.vtensor<[0,3],f32>, !torch.vtensor<[0],si64>, !torch.none, !torch.int, !torch.int, !torch.float) -> !torch.vtensor<[],f32>
+    "func.return"(%6) : (!torch.vtensor<[],f32>) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+}}) : () -> ()'''
+    from dycl.backends import subdnns_of
+    from dycl.ir import parse_module
+
+    (subdnn,) = subdnns_of(parse_module(text))
+    return subdnn
+
+
+@pytest.mark.parametrize("reduction", [1, 2], ids=["mean", "sum"])
+def test_a_loss_of_no_samples_is_what_pytorch_gives(reduction):
+    """The size-0 arm of `F.cross_entropy(conf[pos_idx + neg_idx].view(-1, 3), ...)` (SSD's
+    loss of the kept priors; the arm runs when none is kept, or never, behind `if
+    conf_p.numel() > 0`): ONNX Runtime rejected the exporter's model (a Reshape of no
+    elements), failing the whole compile. It is PyTorch's value of no samples: nan averaged,
+    0 summed."""
+    import onnxruntime
+
+    compiled = OnnxRuntimeBackend().compile(_loss_of_no_samples(reduction), {})
+    session = onnxruntime.InferenceSession(compiled.files[compiled.meta["file"]])
+    feeds = dict(zip(compiled.meta["input_names"], (torch.zeros(0, 3).numpy(), torch.zeros(0, dtype=torch.long).numpy())))
+    (loss,) = session.run(None, {name: value for name, value in feeds.items() if name in {i.name for i in session.get_inputs()}})
+    expected = F.cross_entropy(torch.zeros(0, 3), torch.zeros(0, dtype=torch.long), reduction=["none", "mean", "sum"][reduction])
+    assert torch.equal(torch.from_numpy(loss), expected) or (expected.isnan() and torch.from_numpy(loss).isnan())
