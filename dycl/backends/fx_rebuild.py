@@ -168,7 +168,7 @@ class _Builder:
         clamped = list(args)
         for k in (2, 3):
             bound = args[k]
-            if type(bound) is int:
+            if type(bound) is int and abs(bound) < _TO_THE_END:  # (`x[2:]` ends at INT64_MAX: no bound to assume)
                 clamped[k] = (self.graph.call_function(torch.sym_min, (bound, size)) if bound >= 0 else
                               self.graph.call_function(torch.sym_max, (self.graph.call_function(operator.add, (size, bound)), 0)))
         return clamped
@@ -375,12 +375,16 @@ def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.ex
     return _constants_for_empty_tensors(program)
 
 
+_TO_THE_END = 2**62  # (a slice bound at least this large is PyTorch's "to the end", INT64_MAX)
+
+
 def _refuse_bounded_dims(subdnn: SubDNN, program: torch.export.ExportedProgram, backend: str) -> None:
     """A dim known only at run time that export bounded from above: it decided something by
     the example size (3) and the program is right up to that bound only. Never compile it."""
     from torch.utils._sympy.numbers import int_oo
 
-    bounded = sorted(f"{symbol} <= {limits.upper}" for symbol, limits in program.range_constraints.items() if limits.upper != int_oo)
+    bounded = sorted(f"{symbol} <= {limits.upper}" for symbol, limits in program.range_constraints.items()
+                     if getattr(symbol, "is_Symbol", False) and limits.upper != int_oo and limits.upper < _TO_THE_END)
     if bounded:
         raise BackendError(backend, subdnn.name, f"torch.export assumed a runtime dim is bounded ({', '.join(bounded)}): "
                            "the compiled sub-DNN would be wrong for larger sizes")
