@@ -371,24 +371,10 @@ def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.ex
             program = torch.export.export(module, example_inputs(subdnn), strict=False, **dynamic_shapes([subdnn]))
     except Exception as err:  # the op that failed is named in torch's own message
         raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(err)}") from err
-    _refuse_bounded_dims(subdnn, program, backend)
     return _constants_for_empty_tensors(program)
 
 
 _TO_THE_END = 2**62  # (a slice bound at least this large is PyTorch's "to the end", INT64_MAX)
-
-
-def _refuse_bounded_dims(subdnn: SubDNN, program: torch.export.ExportedProgram, backend: str) -> None:
-    """A dim known only at run time that export bounded from above: it decided something by
-    the example size (3) and the program is right up to that bound only. Never compile it."""
-    from torch.utils._sympy.numbers import int_oo
-
-    bounded = sorted(f"{symbol} <= {limits.upper}" for symbol, limits in program.range_constraints.items()
-                     if getattr(symbol, "is_Symbol", False) and limits.upper != int_oo and limits.upper < _TO_THE_END)
-    if bounded:
-        raise BackendError(backend, subdnn.name, f"torch.export assumed a runtime dim is bounded ({', '.join(bounded)}): "
-                           "the compiled sub-DNN would be wrong for larger sizes")
-
 
 # What a reduction of no elements is, in PyTorch (amax/amin of nothing raise in eager, so
 # never reach a sub-DNN).
@@ -470,7 +456,6 @@ def export_side_by_side(
     with torch.no_grad():
         shapes = dynamic_shapes(subdnns)  # (one entry: the varargs of forward)
         program = torch.export.export(module, arguments, strict=False, **{k: (v,) for k, v in shapes.items()})
-    _refuse_bounded_dims(subdnns[0], program, backend)  # (the caller compiles each alone then, and names it)
     return _constants_for_empty_tensors(program)
 
 

@@ -437,3 +437,20 @@ class FirstLiveRows(nn.Module):
         rows = x[x.sum(1) > 0]
         n = min(2, rows.size(0))
         return rows.sum(0), n
+
+
+class ValidBoxes(nn.Module):
+    """Features of the boxes whose corners are in order, scaled by their first two
+    coordinates (`good[:, :2]`: a slice to the end of a size from the data)."""
+
+    def __init__(self):
+        super(ValidBoxes, self).__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x, boxes):
+        if boxes.numel() == 0:
+            return x.new_zeros(0, 2), 0
+        keep = boxes[:, 0] < boxes[:, 2]
+        good = boxes[keep]
+        feats = self.fc(x[keep])
+        return feats * good[:, :2].sum(1, keepdim=True), len(good)

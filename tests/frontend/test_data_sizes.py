@@ -33,6 +33,7 @@ from tests.frontend.data_size_models import (
     ClassWiseTopK,
     TopScoresPadded,
     FirstLiveRows,
+    ValidBoxes,
 )
 from tests.frontend.helpers import BranchCoverage, assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error, run
 
@@ -465,3 +466,14 @@ def test_the_best_scores_padded_to_a_fixed_count_are_exact():
 def test_the_best_boxes_of_each_class_compile_exactly_on_tvm():
     """The clamped slice bound (`min(4, n)`) in Relax: TVM's importer had no `sym_min`."""
     assert_compiled_exactly(ClassWiseTopK, detection_inputs(), "tvm")
+
+
+@pytest.mark.slow
+def test_a_slice_to_the_end_of_rows_from_the_data_compiles_on_onnxruntime():
+    """`good[:, :2]` of `good = boxes[keep]`: its `:` ends at INT64_MAX, which bounds nothing
+    (it is not clamped)."""
+    generator = torch.Generator().manual_seed(14)
+    inputs = [(torch.randn(3, 4, generator=generator), boxes) for boxes in (
+        torch.tensor([[0.0, 0, 1, 1], [2.0, 0, 1, 1], [0.0, 1, 3, 2]]), torch.tensor([[2.0, 0, 1, 1]] * 3),
+        torch.tensor([[0.0, 0, 1, 1]] * 3), torch.tensor([[2.0, 0, 1, 1], [0.0, 1, 3, 2], [2.0, 0, 1, 1]]))]
+    assert_compiled_exactly(ValidBoxes, inputs, "onnxruntime")
