@@ -132,6 +132,10 @@ class TorchOpInfo:
     """The result is operand 0 with operand 1 appended (lists have value semantics)."""
     empty_dim_list_means_all: bool = False
     """A reduction whose `dim=[]` means every dimension (ONNX export needs them spelled out)."""
+    bools_as_uint8: tuple[int, ...] = ()
+    """With a bool result, these operands (the bool tensors among them) are cast to uint8 and
+    the result back to bool (exact: ONNX has no bool `Add`, and ONNX Runtime no bool `Where`:
+    `(pos_idx + neg_idx).gt(0)` of two masks)."""
     shape: ShapeRule | None = field(default=None, compare=False)
     static_value: Callable[[Operation], Any] | None = field(default=None, compare=False)
     """The op's value when its operand types and constants fix it, else `NO_VALUE`."""
@@ -726,6 +730,13 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     ),
     # Kernels whose only rule is the rows one (run_many).
     **dict.fromkeys(_ELEMENTWISE_OPS, _with(None, rows=_rows_elementwise)),
+    **dict.fromkeys(("torch.aten.add.Tensor", "torch.aten.add.Scalar"), _with(None, rows=_rows_elementwise, bools_as_uint8=(0, 1))),
+    **dict.fromkeys(
+        ("torch.aten.where.self", "torch.aten.where.ScalarSelf", "torch.aten.where.ScalarOther"),
+        _with(None, rows=_rows_elementwise, bools_as_uint8=(1, 2)),
+    ),
+    "torch.aten.masked_fill.Scalar": _with(None, rows=_rows_elementwise, bools_as_uint8=(0,)),
+    "torch.aten.masked_fill.Tensor": _with(None, bools_as_uint8=(0, 2)),
     **dict.fromkeys(
         ("torch.aten.max_pool2d", "torch.aten.avg_pool2d", "torch.aten.adaptive_avg_pool2d",
          "torch.aten.adaptive_max_pool2d"),

@@ -138,14 +138,43 @@ class _Builder:
             args[1] = list(range(op.operands[0].type.rank))
         schema_args = call.fn._schema.arguments
         args = [_decode_enum(arg, a) for arg, a in zip(schema_args, args)] + args[len(schema_args):]
+        if name == "torch.aten.slice.Tensor":
+            args = self._slice_bounds(op, args)
+        on_bools = bool(info.bools_as_uint8) and len(op.results) == 1 and _is_bool_tensor(op.results[0])
+        if on_bools:  # (ONNX has no bool `Add`, ONNX Runtime no bool `Where`)
+            args = [self._cast(a, torch.uint8) if k in info.bools_as_uint8 and _is_bool_tensor(v) else a
+                    for k, (v, a) in enumerate(zip(op.operands, args))]
         positional = tuple(args[: call.n_positional])
         keywords = dict(zip(call.kwarg_names, args[call.n_positional :]))
         node = self.graph.call_function(call.fn, positional, keywords)
+        if on_bools:
+            node = self._cast(node, torch.bool)
         if len(op.results) == 1:
             self.values[op.results[0]] = node
         else:
             for i, result in enumerate(op.results):
                 self.values[result] = self.graph.call_function(operator.getitem, (node, i))
+
+    def _slice_bounds(self, op: UnregisteredOp, args: list[Any]) -> list[Any]:
+        """`x[:4]` of a dim known only at run time, with the bounds clamped to the dim's size
+        as symbolic ints (`min(4, n)`). Left as constants, export compares them with the
+        dim's example size and assumes the answer: it takes `x[:4]` of 3 rows for all of
+        them, bounds the dim by 3 and drops the slice (5 rows gave 5, not 4)."""
+        shape = op.operands[0].type.shape
+        dim = args[1]
+        if shape is None or not isinstance(dim, int) or shape[dim % len(shape)] is not None:
+            return args
+        size = self.graph.call_function(torch.ops.aten.sym_size.int, (args[0], dim % len(shape)))
+        clamped = list(args)
+        for k in (2, 3):
+            bound = args[k]
+            if type(bound) is int and abs(bound) < _TO_THE_END:  # (`x[2:]` ends at INT64_MAX: no bound to assume)
+                clamped[k] = (self.graph.call_function(torch.sym_min, (bound, size)) if bound >= 0 else
+                              self.graph.call_function(torch.sym_max, (self.graph.call_function(operator.add, (size, bound)), 0)))
+        return clamped
+
+    def _cast(self, node: Any, dtype: torch.dtype) -> torch.fx.Node:
+        return self.graph.call_function(torch.ops.aten._to_copy.default, (node,), {"dtype": dtype})
 
     def condition(self, op: t.BoolTensorOp) -> None:
         """`Bool.Tensor(%p)` of a kept if's condition: `%p` as a 0-d bool tensor."""
@@ -251,6 +280,11 @@ _HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
 }
 
 
+def _is_bool_tensor(value: SSAValue) -> bool:
+    type_ = value.type
+    return isinstance(type_, t.ValueTensorType) and type_.element_type is not None and dtype_name(type_.element_type) == "bool"
+
+
 def _free_values(op: Operation) -> list[SSAValue]:
     """The values `op`'s regions read that are defined outside `op`, in first-use order."""
     inner: set[SSAValue] = set()
@@ -340,6 +374,8 @@ def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.ex
     return _constants_for_empty_tensors(program)
 
 
+_TO_THE_END = 2**62  # (a slice bound at least this large is PyTorch's "to the end", INT64_MAX)
+
 # What a reduction of no elements is, in PyTorch (amax/amin of nothing raise in eager, so
 # never reach a sub-DNN).
 _OF_NOTHING = {
@@ -347,6 +383,10 @@ _OF_NOTHING = {
     "all.default": True, "all.dim": True, "all.dims": True,
     "prod.default": 1, "prod.dim_int": 1, "mean.default": math.nan, "mean.dim": math.nan,
     "mm.default": 0, "bmm.default": 0,
+    # a loss of no samples (`F.cross_entropy(logits[keep], ...)` where nothing is kept): 0
+    # summed, nan averaged (ONNX Runtime rejected the exporter's Reshape of no elements)
+    **dict.fromkeys(("cross_entropy_loss.default", "nll_loss.default", "nll_loss_nd.default"),
+                    lambda node: math.nan if (node.args[3] if len(node.args) > 3 else node.kwargs.get("reduction", 1)) == 1 else 0),
 }
 
 
@@ -373,6 +413,7 @@ def empty_tensors_as_constants(graph_module: torch.fx.GraphModule) -> None:
             if name not in _OF_NOTHING or not any(isinstance(o, torch.Tensor) and o.numel() == 0 for o in operands):
                 continue
             fill = _OF_NOTHING[name]
+            fill = fill(node) if callable(fill) else fill
         with graph.inserting_before(node):
             constant = graph.call_function(torch.ops.aten.full.default, (list(value.shape), fill), {"dtype": value.dtype})
         constant.meta["val"] = value

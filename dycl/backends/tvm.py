@@ -356,7 +356,7 @@ def _converters(importer) -> dict:
     decompositions leave; packed sequences an int `clamp` with one bound, `h[-1]` and a
     `full` of nan). Each takes `(node, importer)` at the top level and `(node)` inside the
     arms of an `If`."""
-    from tvm import relax
+    from tvm import relax, tirx
 
     def reduction(relax_op):
         def convert(node, _importer=None):
@@ -474,7 +474,18 @@ def _converters(importer) -> dict:
         args = importer.retrieve_args(node)
         return importer.block_builder.emit(relax.op.astype(args[0], str(node.args[1]).removeprefix("torch.")))
 
+    def symbolic(tir_op):
+        """`torch.sym_min(4, n)` / `sym_max` of sizes (the clamped bounds of a slice of a
+        runtime dim, `fx_rebuild`): a TIR expression of the size variables."""
+
+        def convert(node, _importer=None):
+            return tir_op(*[tirx.IntImm("int64", a) if isinstance(a, int) else a for a in importer.retrieve_args(node)])
+
+        return convert
+
     return {
+        "sym_min": symbolic(tirx.Min),
+        "sym_max": symbolic(tirx.Max),
         "amax.default": reduction(relax.op.max),
         "amin.default": reduction(relax.op.min),
         "any.default": any_element,

@@ -143,6 +143,13 @@ class CapturedRun:
     # The dims known only at run time, grouped by the size export found them to share:
     # each group lists (flat input position, dim) pairs that are one size.
     runtime_sizes: list[list[tuple[int, int]]] = field(default_factory=list)
+    # per result: the value of a constant result (None for the others)
+    constant_values: list = field(default_factory=list)
+
+    def same_constant(self, other: CapturedRun, k: int) -> bool:
+        """Whether result `k` is the same constant in both runs (`0` and `0`, not `0` and `False`)."""
+        a, b = self.constant_values[k], other.constant_values[k]
+        return self.constant[k] and other.constant[k] and type(a) is type(b) and a == b
 
 
 class SpecializedInput(Exception):
@@ -335,14 +342,12 @@ class RunCapturer:
         finally:
             self.hooks.renames = {}
         result_types = [parse_type(str(t)) for t in func.type.results]
-        constant = [
-            isinstance(spec.arg, ConstantArgument)
-            for spec in program.graph_signature.output_specs
-            if spec.kind == OutputKind.USER_OUTPUT
-        ]
+        outputs = [spec.arg for spec in program.graph_signature.output_specs if spec.kind == OutputKind.USER_OUTPUT]
+        constant = [isinstance(arg, ConstantArgument) for arg in outputs]
+        values = [arg.value if isinstance(arg, ConstantArgument) else None for arg in outputs]
         count = len(mutated)  # the first results are the mutated inputs' new values
         return CapturedRun(
-            name, result_types[count:], constant[count:], list(mutated), result_types[:count], _runtime_sizes(program)
+            name, result_types[count:], constant[count:], list(mutated), result_types[:count], _runtime_sizes(program), values[count:]
         )
 
     def _decompose_unknown_ops(self, program):

@@ -30,7 +30,7 @@ from dycl.frontend import aliases, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
-from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates
+from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
@@ -289,9 +289,13 @@ class FunctionCompiler:
             written |= written_in([stmts[j]])
             j += 1
         run = stmts[i:j]
-        if j < len(stmts) and isinstance(stmts[j], ast.If):
-            stmts[j] = self._condition_into_run(run, stmts[j], env, written)
-        if self._per_length_on_failure(lambda: self._compile_run_or_split(run, env, live_before(stmts[j:], block.live_out)), block, j - i):
+        merged = self._condition_into_run(run, stmts[j], env, written) if j < len(stmts) and isinstance(stmts[j], ast.If) else None
+        following = stmts[j:] if merged is None else [merged, *stmts[j + 1 :]]
+        if self._per_length_on_failure(lambda: self._compile_run_or_split(run, env, live_before(following, block.live_out)), block, j - i):
+            if merged is not None:
+                # (only now: a block rewritten per list length compiles `stmts[i:j]` again,
+                # without the condition's assignment, and then the `if` as written)
+                stmts[j] = merged
             block.i = j
 
     def _per_length_on_failure(self, compile_statements, block: Block, count: int) -> bool:
@@ -883,6 +887,8 @@ class FunctionCompiler:
         for sub in ast.walk(node):
             if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
                 sub = ast.Name(sub.target.id, ast.Load())  # `n += 1` reads n
+            if sizes.compares_runtime_size(sub, env, written_in_run):
+                return True  # (`rows.size(0) > 0` of `rows = x[mask]`)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in written_in_run:
                 value = env.get(sub.id)
                 if isinstance(value, V.Dyn) and not V.is_tensor_type(value.type) or isinstance(value, V.Packed):
@@ -1679,7 +1685,13 @@ class FunctionCompiler:
                 data_sizes.compile_statement(self, stmts[0], env, live_after, failure)
                 return
         for k, stmt in enumerate(stmts):
-            self._compile_run_or_split([stmt], env, live_before(stmts[k + 1 :], live_after))
+            after = live_before(stmts[k + 1 :], live_after)
+            if len(stmts) > 1 and not self._is_run_statement(stmt, env, set()):
+                # (`__dycl_condition = rows.size(0) > 0` once `rows = x[mask]` has a size
+                # from the data: the host reads it)
+                data_sizes.host_statement(self, stmt, env, after)
+                continue
+            self._compile_run_or_split([stmt], env, after)
 
     def compile_run(self, stmts: list[ast.stmt], env: dict, live_after: set[str]) -> None:
         inputs = sorted(n for n in live_before(stmts, set()) if n in env)
@@ -2007,7 +2019,8 @@ class FunctionCompiler:
         to be one size is tested at run time: all at least 2 calls the general run; else
         the run captured with that size 1 (or 0) is called, on inputs cast to that static
         shape (a group whose dims differ, 1 and 3, fails that cast loudly: never a silent
-        broadcast). The results are joined (`[?, 8]`); a scalar result is a runtime value."""
+        broadcast). The results are joined (`[?, 8]`); a scalar result is a runtime value,
+        unless every arm returns it as the same constant."""
         stmt = stmts[0]
         operands = [leaf.value for leaf in flat_inputs]
         groups = general.runtime_sizes
@@ -2038,6 +2051,7 @@ class FunctionCompiler:
                 chosen = variant(fixed)
             except Exception as failure:  # (an index the example gives is past this size: `x[:k][t]`)
                 return self._error_arm(stmt, failure, fixed, names, general)
+            arms.append(chosen)
             if chosen.mutated_inputs != general.mutated_inputs or len(chosen.result_types) != len(general.result_types):
                 raise self.error(stmt, f"`{source_text(stmt)}` changes other tensors in place when a size is 0 or 1",
                                  "compute new tensors instead of changing them in place")
@@ -2048,10 +2062,15 @@ class FunctionCompiler:
                     cast[k] = self.builder.cast(leaf, leaf.type.with_shape(shape)).value
             return self.capturer.splice(chosen.func_name, cast)
 
+        arms: list[CapturedRun] = []
         values = choose([])
         types = [V.parse_type(str(v.type)) for v in values]
         count = len(general.mutated_inputs)
-        joined = CapturedRun(general.func_name, types[count:], [False] * (len(types) - count), general.mutated_inputs, types[:count])
+        # a Python value every arm returns as the same constant stays one (`return h, 0, None`
+        # of a block whose input has a size from the data: `if is_output:` still folds)
+        constant = [general.constant[k] and all(general.same_constant(arm, k) for arm in arms) for k in range(len(types) - count)]
+        joined = CapturedRun(general.func_name, types[count:], constant, general.mutated_inputs, types[:count],
+                             constant_values=general.constant_values)
         return joined, values
 
     def _error_arm(self, stmt, failure: Exception, fixed: dict, names: list[str], general: CapturedRun) -> list[ir.Value]:
@@ -2408,6 +2427,9 @@ class FunctionCompiler:
     # this way is one captured run (`_apply`).
 
     def host_Call(self, expr: ast.Call, env) -> V.EnvValue:
+        size = sizes.host_size(self, expr, env)
+        if size is not None:
+            return size
         if isinstance(expr.func, ast.Attribute) and expr.func.attr in X.SCALAR_METHODS and not expr.args:
             tensor = self._materialize(self.expression(expr.func.value, env), "tensor")
             example = self._eager(expr, lambda: tensor.example.item())
@@ -2652,9 +2674,14 @@ class FunctionCompiler:
             return first
 
         then_fn, else_fn = (rest, decided) if is_and else (decided, rest)
-        return self._conditional(expr, env, truth, then_fn, else_fn, truth_if_mixed=True)
+        # (`self.key is not None and torch.equal(x, self.key)`: the rest knows `self.key`)
+        return self._conditional(expr, env, truth, then_fn, else_fn, truth_if_mixed=True,
+                                 refinements=host_expressions.none_test_branches(values[0], env))
 
     def host_Subscript(self, expr: ast.Subscript, env) -> V.EnvValue:
+        size = sizes.host_size(self, expr, env)
+        if size is not None:
+            return size
         holder = self.expression(expr.value, env)
         if isinstance(holder, V.Packed):
             key = self._try_constant(expr.slice, env, quiet=True)
@@ -2958,7 +2985,10 @@ class FunctionCompiler:
         by_copy = {id(memo[key]): name for key, name in replacements.items()}
         rewritten = replace_nodes(copied, by_copy)
         scoped = {**env, **local}
-        result = self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
+        try:
+            result = self.tensor_expression(ast.copy_location(rewritten, expr), scoped)
+        except FrontendError as error:
+            raise _quoting(error, rewritten, expr) from None
         for name in env:  # a run that mutates a tensor in place rebinds it (and its aliases)
             if scoped[name] is not env[name]:
                 env[name] = scoped[name]
@@ -3172,6 +3202,15 @@ def _root_of(expr: ast.expr) -> ast.expr:
     while isinstance(expr, ast.Subscript):
         expr = expr.value
     return expr
+
+
+def _quoting(error: FrontendError, rewritten: ast.expr, written: ast.expr) -> FrontendError:
+    """`error` quoting the expression as the user wrote it (`torch.tensor(durations)`), not
+    with the operands computed before its run (`torch.tensor(<runtime value>)`)."""
+    shown, source = source_text(rewritten), source_text(written)
+    if shown == source or shown not in error.construct:
+        return error
+    return type(error)(error.construct.replace(shown, source), error.hint, file=error.file, line=error.line)
 
 
 def _located(expr: ast.expr) -> ast.expr:

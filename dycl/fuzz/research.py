@@ -279,6 +279,7 @@ class Researcher:
         # a stream of their own: every seed's other programs stay what they were
         self.extras = random.Random(f"issue28 {rng.getstate()[1][:8]}")
         self.spellings = random.Random(f"issue28 spellings {rng.getstate()[1][:8]}")
+        self.sizes = random.Random(f"issue28 sizes {rng.getstate()[1][:8]}")
         self.block_count = 0
 
     # ----- names, modules, pieces --------------------------------------------------------
@@ -513,6 +514,21 @@ class Researcher:
                          f"if not {mask}.any():\n    break", form)]
         return [Research(made, form), For(r.randint(2, 3), body, var=t),
                 Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
+
+    def picked_count(self, stage: str, fold) -> list[Stmt]:
+        """Rows of a 3-row tensor built from x picked by the union of two bool masks (`m1 + m2`:
+        no bool `Add` in ONNX), a test of how many (`picked.size(0) > 0`, `.numel() == 0`,
+        `.shape[0] > 1`: the host reads the size) and the first ones by a constant slice
+        (`picked[:2]`, clamped to the size) (`sizes` stream only)."""
+        r, s, form = self.sizes, self.summary[stage], "data_dependent_size"
+        rows, mask, picked = self.fresh("rows"), self.fresh("mask"), self.fresh("picked")
+        made = (f"{rows} = " + r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])",
+                                         f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
+                + f"\n{mask} = ({rows}.sum(1) > {r.choice(['0.0', '0.1'])}) + ({rows}[:, 0] < {r.choice(['-0.5', '-1.0'])})"
+                + f"\n{picked} = {rows}[{mask}]")
+        test = r.choice([f"{picked}.size(0) > 0", f"{picked}.numel() == 0", f"{picked}.shape[0] > 1", f"len({picked}) > 1"])
+        first = fold(f"{picked}[:{r.choice([1, 2])}].sum(0, keepdim=True)")
+        return [Research(f"{made}\nif {test}:\n    x = x + 0.1 * {first}\nelse:\n    x = x * 0.9", form)]
 
     def unique_or_repeat(self, stage: str, fold) -> list[Stmt]:
         """`torch.unique` (of dim None or 0) or `unique_consecutive` of labels made from 3 rows
@@ -809,7 +825,9 @@ class Researcher:
             return self.packed_rnn(stage, fold)
         if form == "data_dependent_size":
             made = self.older_masks(self.data_dependent_size(stage, fold))  # (its draws first: the main stream stays as it was)
-            return self.unique_or_repeat(stage, fold) if self.extras.random() < EXTRA_PROBABILITY else made
+            if self.extras.random() < EXTRA_PROBABILITY:
+                return self.unique_or_repeat(stage, fold)
+            return self.picked_count(stage, fold) if self.sizes.random() < EXTRA_PROBABILITY else made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]

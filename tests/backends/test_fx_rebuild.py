@@ -75,3 +75,39 @@ def test_missing_weight_is_reported():
     module, _ = import_static(model, torch.randn(1, 4), func_name="subdnn_0")
     with pytest.raises(BackendError, match="no weight named 'weight'"):
         rebuild(as_subdnn(module), {}, "tvm")
+
+
+R = "!torch.vtensor<[?],f32>"
+
+
+def first_rows_subdnn(start: int, end: int):
+    """`x[start:end]` of a dim known only at run time (`scores[keep].sort()[0][:4]`)."""
+    constants = "\n".join(
+        f'    %c{k} = "torch.constant.int"() <{{value = {v} : i64}}> : () -> !torch.int' for k, v in enumerate((0, start, end, 1))
+    )
+    text = f'''"builtin.module"() ({{
+  "func.func"() <{{sym_name = "subdnn_3", function_type = ({R}) -> ({R}), sym_visibility = "private"}}> ({{
+  ^bb0(%x: {R}):
+{constants}
+    %y = "torch.aten.slice.Tensor"(%x, %c0, %c1, %c2, %c3) : ({R}, !torch.int, !torch.int, !torch.int, !torch.int) -> {R}
+    "func.return"(%y) : ({R}) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+}}) : () -> ()'''
+    (subdnn,) = subdnns_of(parse_module(text))
+    return subdnn
+
+
+@pytest.mark.parametrize("start, end", [(0, 4), (0, 2), (-4, 9223372036854775807)], ids=["first_4", "first_2", "last_4"])
+def test_a_constant_slice_of_a_runtime_dim_holds_for_every_size(start, end):
+    """Export compared the bounds with the example size (3) and assumed the answer: `x[:4]`
+    of 3 rows bounded the dim by 3 and dropped the slice, and ONNX Runtime gave 5 rows for
+    5. The bounds are clamped to the size as symbolic ints. (Sizes from 2: the host calls
+    sub-DNNs of their own for sizes 0 and 1.)"""
+    from dycl.backends.fx_rebuild import export
+
+    program = export(first_rows_subdnn(start, end), {}, "onnxruntime")
+    for n in (2, 3, 4, 5, 9):
+        x = torch.arange(float(n))
+        (y,) = program.module()(x)
+        assert torch.equal(y, x[start:end])
+

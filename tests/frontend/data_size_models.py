@@ -278,3 +278,179 @@ class ExpandBySpans(nn.Module):
         source = torch.repeat_interleave(durations)
         frames.mul_(0.5)
         return frames, source, tokens[:, 0].repeat_interleave(durations).sum()
+
+
+class PrototypeRefresh(nn.Module):
+    """k-means-style prototype refresh (few-shot / clustering heads): each prototype moves to
+    the mean of the rows assigned to it, unless none are. The tests on the member count are
+    written every way published code writes them: `members.numel() > 0`, `rows.size(0) == 0`,
+    `kept.shape[0]`, and a conditional expression."""
+
+    def __init__(self, k=3):
+        super(PrototypeRefresh, self).__init__()
+        self.k = k
+        self.init_centers = nn.Parameter(torch.randn(k, 4))
+
+    def assign(self, x, centers):
+        dist = ((x.unsqueeze(1) - centers.unsqueeze(0)) ** 2).sum(2)
+        return dist.argmin(1)
+
+    def forward(self, x):
+        centers = self.init_centers.data.clone()
+        assign = self.assign(x, centers)
+        for c in range(self.k):
+            members = x[assign == c]
+            if members.numel() > 0:
+                centers[c] = members.mean(0)
+        far = x[(x - centers[self.assign(x, centers)]).norm(dim=1) > 0.5]
+        if far.size(0) == 0:
+            spread = x.new_zeros(1)
+        else:
+            spread = far.std(0, unbiased=False).mean().view(1)
+        empty = far.shape[0] == 0
+        scale = 1.0 if far.size(-2) > 1 else 0.5
+        return centers, spread * scale, empty
+
+
+class OutputBlock(nn.Module):
+    """An SDN block: `forward` is the instance's own method, set in `__init__`."""
+
+    def __init__(self, has_output):
+        super(OutputBlock, self).__init__()
+        self.layer = nn.Linear(4, 4)
+        self.output = nn.Linear(4, 2) if has_output else None
+        if has_output:
+            self.forward = self.with_output
+        else:
+            self.forward = self.only_forward
+
+    def only_forward(self, x):
+        return F.relu(self.layer(x)), 0, None
+
+    def with_output(self, x):
+        fwd = F.relu(self.layer(x))
+        return fwd, 1, self.output(fwd)
+
+
+class SDNBatchExit(nn.Module):
+    """SDN's early exit per sample inside a batch: the blocks return `(x, is_output,
+    output)`, and after each output block the confident samples leave the batch. A block
+    without an output, called on the rows left (a size from the data), still returns the
+    constant `0, None`."""
+
+    def __init__(self):
+        super(SDNBatchExit, self).__init__()
+        self.layers = nn.ModuleList([OutputBlock(i % 2 == 1) for i in range(4)])
+        self.end = nn.Linear(4, 2)
+        self.confidence_threshold = 0.7
+
+    def forward(self, x):
+        final = torch.zeros(x.size(0), 2)
+        remaining = torch.arange(x.size(0))
+        fwd = x
+        for layer in self.layers:
+            fwd, is_output, output = layer(fwd)
+            if is_output:
+                conf = F.softmax(output, 1).max(1)[0]
+                done = conf >= self.confidence_threshold
+                final[remaining[done]] = output[done]
+                fwd, remaining = fwd[~done], remaining[~done]
+        final[remaining] = self.end(fwd)
+        return final, remaining.numel()
+
+
+class LiveRowsMean(nn.Module):
+    """The mean of the live rows, or of all rows when none is live: a test on the count of
+    `x[mask]` (`rows.size(0) > 0`), as batch-level early-exit code writes it."""
+
+    def forward(self, x):
+        rows = x[x.sum(1) > 0]
+        if rows.size(0) > 0:
+            return rows.mean(0), rows.numel()
+        return x.mean(0), 0
+
+
+class LiveRowsBlock(nn.Module):
+    """A block returning `(x, 0, None)` (an SDN block without an output), called on the live
+    rows; the caller tests the constant it returns."""
+
+    def __init__(self):
+        super(LiveRowsBlock, self).__init__()
+        self.block = OutputBlock(False)
+
+    def forward(self, x):
+        fwd, is_output, output = self.block(x[x.sum(1) > 0])
+        if is_output:
+            fwd = fwd + output.sum()
+        return fwd * 2
+
+
+class ClassWiseTopK(nn.Module):
+    """Detection post-processing: per class, the boxes that pass the score threshold, best
+    first, at most `max_det` of them (`order = cs.argsort(descending=True)[:self.max_det]`);
+    a class with none is skipped."""
+
+    def __init__(self, classes=3, thresh=0.5, max_det=4):
+        super(ClassWiseTopK, self).__init__()
+        self.classes, self.thresh, self.max_det = classes, thresh, max_det
+        self.cls = nn.Linear(4, classes)
+
+    def forward(self, feats, boxes):
+        scores = torch.sigmoid(self.cls(feats))
+        dets = []
+        for c in range(self.classes):
+            s = scores[:, c]
+            keep = s > self.thresh
+            if keep.sum() == 0:
+                continue
+            cb, cs = boxes[keep], s[keep]
+            order = cs.argsort(descending=True)[: self.max_det]
+            dets.append(torch.cat([cb[order], cs[order].unsqueeze(1), torch.full((len(order), 1), float(c))], 1))
+        if len(dets) == 0:
+            return torch.zeros(0, 6)
+        return torch.cat(dets, 0)
+
+
+class TopScoresPadded(nn.Module):
+    """The best `max_det` scores above a threshold, padded to a fixed count (a detector's
+    fixed-size output): `k = min(self.max_det, kept.size(0))`, a runtime int the host
+    computes from the size, then `[:k]` and `F.pad(..., self.max_det - top.size(0))`."""
+
+    def __init__(self, max_det=3):
+        super(TopScoresPadded, self).__init__()
+        self.fc = nn.Linear(4, 1)
+        self.max_det = max_det
+
+    def forward(self, feats):
+        s = torch.sigmoid(self.fc(feats)).squeeze(1)
+        kept = s[s > 0.5]
+        k = min(self.max_det, kept.size(0))
+        top = kept.sort(descending=True)[0][:k]
+        padded = F.pad(top, (0, self.max_det - top.size(0)), value=-1.0)
+        return padded, k
+
+
+class FirstLiveRows(nn.Module):
+    """At most two of the live rows: `n = min(2, rows.size(0))`."""
+
+    def forward(self, x):
+        rows = x[x.sum(1) > 0]
+        n = min(2, rows.size(0))
+        return rows.sum(0), n
+
+
+class ValidBoxes(nn.Module):
+    """Features of the boxes whose corners are in order, scaled by their first two
+    coordinates (`good[:, :2]`: a slice to the end of a size from the data)."""
+
+    def __init__(self):
+        super(ValidBoxes, self).__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x, boxes):
+        if boxes.numel() == 0:
+            return x.new_zeros(0, 2), 0
+        keep = boxes[:, 0] < boxes[:, 2]
+        good = boxes[keep]
+        feats = self.fc(x[keep])
+        return feats * good[:, :2].sum(1, keepdim=True), len(good)

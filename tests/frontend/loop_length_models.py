@@ -107,3 +107,32 @@ class ArrayThenStatistics(nn.Module):
         for h in hits:
             x = x * 0.5 + 0.01 * h
         return x, len(tokens)
+
+
+class TokensThenLiveRows(nn.Module):
+    """A greedy decoder that may stop early, its tokens as a numpy array, then the rows of the
+    state that pass a test (`x[mask]`, a size from the data) and an exit test right after
+    them: the statements before the `if` are compiled once per token count, the test with
+    them."""
+
+    def __init__(self):
+        super(TokensThenLiveRows, self).__init__()
+        self.step = nn.Linear(4, 4)
+        self.threshold = 0.9
+
+    def forward(self, x):
+        toks = []
+        for _ in range(3):
+            x = torch.tanh(self.step(x))
+            toks.append(x.argmax())
+            if x.max() > self.threshold:
+                break
+        ids = np.array(toks)
+        ends = np.where(ids == 0)[0]
+        x = x * (1.0 + 0.1 * len(ends))
+        rows = torch.cat([x, x * 0.5, torch.tanh(x)])
+        picked = rows[rows.sum(1) > 0]
+        x = x + 0.1 * picked.sum(0, keepdim=True)
+        if x.sum() > 0.0:
+            x = x * 2
+        return x, len(toks)

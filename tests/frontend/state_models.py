@@ -281,3 +281,31 @@ class DistributionUsedLater(nn.Module):
 
 
 REFUSED["distribution_used_later"] = (DistributionUsedLater, (torch.ones(1, 4),), "categorical", "holding tensors computed in forward")
+
+
+class MemoizedEncoder(nn.Module):
+    """Memoization across calls, as inference servers write it: the last input and its encoding
+    are kept, and a call whose input equals the last one (`torch.equal`, after `is not None`
+    in the same `and`) returns the kept encoding and counts a hit."""
+
+    def __init__(self):
+        super(MemoizedEncoder, self).__init__()
+        self.enc = nn.Linear(4, 4)
+        self.cache_key = None
+        self.cache_value = None
+        self.hits = 0
+
+    def forward(self, x):
+        if self.cache_key is not None and torch.equal(x, self.cache_key):
+            self.hits += 1
+            return self.cache_value
+        out = torch.tanh(self.enc(x))
+        self.cache_key = x.clone()
+        self.cache_value = out
+        return out
+
+
+def memoized_calls():
+    """A miss, a hit, a miss, two hits, a miss."""
+    a, b = _chunks(2, (2, 4), seed=5)
+    return [a, (a[0].clone(),), b, (b[0].clone(),), b, a]

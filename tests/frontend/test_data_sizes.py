@@ -26,6 +26,14 @@ from tests.frontend.data_size_models import (
     GreedyCTC,
     LabelPooling,
     UniqueScoreRows,
+    PrototypeRefresh,
+    SDNBatchExit,
+    LiveRowsMean,
+    LiveRowsBlock,
+    ClassWiseTopK,
+    TopScoresPadded,
+    FirstLiveRows,
+    ValidBoxes,
 )
 from tests.frontend.helpers import BranchCoverage, assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error, run
 
@@ -345,3 +353,127 @@ def test_unique_with_an_order_pytorch_leaves_open_is_refused_at_its_line():
                          ids=["unique_consecutive", "unique_dim"])
 def test_runs_and_distinct_rows_compile_exactly_on_tvm(factory, inputs):
     assert_compiled_exactly(factory, inputs, "tvm")
+
+
+def prototype_inputs():
+    """Rows near the prototypes: one cluster with an outlier (one far row), every row in one
+    cluster (two prototypes with no member, no far row), a two-row cluster pulled apart (two
+    far rows), and spread rows."""
+    torch.manual_seed(0)
+    centers = PrototypeRefresh().init_centers.data
+    generator = torch.Generator().manual_seed(1)
+
+    def near(assigned):
+        return centers[torch.tensor(assigned)] + 0.01 * torch.randn(len(assigned), 4, generator=generator)
+
+    one_far, no_far, two_far = near([0, 0, 0, 1, 2, 1]), near([0] * 6), near([0, 1, 2, 0, 1, 2])
+    one_far[0, 1] += 1.2
+    two_far[0, 1] += 1.0
+    return [(one_far,), (no_far,), (two_far,), (near([1, 2] * 3),), (3 * torch.randn(6, 4, generator=generator),)]
+
+
+def sdn_batch_inputs():
+    """All samples leave at an exit, one, two or three of them reach the end, or all five."""
+    generator = torch.Generator().manual_seed(9)
+    inputs = [(torch.randn(5, 4, generator=generator) * 30,) for _ in range(5)]
+    return [inputs[1], inputs[0], inputs[2], inputs[4], (torch.randn(5, 4, generator=generator) * 0.01,)]
+
+
+def live_rows_inputs():
+    """Two live rows, none, one, all four."""
+    generator = torch.Generator().manual_seed(3)
+    inputs = []
+    for live in (2, 0, 1, 4):
+        x = -torch.rand(4, 4, generator=generator) - 0.1
+        x[:live] = -x[:live]
+        inputs.append((x,))
+    return inputs
+
+
+def test_a_size_test_of_rows_picked_by_a_mask_is_exact():
+    """`if rows.size(0) > 0:` of `rows = x[mask]`: the host reads the size (a comparison of
+    it is a bool no captured run can return), for counts 0, 1 and more."""
+    assert_imported_exactly(LiveRowsMean, live_rows_inputs())
+
+
+def test_a_block_called_on_rows_from_the_data_keeps_its_constant_results():
+    """A block returning `(x, 0, None)` called on rows from the data: the `0` stays a
+    constant and `if is_output:` folds (it was a runtime int, and the arm ran on `None`)."""
+    assert_imported_exactly(LiveRowsBlock, live_rows_inputs())
+
+
+@pytest.mark.slow
+def test_size_tests_of_rows_picked_by_a_mask_are_exact():
+    """`if members.numel() > 0:`, `if far.size(0) == 0:`, `far.shape[0] == 0` and `1.0 if
+    far.size(-2) > 1 else 0.5` of rows `x[mask]` picks, in a loop over prototypes."""
+    assert_imported_exactly(PrototypeRefresh, prototype_inputs())
+
+
+@pytest.mark.slow
+def test_sdn_blocks_called_on_the_samples_left_are_exact():
+    """SDN blocks return `(x, 0, None)`; after samples left the batch, a block runs on a
+    size from the data, and `if is_output:` still folds."""
+    assert_imported_exactly(SDNBatchExit, sdn_batch_inputs())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, inputs", [
+    (PrototypeRefresh, prototype_inputs()),
+    (SDNBatchExit, sdn_batch_inputs()),
+], ids=["prototype_refresh", "sdn_batch_exit"])
+def test_size_tests_and_constant_block_results_compile_exactly_on_onnxruntime(factory, inputs):
+    assert_compiled_exactly(factory, inputs, "onnxruntime")
+
+
+def detection_inputs():
+    """Per class: no box, one, two, three, and all five above the threshold (more than
+    `max_det`: the slice `[:4]` cuts)."""
+    generator = torch.Generator().manual_seed(24)
+    boxes = torch.rand(5, 4, generator=generator)
+    return [(torch.randn(5, 4, generator=generator), boxes), (torch.randn(5, 4, generator=generator) * 10, boxes),
+            (torch.randn(5, 4, generator=generator) * 0.01, boxes)]
+
+
+@pytest.mark.slow
+def test_the_best_boxes_of_each_class_compile_exactly_on_onnxruntime():
+    """`cs.argsort(descending=True)[:4]` of a size from the data: 5 boxes above the threshold
+    gave 5 rows, not 4 (the backend's export dropped the slice), a silent wrong answer."""
+    model = ClassWiseTopK().eval()
+    with torch.no_grad():
+        kept = [int((torch.sigmoid(model.cls(feats)) > model.thresh).sum(0).max()) for feats, _ in detection_inputs()]
+    assert max(kept) > model.max_det
+    assert_compiled_exactly(ClassWiseTopK, detection_inputs(), "onnxruntime")
+
+
+def test_min_of_a_size_from_the_data_is_a_runtime_int():
+    """`n = min(2, rows.size(0))`: a `min` of the size is computed on the host (a captured
+    run could not return it: refused, torch-mlir has no `sym_min` output)."""
+    assert_imported_exactly(FirstLiveRows, live_rows_inputs())
+
+
+@pytest.mark.slow
+def test_the_best_scores_padded_to_a_fixed_count_are_exact():
+    """`k = min(self.max_det, kept.size(0))`, then `[:k]` and `F.pad`, for counts 0 to 5."""
+    generator = torch.Generator().manual_seed(32)
+    inputs = [(torch.randn(5, 4, generator=generator) * scale,) for scale in (1.0, 10.0, 0.01, 3.0, 30.0, 100.0)]
+    torch.manual_seed(0)
+    counts = {eager(TopScoresPadded().eval(), args)[1] for args in inputs}
+    assert {0, 1, 3} <= counts, counts
+    assert_imported_exactly(TopScoresPadded, inputs)
+
+
+@pytest.mark.slow
+def test_the_best_boxes_of_each_class_compile_exactly_on_tvm():
+    """The clamped slice bound (`min(4, n)`) in Relax: TVM's importer had no `sym_min`."""
+    assert_compiled_exactly(ClassWiseTopK, detection_inputs(), "tvm")
+
+
+@pytest.mark.slow
+def test_a_slice_to_the_end_of_rows_from_the_data_compiles_on_onnxruntime():
+    """`good[:, :2]` of `good = boxes[keep]`: its `:` ends at INT64_MAX, which bounds nothing
+    (it is not clamped)."""
+    generator = torch.Generator().manual_seed(14)
+    inputs = [(torch.randn(3, 4, generator=generator), boxes) for boxes in (
+        torch.tensor([[0.0, 0, 1, 1], [2.0, 0, 1, 1], [0.0, 1, 3, 2]]), torch.tensor([[2.0, 0, 1, 1]] * 3),
+        torch.tensor([[0.0, 0, 1, 1]] * 3), torch.tensor([[2.0, 0, 1, 1], [0.0, 1, 3, 2], [2.0, 0, 1, 1]]))]
+    assert_compiled_exactly(ValidBoxes, inputs, "onnxruntime")

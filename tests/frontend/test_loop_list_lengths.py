@@ -57,3 +57,18 @@ def test_appends_are_counted_only_where_every_iteration_reaches_them():
     assert appends("outs.append(h)\nalias = outs") is None
     assert appends("outs.append(h)\nhelper(outs)") is None
     assert appends("outs.append(h)\ny = outs[-1] + len(outs)") == (set(), 1)
+
+
+def test_an_exit_test_after_statements_compiled_once_per_length():
+    """The `if` right after the statements a per-length chain takes in: its condition was
+    computed in their run, then lost when the chain compiled them again (refused at line 1:
+    "`__dycl_condition` may be used before it is assigned")."""
+    from dycl.frontend import import_module
+    from tests.frontend.helpers import max_abs_error, run
+
+    torch.manual_seed(0)
+    model = M.TokensThenLiveRows().eval()
+    program = import_module(model, INPUTS[0])
+    outputs = [eager(model, args) for args in INPUTS]
+    assert len({n for _, n in outputs}) >= 2 and len({bool(y.sum() > 0) for y, _ in outputs}) == 2
+    assert max(max_abs_error(expected, run(program, args)) for expected, args in zip(outputs, INPUTS)) <= 1e-5

@@ -19,7 +19,7 @@ from dycl.frontend import FrontendError, import_module
 from dycl.interpreter import run_call
 from tests.frontend import state_models
 from tests.frontend.helpers import max_abs_error
-from tests.frontend.state_models import REFUSED, SEQUENCES, StreamingGRU
+from tests.frontend.state_models import REFUSED, SEQUENCES, MemoizedEncoder, StreamingGRU, memoized_calls
 
 TOLERANCE = 1e-5
 
@@ -257,3 +257,39 @@ def test_state_that_cannot_be_carried_is_refused_at_its_line(name):
     assert "__attr" not in str(error) and "__item" not in str(error), str(error)
     after = {k: v for k, v in vars(model).items() if not k.startswith("_")}
     assert after.keys() == before.keys() and all(after[k] is before[k] for k in before)
+
+
+def _sequence_error(eager_model, calls, call) -> float:
+    worst = 0.0
+    for args in calls:
+        output, state = call(args)
+        worst = max(worst, max_abs_error(_eager_call(eager_model, args), output), _state_error(eager_model, state))
+    return worst
+
+
+def test_an_is_none_test_tells_the_rest_of_its_and():
+    """`self.cache_key is not None and torch.equal(x, self.cache_key)`: the right operand
+    runs only where the key is a tensor, and knows it (it was refused: "not a tensor")."""
+    model = _build(MemoizedEncoder)
+    eager = copy.deepcopy(model)
+    calls = memoized_calls()
+    program = import_module(model, calls[0])
+    weights = {k: torch.from_numpy(v) for k, v in program.weights.items()}
+    state = program.state
+
+    def call(args):
+        nonlocal state
+        output, state = run_call(program.module, args, weights, state, program.function_name)
+        return output, state
+
+    assert _sequence_error(eager, calls, call) <= TOLERANCE
+    assert eager.hits == 3
+
+
+@pytest.mark.slow
+def test_an_is_none_test_tells_the_rest_of_its_and_on_onnxruntime():
+    model = _build(MemoizedEncoder)
+    eager = copy.deepcopy(model)
+    calls = memoized_calls()
+    compiled = dycl.compile(model, calls[0], progress=False)
+    assert _sequence_error(eager, calls, lambda args: (compiled(*args), compiled.state)) <= TOLERANCE
