@@ -90,3 +90,23 @@ def kept_inputs() -> list:
     one = -torch.ones(6, 5)
     one[2, 3] = 0.7
     return [(some,), (-torch.ones(6, 5),), (one,), (torch.ones(6, 5),), (torch.randn(6, 5, generator=generator),)]
+
+
+class CountUnlessClose(nn.Module):
+    """How many values a mask keeps, as a tensor, when two inputs differ (a 0-d tensor plus
+    a size: `add.Tensor` of a SymInt, which stayed in the host before)."""
+
+    def forward(self, x, y):
+        if torch.allclose(x, y, atol=1e-3):
+            out = x.sum()
+        else:
+            vals = torch.masked_select(x, x > 0)
+            out = vals.sum() * 0 + vals.numel()
+        return out
+
+
+def pair_inputs() -> list:
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 5, generator=generator)
+    return [(x, torch.randn(2, 5, generator=generator)), (x, x + 1e-4), (-torch.ones(2, 5), torch.ones(2, 5)),
+            (torch.ones(2, 5), -torch.ones(2, 5))]

@@ -12,11 +12,13 @@ from dycl.frontend import FrontendError, import_module
 from tests.frontend.helpers import assert_compiled_exactly, eager, max_abs_error, run
 from tests.frontend.size_number_models import (
     ClampBySize,
+    CountUnlessClose,
     IntegerCounts,
     MeanOverDecodeSteps,
     ScaledByKeptCount,
     decode_inputs,
     kept_inputs,
+    pair_inputs,
 )
 
 CASES = {
@@ -24,6 +26,7 @@ CASES = {
     "scaled_by_kept_count": (ScaledByKeptCount, kept_inputs),
     "integer_counts": (IntegerCounts, kept_inputs),
     "clamp_by_size": (ClampBySize, kept_inputs),
+    "count_unless_close": (CountUnlessClose, pair_inputs),
 }
 
 
@@ -48,7 +51,7 @@ def test_sizes_as_numbers_are_exact_on_the_interpreter(name):
         _same_dtypes(expected, actual)
 
 
-@pytest.mark.parametrize("name", ["mean_over_decode_steps", "integer_counts"])
+@pytest.mark.parametrize("name", ["mean_over_decode_steps", "integer_counts", "count_unless_close"])
 def test_sizes_as_numbers_compile_exactly_on_onnxruntime(name):
     factory, inputs = CASES[name]
     torch.manual_seed(0)
