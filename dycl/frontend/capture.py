@@ -564,13 +564,14 @@ def _sizes_as_tensors(program) -> None:
         positional = [(schema[k], k, arg) for k, arg in enumerate(node.args) if k < len(schema)]
         named = {a.name: a for a in schema}
         keyword = [(named[name], name, arg) for name, arg in node.kwargs.items() if name in named]
-        sizes = [(at, arg) for argument, at, arg in positional + keyword
+        # (each dtype from the operands as export wrote them, before any is replaced)
+        sizes = [(at, arg, _dtype_of_a_python_number_beside(node, _symbolic_number(arg)))
+                 for argument, at, arg in positional + keyword
                  if isinstance(argument.type, torch.TensorType) and _symbolic_number(arg) is not None]
         if not sizes:
             continue
         fake_mode = fake_mode or detect_fake_mode([n.meta.get("val") for n in graph.nodes])
-        for at, size in sizes:
-            dtype = _dtype_of_a_python_number_beside(node, _symbolic_number(size))
+        for at, size, dtype in sizes:
             with graph.inserting_before(node), fake_mode:
                 tensor = graph.call_function(torch.ops.aten.scalar_tensor.default, (size,), {"dtype": dtype})
                 tensor.meta["val"] = torch.ops.aten.scalar_tensor.default(size.meta["val"], dtype=dtype)
