@@ -148,8 +148,11 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
         raise BackendError(NAME, subdnn.name, f"Relax import failed: {text.strip()[:500]}", op) from err
 
 
+# (`clamp.Tensor` decomposes to maximum/minimum after the casts: a bound that enters as a
+# 0-d f64 tensor, `x.clamp(max=n / 4)`, is cast here)
 _ELEMENTWISE = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "rsub.Tensor", "where.self",
-                "maximum.default", "minimum.default", "pow.Tensor_Tensor", "remainder.Tensor"}
+                "maximum.default", "minimum.default", "pow.Tensor_Tensor", "remainder.Tensor",
+                "clamp.Tensor", "clamp_min.Tensor", "clamp_max.Tensor"}
 
 
 # Arithmetic whose tensor operands PyTorch promotes to the result's dtype (not `where`,
