@@ -5,7 +5,7 @@ the program determines:
 
 - torch ops keep the result types torch-mlir wrote, unless an operand's type changed or a
   result has an unknown dim; then the result types are recomputed by running the op's
-  `torch.ops.aten` overload on meta tensors (unknown dims are probed with two sizes: a
+  `torch.ops.aten` overload on meta tensors (unknown dims are probed with several sizes: a
   dim that differs between the probes stays unknown);
 - `torch.tensor_static_info_cast` whose operand is at least as specific as its result is
   looked through (removed);
@@ -54,6 +54,14 @@ from dycl.passes._common import (
 
 _PROBES = (5, 13)
 """Sizes substituted for unknown dims when recomputing shapes on meta tensors."""
+
+_SMALL_PROBES = (2, 3)
+"""More sizes for unknown dims, the smallest a `?` dim takes (a backend compiles it as at
+least 2). A result dim is static only if every probe gives it the same size, and the size
+of a dim an op clamps to a constant (`x[:, -4:]` is min(n, 4) long, `x[:, :4]` too) changes
+below the constant: with (5, 13) alone `x[:, -4:]` looked 4 long at every size, a silent
+wrong answer at 2 and 3. A probe the op fails on (an index past the end) is skipped: the
+program fails there in eager too."""
 
 _INT_BASE, _INT_PROBES = 1, (0, 2, 3, -1)
 """Values substituted for runtime ints (a slice bound `x[:k]`, an index): all `_INT_BASE`,
@@ -110,8 +118,9 @@ class _MetaShapes:
         base = {v: _INT_BASE for v in ints}
         probes = [(size, base) for size in (_PROBES if unknown else _PROBES[:1])]
         probes += [(_PROBES[0], {**base, v: n}) for v in ints for n in _INT_PROBES]
+        probes += [(size, base) for size in (_SMALL_PROBES if unknown else ())]
         runs = []
-        for probe, int_values in probes:
+        for index, (probe, int_values) in enumerate(probes):
             args = [_meta_arg(v, probe, int_values) for v in op.operands]
             if any(a is NO_VALUE for a in args):
                 return None
@@ -121,6 +130,8 @@ class _MetaShapes:
                 with torch.no_grad():
                     out = call(args)
             except Exception:  # the op does not run on meta tensors, or wrong arity
+                if probe in _SMALL_PROBES and index >= len(probes) - len(_SMALL_PROBES):
+                    continue
                 return None
             outs = out if isinstance(out, (tuple, list)) else (out,)
             if len(outs) != len(op.results) or not all(_is_torch_tensor(o) for o in outs):
@@ -202,6 +213,12 @@ class ShapeInference:
     """Each torch op result's type as the IR gave it (before this run changed it): a claim
     about every value it takes, so a dim it declares static stays static. A dim export knew
     static must never become `?`, which a backend compiles as a size of at least 2."""
+    folding: bool = True
+    """Whether ops the types decide are rewritten (a size folded to a constant, a cast
+    dropped). Not while a loop's carry types are still being found: a round on the entry
+    types is not the loop, and `x.size(1)` of a carry that grows folded to its entry size
+    was frozen there (a `while x.size(1) < limit` that never ended, a crop test that never
+    fired)."""
 
     def set_type(self, value: SSAValue, new_type: Attribute) -> SSAValue:
         if value.type == new_type:
@@ -228,13 +245,16 @@ class ShapeInference:
             case scf.WhileOp():
                 self.infer_while(op)
             case t.TensorStaticInfoCastOp():
-                self.look_through_cast(op)
+                if self.folding:
+                    self.look_through_cast(op)
             case func.CallOp() | func.ReturnOp() | scf.YieldOp() | scf.ConditionOp():
                 pass
             case _ if op_info(op).static_value is not None:
-                self.fold_static_value(op)
+                if self.folding:
+                    self.fold_static_value(op)
             case _:
-                self.resolve_static_lists(op)
+                if self.folding:
+                    self.resolve_static_lists(op)
                 self.infer_torch_op(op)
 
     # ---------------------------------------------------------------- plain ops
@@ -353,14 +373,22 @@ class ShapeInference:
     ) -> list[Attribute]:
         """The loop-carried types (the carries are `block.args[first_arg:]`): from the
         entry types, join what one more pass over the body yields until nothing changes."""
-        types = entry
-        for _ in range(_MAX_FIXED_POINT_ROUNDS):
+        types, folding = entry, self.folding
+        self.folding = False
+        try:
+            for _ in range(_MAX_FIXED_POINT_ROUNDS):
+                for k, type_ in enumerate(types):
+                    self.set_type(block.args[k + first_arg], type_)
+                new = [join_types(a, b) for a, b in zip(types, run_body())]
+                if new == types:
+                    break
+                types = new
+        finally:
+            self.folding = folding
+        if folding:  # one more round on the carry types found, rewriting what they decide
             for k, type_ in enumerate(types):
                 self.set_type(block.args[k + first_arg], type_)
-            new = [join_types(a, b) for a, b in zip(types, run_body())]
-            if new == types:
-                break
-            types = new
+            types = [join_types(a, b) for a, b in zip(types, run_body())]
         self.finish_loop(op, block, entry, types, first_arg)
         return types
 
