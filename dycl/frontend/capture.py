@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch.export import Dim
-from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind
+from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind, SymBoolArgument
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -145,11 +145,25 @@ class CapturedRun:
     runtime_sizes: list[list[tuple[int, int]]] = field(default_factory=list)
     # per result: the value of a constant result (None for the others)
     constant_values: list = field(default_factory=list)
+    # per group of `runtime_sizes`: the sizes (lowest, highest or None) the run is right
+    # for. Export compares a size with constants (`x[:, -4:]` is 4 long from 4 columns on)
+    # and keeps the answer the example gives: the run holds only where that answer does.
+    size_ranges: list[tuple[int, int | None]] = field(default_factory=list)
+
+    def range_of(self, group: int) -> tuple[int, int | None]:
+        return self.size_ranges[group] if group < len(self.size_ranges) else (2, None)
 
     def same_constant(self, other: CapturedRun, k: int) -> bool:
         """Whether result `k` is the same constant in both runs (`0` and `0`, not `0` and `False`)."""
         a, b = self.constant_values[k], other.constant_values[k]
         return self.constant[k] and other.constant[k] and type(a) is type(b) and a == b
+
+
+class SizeTest(Exception):
+    """A run would return a test of a size known only at run time (`q.shape[1] > 3` merged
+    into the run that made `q`): export keeps it symbolic, torch-mlir cannot return a
+    symbolic bool, and the host reads sizes anyway. The statements are compiled one by one,
+    the test on the host."""
 
 
 class SpecializedInput(Exception):
@@ -274,6 +288,8 @@ class RunCapturer:
             _retarget(program, {torch.ops.aten.alias.default}, torch.ops.aten.clone.default)
             program = self._decompose_unknown_ops(program)
             mutated = _mutations_as_outputs(program)
+            if any(isinstance(spec.arg, SymBoolArgument) for spec in program.graph_signature.output_specs):
+                raise SizeTest()
         if key is not None:
             self.cache.put(key, (program, mutated), paths)
         return self._import(program, mutated, {})
@@ -346,8 +362,9 @@ class RunCapturer:
         constant = [isinstance(arg, ConstantArgument) for arg in outputs]
         values = [arg.value if isinstance(arg, ConstantArgument) else None for arg in outputs]
         count = len(mutated)  # the first results are the mutated inputs' new values
+        groups, ranges = _runtime_sizes(program)
         return CapturedRun(
-            name, result_types[count:], constant[count:], list(mutated), result_types[:count], _runtime_sizes(program), values[count:]
+            name, result_types[count:], constant[count:], list(mutated), result_types[:count], groups, values[count:], ranges
         )
 
     def _decompose_unknown_ops(self, program):
@@ -403,26 +420,55 @@ def _user_inputs(program) -> list[tuple[object, object]]:
             for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
 
 
-def _runtime_sizes(program) -> list[list[tuple[int, int | None]]]:
-    """The symbolic dims of the program's tensor inputs, grouped by their size symbol. An int
+def _runtime_sizes(program) -> tuple[list[list[tuple[int, int | None]]], list[tuple[int, int | None]]]:
+    """The symbolic dims of the program's tensor inputs, grouped by their size symbol, and
+    the range of sizes export assumed for each group (lowest, highest or None). An int
     input joins its symbol's group as (position, None); an int alone in its group counts
     where export assumed it is not 0 or 1 (`torch.zeros(1, n) + x` broadcasts nothing only
     for n >= 2): the run is then right for n >= 2 only, as for a dim."""
     groups: dict[str, list[tuple[int, int | None]]] = {}
     ints: dict[str, list[tuple[int, None]]] = {}
+    symbols: dict[str, Any] = {}
     for position, (_, node) in enumerate(_user_inputs(program)):
         value = node.meta.get("val") if node is not None else None
         if isinstance(value, torch.SymInt) and value.node.expr.free_symbols:
             assumed = program.range_constraints.get(value.node.expr)
             if str(value.node.expr) in groups or assumed is not None and assumed.lower > 0:
                 groups.setdefault(str(value.node.expr), [])
+                symbols[str(value.node.expr)] = value.node.expr
             ints.setdefault(str(value.node.expr), []).append((position, None))
         if not isinstance(value, torch.Tensor):
             continue
         for dim, size in enumerate(value.shape):
             if isinstance(size, torch.SymInt) and size.node.expr.free_symbols:
                 groups.setdefault(str(size.node.expr), []).append((position, dim))
-    return [[*members, *ints.get(symbol, [])] for symbol, members in groups.items()]
+                symbols[str(size.node.expr)] = size.node.expr
+    members = [[*members, *ints.get(symbol, [])] for symbol, members in groups.items()]
+    return members, [_assumed_range(program, symbols[symbol]) for symbol in groups]
+
+
+def _assumed_range(program, expr) -> tuple[int, int | None]:
+    """The sizes export assumed a group's size expression takes: (2, None), the sizes of
+    at least 2 that the size tests split off, unless export bounded it by comparing it with
+    a constant. A compound size (`2 * s`) holds where each of its symbols' range does; it
+    is reported as (2, None) only when none is bounded."""
+    free = list(expr.free_symbols)
+    bounds = [program.range_constraints.get(symbol) for symbol in free]
+    if len(free) != 1 or expr != free[0]:
+        bounded = any(b is not None and (_finite(b.lower) and int(b.lower) > 2 or _finite(b.upper)) for b in bounds)
+        return (3, 2) if bounded else (2, None)  # (an empty range: no interval is sound)
+    bound = bounds[0]
+    if bound is None:
+        return (2, None)
+    lower = max(int(bound.lower), 2) if _finite(bound.lower) else 2
+    return lower, int(bound.upper) if _finite(bound.upper) else None
+
+
+def _finite(bound) -> bool:
+    """Whether a range bound is a number (sympy says `int_oo` is finite)."""
+    from torch.utils._sympy.numbers import int_oo
+
+    return bound not in (int_oo, -int_oo) and bool(bound.is_finite)
 
 
 class DataDependentShape(Exception):

@@ -34,7 +34,7 @@ from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, 
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
-from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
+from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SizeTest, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import DataSize, FrontendError, RuntimeSize
 from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
@@ -1677,12 +1677,15 @@ class FunctionCompiler:
         try:
             self.compile_run(stmts, env, live_after)
             return
-        except (runs.SplitRun, DataSize) as failure:
+        except (runs.SplitRun, DataSize, SizeTest) as failure:
             erase_after(ir_block, before)
             env.clear()
             env.update(saved)
             if isinstance(failure, DataSize) and len(stmts) == 1:  # (a size from the data: made on the host)
                 data_sizes.compile_statement(self, stmts[0], env, live_after, failure)
+                return
+            if isinstance(failure, SizeTest) and len(stmts) == 1:
+                self.host_statement(stmts[0], env)
                 return
         for k, stmt in enumerate(stmts):
             after = live_before(stmts[k + 1 :], live_after)
@@ -1914,16 +1917,19 @@ class FunctionCompiler:
                 captured = self.capturer.capture(run, examples, dynamic, called, cache_key)
                 self._refuse_size_by_path(stmts, input_specs, flat_inputs, captured)
 
-                def variant(sizes: dict[tuple[int, int], int]) -> CapturedRun:
-                    """The run captured with the dims of `sizes` that size (0 or 1)."""
-                    fixed = [runs.narrowed(e, [(d, n) for (k, d), n in sizes.items() if k == position]) for position, e in enumerate(examples)]
+                def variant(sizes: dict[tuple[int, int], int], resized: dict | None = None) -> CapturedRun:
+                    """The run captured with the dims of `sizes` that size (0 or 1), and the
+                    dims of `resized` exported from examples of that size, still dynamic."""
+                    resized = resized or {}
+                    fixed = [runs.resized(runs.narrowed(e, [(d, n) for (k, d), n in sizes.items() if k == position]),
+                                          [(d, n) for (k, d), n in resized.items() if k == position]) for position, e in enumerate(examples)]
                     dims = [[d for d in ds if (position, d) not in sizes] for position, ds in enumerate(dynamic)]
-                    return self.capturer.capture(run, fixed, dims, called, (cache_key[0], (cache_key[1], tuple(sorted(sizes.items(), key=str)))),
-                                                 frozenset(k for k, d in sizes if d is None))
+                    key = (cache_key[0], (cache_key[1], tuple(sorted(sizes.items(), key=str)), tuple(sorted(resized.items(), key=str))))
+                    return self.capturer.capture(run, fixed, dims, called, key, frozenset(k for k, d in sizes if d is None))
 
                 names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
                 captured, values = self._splice_by_size(stmts, captured, variant, flat_inputs, names)
-            except (FrontendError, runs.SplitRun):
+            except (FrontendError, runs.SplitRun, SizeTest):
                 raise
             except DataDependentShape as error:
                 refusal = self._data_dependent_shape_error(stmts, error)
@@ -2034,35 +2040,100 @@ class FunctionCompiler:
                 "keep at most two such sizes in one statement (split it)",
             ))
 
+        def measure(group: list) -> list[V.Dyn]:
+            return [flat_inputs[k] if d is None else self.builder.host_op(  # (an int is its own size)
+                "torch.aten.size.int", [flat_inputs[k], self.builder.constant(d)], V.INT, flat_inputs[k].example.shape[d]) for k, d in group]
+
+        def compare(name: str, size: V.Dyn, n: int) -> V.Dyn:
+            return self.builder.host_op(f"torch.aten.{name}.int", [size, self.builder.constant(n)], V.BOOL,
+                                        {"ge": size.example >= n, "gt": size.example > n, "lt": size.example < n}[name])
+
         def choose(sizes: list[int | None]) -> list[ir.Value]:
             if len(sizes) < len(groups):
-                group = groups[len(sizes)]
-                measured = [flat_inputs[k] if d is None else self.builder.host_op(  # (an int is its own size)
-                    "torch.aten.size.int", [flat_inputs[k], self.builder.constant(d)], V.INT, flat_inputs[k].example.shape[d]) for k, d in group]
+                measured = measure(groups[len(sizes)])
                 smallest = functools.reduce(lambda a, b: self.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)), measured)
-                def at_least(size: V.Dyn, n: int) -> V.Dyn:
-                    return self.builder.host_op("torch.aten.ge.int", [size, self.builder.constant(n)], V.BOOL, size.example >= n)
-                return self._select(at_least(smallest, 2), lambda: choose([*sizes, None]), lambda: self._select(
-                    at_least(measured[0], 1), lambda: choose([*sizes, 1]), lambda: choose([*sizes, 0])))
+                return self._select(compare("ge", smallest, 2), lambda: choose([*sizes, None]), lambda: self._select(
+                    compare("ge", measured[0], 1), lambda: choose([*sizes, 1]), lambda: choose([*sizes, 0])))
             fixed = {where: n for group, n in zip(groups, sizes) if n is not None for where in group}
+            targets = {g: (2, None) for g, n in enumerate(sizes) if n is None}
             if not fixed:
-                return self.capturer.splice(general.func_name, operands)
+                return within_ranges(general, fixed, {}, targets)
             try:
                 chosen = variant(fixed)
             except Exception as failure:  # (an index the example gives is past this size: `x[:k][t]`)
                 return self._error_arm(stmt, failure, fixed, names, general)
-            arms.append(chosen)
-            if chosen.mutated_inputs != general.mutated_inputs or len(chosen.result_types) != len(general.result_types):
+            return within_ranges(chosen, fixed, {}, targets)
+
+        def within_ranges(run: CapturedRun, fixed: dict, resized: dict, targets: dict) -> list[ir.Value]:
+            """Call `run` where it holds for every size of `targets` (group -> the sizes,
+            lowest and highest or None, this arm serves); where export bounded a size by
+            the example (`x[:, -4:]` is 4 long from 4 on, the size itself from 2 to 3),
+            test it at run time and capture the run again at a size past the bound."""
+            for g, (low, high) in targets.items():
+                held_low, held_high = run.range_of(g)
+                if held_low <= low and (held_high is None or high is not None and held_high >= high):
+                    continue
+                if held_high is not None and held_high < held_low:
+                    failure = RuntimeError("export bounded a compound size by the example")
+                    return self._error_arm(stmt, failure, {where: f"{low} to {high or 'any'}" for where in groups[g]}, names, general)
+                size = measure(groups[g])[0]
+
+                def past(piece: tuple[int, int | None], example_size: int) -> list[ir.Value]:
+                    """The sizes of `piece` (of group `g`), which `run` does not hold for,
+                    from the run captured again at `example_size` (in `piece`)."""
+                    where = {position: example_size for position in groups[g]}
+                    attempts.append(piece)
+                    if len(attempts) > MAX_SIZE_RANGES:
+                        failure = RuntimeError("export bounded a size by the example in more ways than DyCL splits")
+                        return self._error_arm(stmt, failure, {position: f"{piece[0]} to {piece[1] or 'any'}" for position in groups[g]}, names, general)
+                    try:
+                        again = variant(fixed, {**resized, **where})
+                        held = again.range_of(g)[0] <= example_size <= (again.range_of(g)[1] or example_size)
+                    except Exception:  # (export made the size a constant: it holds at that size only)
+                        held = False
+                    if held:
+                        arms.append(again)
+                        return within_ranges(again, fixed, {**resized, **where}, {**targets, g: piece})
+
+                    def exactly() -> list[ir.Value]:
+                        try:
+                            static = variant({**fixed, **where}, resized)
+                        except Exception as failure:
+                            return self._error_arm(stmt, failure, {**fixed, **where}, names, general)
+                        return within_ranges(static, {**fixed, **where}, resized, {k: r for k, r in targets.items() if k != g})
+
+                    arm = exactly
+                    if piece[1] is None or example_size < piece[1]:
+                        arm = functools.partial(self._select, compare("gt", size, example_size),
+                                                functools.partial(past, (example_size + 1, piece[1]), example_size + 1), arm)
+                    if example_size > piece[0]:
+                        arm = functools.partial(self._select, compare("lt", size, example_size),
+                                                functools.partial(past, (piece[0], example_size - 1), example_size - 1), arm)
+                    return arm()
+
+                inside = (max(low, held_low), held_high if high is None else min(high, held_high or high))
+                arm = functools.partial(within_ranges, run, fixed, resized, {**targets, g: inside})
+                if held_high is not None and (high is None or held_high < high):
+                    arm = functools.partial(self._select, compare("gt", size, held_high),
+                                            functools.partial(past, (held_high + 1, high), held_high + 1), arm)
+                if held_low > low:
+                    arm = functools.partial(self._select, compare("lt", size, held_low),
+                                            functools.partial(past, (low, held_low - 1), held_low - 1), arm)
+                return arm()
+            if run is not general and (run.mutated_inputs != general.mutated_inputs or len(run.result_types) != len(general.result_types)):
                 raise self.error(stmt, f"`{source_text(stmt)}` changes other tensors in place when a size is 0 or 1",
                                  "compute new tensors instead of changing them in place")
+            if run is not general:
+                arms.append(run)
             cast = list(operands)
             for k, leaf in enumerate(flat_inputs):
                 shape = [fixed.get((k, d), n) for d, n in enumerate(leaf.type.shape or ())] if V.is_tensor_type(leaf.type) else None
                 if shape is not None and leaf.type.shape is not None and shape != list(leaf.type.shape):
                     cast[k] = self.builder.cast(leaf, leaf.type.with_shape(shape)).value
-            return self.capturer.splice(chosen.func_name, cast)
+            return self.capturer.splice(run.func_name, cast)
 
         arms: list[CapturedRun] = []
+        attempts: list = []  # (the captures past a bound export made: at most MAX_SIZE_RANGES)
         values = choose([])
         types = [V.parse_type(str(v.type)) for v in values]
         count = len(general.mutated_inputs)
@@ -3134,6 +3205,9 @@ def _optional_side(value) -> bool:
 
 _PACKING = {"pack_padded_sequence", "pack_sequence"}
 _COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+MAX_SIZE_RANGES = 8
+"""At most this many runs serve one statement across the sizes export bounded (beyond,
+the statement raises at run time for the sizes left: never a run outside its range)."""
 BY_SIZE = "dycl.by_size"  # (the attribute of an scf.if the frontend made: a run picked by a runtime size, or a check eager makes)
 _STATIC_SIZE_HINT = (
     "DyCL compiles sizes that runtime ints give, not sizes that tensor code computes from "

@@ -10,12 +10,17 @@ that does not verify. Here both become scf ops whose regions call the branch / b
 
 Branch funcs may return static shapes where the cond's result is dynamic (`u0`): a
 `torch.tensor_static_info_cast` before each yield gives the joined type.
+
+Python's `%` of two ints (`x.shape[1] % 2`) is imported as `aten.remainder.int`, Python's
+own meaning (the sign of the divisor): torch-mlir's table takes it for `aten.fmod`, C's
+(the sign of the dividend), which no host op computes and which differs below 0.
 """
 
 from __future__ import annotations
 
+import torch
 from torch_mlir import ir
-from torch_mlir.extras.fx_importer import GraphNodeImporter
+from torch_mlir.extras.fx_importer import GraphNodeImporter, is_builtin_function_or_method
 
 
 def _i1(context) -> ir.Type:
@@ -51,6 +56,14 @@ def call(callee: str, operands, result_types) -> list[ir.Value]:
 
 
 class HopImporter(GraphNodeImporter):
+    def _import_symbolic_torch_op(self, loc, node, target):
+        if is_builtin_function_or_method(target) and target.__name__ == "mod" and all(
+            (a.meta["val"].node.pytype if isinstance(a, torch.fx.Node) else type(a)) is int for a in node.args
+        ):
+            self._import_torch_op_overload(loc, node, torch.ops.aten.remainder.int)
+            return
+        super()._import_symbolic_torch_op(loc, node, target)
+
     def _callee(self, node, graph_node) -> tuple[str, list[ir.Type]]:
         module = getattr(node.graph.owning_module, graph_node.target)
         name = self.fx_importer._graph_module_to_func_name[id(module)]

@@ -211,6 +211,23 @@ def narrowed(example, sizes: list[tuple[int | None, int]]):
     return example.clone() if sizes else example
 
 
+def resized(example, sizes: list[tuple[int | None, int]]):
+    """`example` made `size` long along each (dim, size) of `sizes`: cut, or grown with
+    zeros (export reads no values of them); an int's (dim None) is that size. A cut one is
+    copied with strides of its own shape (export makes a stride a size of its own: the
+    parent's 6 columns, beside the cut's 3, froze the 3)."""
+    for dim, size in sizes:
+        if dim is None:
+            return size
+        if example.shape[dim] >= size:
+            example = example.narrow(dim, 0, size).clone(memory_format=torch.contiguous_format)
+        else:
+            pad = list(example.shape)
+            pad[dim] = size - example.shape[dim]
+            example = torch.cat([example, example.new_zeros(pad)], dim)
+    return example
+
+
 def distinct_examples(flat_inputs: list[V.Dyn], at_two: frozenset[int] = frozenset()) -> list:
     """Example inputs for export, one tensor per IR value. Two values may share an example
     (after `if c: y = x else: y = x * 0.5`, the join's example of `y` is `x`'s); export
