@@ -7,7 +7,7 @@ cases whose answer is fixed are exact: `bernoulli` of 0 is 0 and of 1 is 1 (`u <
 `u` in [0, 1)), `rand` lies in [0, 1) in every dtype, `multinomial` never picks a category
 of probability 0 while one of positive probability is left, `randint(k, k + 1)` is k,
 `uniform(a, a)` is a, `normal(m, 0)` is m. The arguments torch refuses, it refuses here
-(a `ValueError` with torch's reason).
+(a `ValueError` with torch's reason). Results are arrays, never numpy scalars (a 0-d draw too).
 
 The generator is this module's own, seeded from the operating system's entropy when the
 module is first imported; `seed(n)` starts it again from `n` (reproducible draws in one
@@ -41,23 +41,23 @@ def rand(size, dtype=np.float32) -> np.ndarray:
     """`torch.rand`: uniform on [0, 1), in `dtype` (never 1 after rounding to a narrow float)."""
     dtype = np.dtype(dtype)
     if dtype in _NATIVE_FLOATS:
-        return _GENERATOR.random(_shape(size), dtype=dtype)
+        return np.asarray(_GENERATOR.random(_shape(size), dtype=dtype))
     u = _GENERATOR.random(_shape(size), dtype=np.float32).astype(dtype)
     below_one = np.nextafter(np.ones((), dtype), np.zeros((), dtype))
-    return np.minimum(u, below_one)
+    return np.asarray(np.minimum(u, below_one))
 
 
 def randn(size, dtype=np.float32) -> np.ndarray:
     """`torch.randn`: standard normal."""
     dtype = np.dtype(dtype)
     native = dtype if dtype in _NATIVE_FLOATS else np.dtype(np.float32)
-    return _GENERATOR.standard_normal(_shape(size), dtype=native).astype(dtype, copy=False)
+    return np.asarray(_GENERATOR.standard_normal(_shape(size), dtype=native), dtype=dtype)
 
 
 def randint(low: int, high: int, size, dtype=np.int64) -> np.ndarray:
     """`torch.randint(low, high, size)`: integers uniform on [low, high)."""
     _check(low < high, "randint", f"'from' must be less than 'to', got from={low} >= to={high}")
-    return _GENERATOR.integers(low, high, _shape(size), dtype=np.int64).astype(dtype, copy=False)
+    return np.asarray(_GENERATOR.integers(low, high, _shape(size), dtype=np.int64), dtype=dtype)
 
 
 def bernoulli(p, shape=None, dtype=None) -> np.ndarray:
@@ -68,21 +68,21 @@ def bernoulli(p, shape=None, dtype=None) -> np.ndarray:
     dtype = p.dtype if dtype is None else np.dtype(dtype)
     if shape is not None:
         p = np.broadcast_to(p, tuple(shape))
-    return (_GENERATOR.random(p.shape) < p).astype(dtype)
+    return np.asarray(_GENERATOR.random(p.shape) < p, dtype=dtype)
 
 
 def uniform(x, low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """`x.uniform_(low, high)` as a new tensor of x's shape and dtype."""
     _check(low <= high, "uniform", f"'from' must be at most 'to', got from={low} > to={high}")
     dtype = np.asarray(x).dtype
-    return (rand(np.shape(x), dtype) * (high - low) + low).astype(dtype, copy=False)
+    return np.asarray(rand(np.shape(x), dtype) * (high - low) + low, dtype=dtype)
 
 
 def normal(x, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
     """`x.normal_(mean, std)` as a new tensor of x's shape and dtype."""
     _check(std >= 0, "normal", f"std must be >= 0, got {std}")
     dtype = np.asarray(x).dtype
-    return (randn(np.shape(x), dtype) * std + mean).astype(dtype, copy=False)
+    return np.asarray(randn(np.shape(x), dtype) * std + mean, dtype=dtype)
 
 
 def exponential(x, lambd: float = 1.0) -> np.ndarray:
@@ -90,7 +90,7 @@ def exponential(x, lambd: float = 1.0) -> np.ndarray:
     _check(lambd > 0, "exponential", f"lambda must be > 0, got {lambd}")
     dtype = np.asarray(x).dtype
     native = dtype if dtype in _NATIVE_FLOATS else np.dtype(np.float32)
-    return (_GENERATOR.standard_exponential(np.shape(x), dtype=native) / lambd).astype(dtype, copy=False)
+    return np.asarray(_GENERATOR.standard_exponential(np.shape(x), dtype=native) / lambd, dtype=dtype)
 
 
 def multinomial(probs, num_samples: int, replacement: bool = False) -> np.ndarray:

@@ -185,3 +185,15 @@ def test_host_draws_refuse_what_torch_refuses():
     # past the categories of positive weight, the rest are drawn (torch's topk order of ties)
     picks = random_draws.multinomial(np.array([[0.0, 1.0, 0.0, 0.0]]), 4)
     assert picks[0, 0] == 1 and sorted(picks[0].tolist()) == [0, 1, 2, 3]
+
+
+def test_host_draws_are_arrays_even_of_no_dims():
+    """host.py passes a draw to a backend runner, which takes arrays only (a 0-d numpy
+    float32 scalar failed ORT's run: a fuzz program's `torch.bernoulli((x.mean() > t).float())`)."""
+    from dycl.runtime import random_draws
+
+    zero = np.zeros((), np.float32)
+    for drawn in (random_draws.bernoulli(zero), random_draws.bernoulli(shape=(), p=1.0, dtype=np.float32),
+                  random_draws.rand((), np.float16), random_draws.randn((), np.float32), random_draws.randint(0, 3, ()),
+                  random_draws.uniform(zero, 1.0, 2.0), random_draws.normal(zero), random_draws.exponential(zero)):
+        assert isinstance(drawn, np.ndarray) and drawn.shape == ()
