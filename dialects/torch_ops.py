@@ -54,6 +54,12 @@ class Category(enum.Enum):
     """Tensor math whose result size depends on the operands' values (`nonzero`,
     `masked_select`): the host runs it on numpy, where that size is known, and a sub-DNN
     takes the size as a runtime dim (as `x[:k]`'s)."""
+    RANDOM = "random draw"
+    """A draw from a distribution (`bernoulli`, `rand_like`, `multinomial`): the host runs
+    it on numpy's generator (`dycl.runtime.random_draws`), never a sub-DNN, so that both
+    backends compute the same law and the cases whose answer is fixed (a probability of 0
+    or 1) exactly. Its record's host expression is its only meaning: it is never folded.
+    Other random ops (`nondeterministic_seeded` in torch) are refused (`refused_random`)."""
     EFFECT = "effect"
     """An effect beyond its results (or a placeholder): never removed when unused."""
     NOT_TORCH = "not a torch op"
@@ -61,6 +67,11 @@ class Category(enum.Enum):
     @property
     def computation_free(self) -> bool:
         return self in (Category.IDENTITY, Category.RESHAPE, Category.STRIDED_VIEW)
+
+    @property
+    def host_only(self) -> bool:
+        """Tensor math that only the host program runs (on numpy), never a sub-DNN."""
+        return self in (Category.DATA_SIZE, Category.RANDOM)
 
 
 @dataclass(frozen=True)
@@ -786,6 +797,24 @@ _DATA_SIZES: dict[str, HostSpec] = {
     ),
 }
 
+# Random draws: the host program runs them on numpy (dycl.runtime.random_draws), with the
+# law of the torch op; a bool or integer `dtype` comes from the result type.
+_RANDOM: dict[str, HostSpec] = {
+    "torch.aten.bernoulli": "rt.bernoulli(p)",
+    # (`x.bernoulli(p)`: x's shape and dtype; keywords keep the operands in order)
+    **dict.fromkeys(("torch.aten.bernoulli.p", "torch.aten.bernoulli.Tensor"), "rt.bernoulli(shape=np.shape(x), p=p, dtype=dtype)"),
+    "torch.aten.rand": "rt.rand(size, dtype)",
+    "torch.aten.rand_like": "rt.rand(np.shape(x), dtype)",
+    "torch.aten.randn": "rt.randn(size, dtype)",
+    "torch.aten.randn_like": "rt.randn(np.shape(x), dtype)",
+    "torch.aten.randint.low": "rt.randint(low, high, size, dtype)",
+    "torch.aten.randint": "rt.randint(0, high, size, dtype)",
+    "torch.aten.multinomial": "rt.multinomial(probs, num_samples, replacement)",
+    "torch.aten.uniform": "rt.uniform(x, low, high)",
+    "torch.aten.normal_functional": "rt.normal(x, mean, std)",
+    "torch.aten.exponential": "rt.exponential(x, lambd)",
+}
+
 # Effects, and torch-mlir's placeholder for a value no path defines.
 _EFFECTS: dict[str, HostSpec] = dict.fromkeys(
     ("torch.prim.RaiseException", "torch.prim.Print", "torch.aten.warn", "torch.prim.Uninitialized", "dycl.error")
@@ -807,6 +836,7 @@ _RECORDS: list[TorchOpInfo] = [
     *_records(Category.STRIDED_VIEW, _STRIDED_VIEWS),
     *_records(Category.TENSOR_MATH, _TENSOR_MATH),
     *_records(Category.DATA_SIZE, _DATA_SIZES),
+    *_records(Category.RANDOM, _RANDOM),
     *_records(Category.EFFECT, _EFFECTS),
     *_records(Category.CONSTANT, _CONSTANTS),
 ]
@@ -869,6 +899,47 @@ def is_computation_free(op: Operation) -> bool:
     return op_info(op).category.computation_free
 
 
+# -------------------------------------------------------------- random ops
+
+# Arguments under which a random op of torch draws nothing: dropout outside training or of
+# probability 0 (`F.dropout(x, p, self.training)` in eval mode, an `nn.LSTM`'s `dropout`).
+_DRAWS_NOTHING_WHEN = {"train": False, "training": False, "p": 0.0, "dropout": 0.0, "dropout_p": 0.0}
+
+
+@functools.lru_cache(maxsize=1024)
+def _seeded_arguments(name: str) -> tuple[str, ...] | None:
+    """The argument names of the aten op `name` if torch tags it `nondeterministic_seeded`
+    (it draws from a generator), else None."""
+    import torch
+
+    parts = name.split(".")
+    if len(parts) < 3 or parts[:2] != ["torch", "aten"]:
+        return None
+    try:
+        overload = getattr(getattr(torch.ops.aten, parts[2]), parts[3] if len(parts) > 3 else "default")
+    except (AttributeError, RuntimeError):
+        return None
+    if torch.Tag.nondeterministic_seeded not in overload.tags:
+        return None
+    return tuple(a.name for a in overload._schema.arguments)
+
+
+def refused_random(name: str, constant: Callable[[int], Any]) -> bool:
+    """Whether the torch op `name` draws random numbers that DyCL does not reproduce: torch
+    tags it `nondeterministic_seeded`, it is no `RANDOM` record, and its constant arguments
+    (`constant(k)`: operand k's value, or NO_VALUE) do not make it draw nothing (dropout in
+    eval mode or of p = 0, `rrelu` with lower == upper)."""
+    if op_info(name).category is Category.RANDOM or (arguments := _seeded_arguments(name)) is None:
+        return False
+    values = {arg: constant(k) for k, arg in enumerate(arguments)}
+    for arg, value in _DRAWS_NOTHING_WHEN.items():
+        given = values.get(arg, NO_VALUE)
+        if given is value if isinstance(value, bool) else not isinstance(given, bool) and given == value:
+            return False
+    lower, upper = values.get("lower", NO_VALUE), values.get("upper", NO_VALUE)
+    return lower is NO_VALUE or lower != upper
+
+
 # -------------------------------------------------------------- torch calls
 
 
@@ -914,5 +985,6 @@ __all__ = [
     "literal_tensor",
     "materialize",
     "op_info",
+    "refused_random",
     "static_list_elements",
 ]

@@ -124,7 +124,10 @@ def compile(  # noqa: A001 - the public name the design asks for
     inputs) and the compiled model on the example inputs and raise `CompileMismatch` if any
     output differs (structure, shape, dtype, Python value, or not allclose(rtol=1e-3,
     atol=1e-4)). The result is `manifest["check"]` (kept by save/load) and
-    `compile_report["check_seconds"]`. `check=False` skips it (`{"ran": false}`).
+    `compile_report["check_seconds"]`. `check=False` skips it (`{"ran": false}`). A model
+    that draws random numbers (`torch.bernoulli`, run by the host program with torch's law,
+    not its stream) is run and compared too, but a difference is recorded (`"passed":
+    false`, `"draws"`: the random ops), not raised: samples of two generators differ.
     threads: runtime threads (default: all cores; sub-DNNs under 2 M multiply-accumulates
     run on one). runtime: how the compiled model runs (`dycl.runtime.RuntimeOptions`;
     `threads` is a shorthand for its `threads`). jobs: compile processes (default: TVM uses all cores when there are enough
@@ -183,7 +186,7 @@ def compile(  # noqa: A001 - the public name the design asks for
     )
     if check:
         with _stage("check"):
-            record = check_against_eager(model, compiled, check_inputs, method=method)
+            record = check_against_eager(model, compiled, check_inputs, method=method, draws=random_draws(program.module))
     else:
         record = {"ran": False}
     with _stage("artifact"):
@@ -360,13 +363,15 @@ def check_against_eager(
     rtol: float = RTOL,
     atol: float = ATOL,
     inputs_label: str = "the example inputs",
+    draws: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run eager PyTorch (`model` in eval mode, under no_grad) and `compiled` on separate
     clones of `inputs`; raise `CompileMismatch` at the first output that differs (see
     `compare_outputs`); a model with a form of its own for `run_many` is run through it
     too. Returns the record `dycl.compile` stores as `manifest["check"]`:
     ran, passed, max_abs_error, rtol, atol, eager_seconds and compiled_seconds (one call
-    each) and seconds (the whole check)."""
+    each) and seconds (the whole check). `draws`: the random ops the model runs; with any,
+    a difference is the record's `"passed": false` (and `"difference"`), not an error."""
     import torch
 
     start = time.perf_counter()
@@ -403,11 +408,15 @@ def check_against_eager(
         _restore_attributes(kept)
         if paths:
             compiled.reset_state()
-    if difference is not None:
+    if difference is not None and not draws:
         raise CompileMismatch(*difference, inputs=inputs_label)
+    drawn = {"draws": sorted(set(draws))} if draws else {}
+    if difference is not None:
+        drawn["difference"] = list(difference)
     return {
         "ran": True,
-        "passed": True,
+        "passed": difference is None,
+        **drawn,
         "max_abs_error": error,
         "rtol": rtol,
         "atol": atol,
@@ -415,6 +424,14 @@ def check_against_eager(
         "compiled_seconds": compiled_seconds,
         "seconds": time.perf_counter() - start,
     }
+
+
+def random_draws(module) -> list[str]:
+    """The random ops (the op registry's category RANDOM) that host IR `module` runs."""
+    from dycl.dialects.torch import op_name
+    from dycl.dialects.torch_ops import Category, op_info
+
+    return [op_name(op) for op in module.walk() if op_info(op).category is Category.RANDOM]
 
 
 def _attribute(model, path: str):

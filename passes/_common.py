@@ -158,8 +158,8 @@ def is_tensor_compute(op: Operation) -> bool:
     ):
         return False
     info = op_info(op)
-    if info.category is Category.DATA_SIZE:
-        return False  # (its size is known where the host runs it)
+    if info.category.host_only:
+        return False  # (a size from the data is known where the host runs it; a draw is the host's)
     if info.unpacks:
         source = op.operands[0].owner if len(op.operands) == 1 else None
         return (
@@ -202,8 +202,8 @@ def is_host_tensor_compute(op: Operation) -> bool:
     if not is_torch_op(op) or info.python is not None:
         return False
     # Tensor ops of a host list (data-dependent length) stay in the host, and so do ops
-    # whose size depends on the data.
-    if info.category.computation_free or info.reads_tensor_list or info.category is Category.DATA_SIZE:
+    # whose size depends on the data and random draws.
+    if info.category.computation_free or info.reads_tensor_list or info.category.host_only:
         return False
     return any(is_tensor(r) for r in op.results)
 

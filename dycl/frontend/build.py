@@ -148,6 +148,28 @@ class NoHostTranslation(Exception):
         )
 
 
+class RandomOpRefused(NoHostTranslation):
+    """A random op of torch that DyCL does not reproduce (`torch_ops.refused_random`)."""
+
+    def explained(self, statement: str) -> tuple[str, str]:
+        aten = self.op.removeprefix("torch.").replace("aten.", "torch.ops.aten.", 1)
+        if aten.split(".")[3] in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "native_dropout"):
+            return (
+                f"`{statement}` applies dropout in training mode (`{aten}` with train=True), which draws a random "
+                "mask; DyCL compiles inference",
+                "pass `training=self.training` (DyCL compiles eval mode, where dropout is the identity), or draw "
+                "the mask with `torch.bernoulli` / `torch.rand_like(x) < keep`, which DyCL runs on the host",
+            )
+        return (
+            f"`{statement}` draws random numbers with `{aten}`, which DyCL does not reproduce: the random ops it "
+            "compiles run on the host with the law of torch's (docs/conventions.md, \"Random ops\")",
+            "draw with one of those: `torch.bernoulli`, `torch.rand`/`rand_like`, `torch.randn`/`randn_like`, "
+            "`torch.randint`, `torch.multinomial`, `x.uniform_`, `x.normal_`, `x.exponential_` "
+            "(`torch.normal(mean, std)` is `mean + std * torch.randn_like(mean)`, `torch.randperm(n)` is "
+            "`torch.rand(n).argsort()`)",
+        )
+
+
 _NEVER_IN_HOST_CODE = (Category.CONSTANT, Category.EFFECT, Category.NOT_TORCH)
 
 

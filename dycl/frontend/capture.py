@@ -7,6 +7,7 @@ and `stitch.py` later inlines the body into `forward`. Parameters and buffers be
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter, FxImporterHooks, InputInfo
 from xdsl.ir import Attribute
 
-from dycl.frontend.build import check_host_op
+from dycl.dialects.torch_ops import NO_VALUE, refused_random
+from dycl.frontend.build import RandomOpRefused, check_host_op
 from dycl.frontend.export_cache import ExportCache, rename, renaming
 from dycl.frontend.hop import HopImporter
 from dycl.frontend.values import parse_type
@@ -206,6 +208,22 @@ def _makes_host_scalar(op: ir.Operation, reads_host_scalar: bool) -> bool:
     return reads_host_scalar or bool(tensors)
 
 
+def _constant_operand(op: ir.Operation, k: int):
+    """The Python value of `op`'s operand k when a `torch.constant.*` op makes it (a bool,
+    int, float or None), else NO_VALUE."""
+    operands = op.operation.operands
+    owner = getattr(operands[k].owner, "operation", None) if k < len(operands) else None  # (None: a block argument)
+    name = owner.name if owner is not None else ""
+    if name == "torch.constant.none":
+        return None
+    if name not in ("torch.constant.bool", "torch.constant.int", "torch.constant.float"):
+        return NO_VALUE
+    value = owner.attributes["value"]
+    if name == "torch.constant.bool":
+        return ir.BoolAttr(value).value
+    return ir.IntegerAttr(value).value if name == "torch.constant.int" else ir.FloatAttr(value).value
+
+
 @dataclass
 class RunCapturer:
     """One FxImporter (one MLIR context and module) shared by every run of a model."""
@@ -334,6 +352,8 @@ class RunCapturer:
             if name == "torch.operator":  # (an op torch-mlir has no named op for: `torch.operator "aten.is_same_size"`)
                 name = ir.StringAttr(op.attributes["name"]).value
                 name = name if name.startswith("torch.") else "torch." + name
+            if refused_random(name, functools.partial(_constant_operand, op)):
+                raise RandomOpRefused(name)
             reads_host_scalar = any(v in host_scalars for v in op.operands)
             check_host_op(name, [str(r.type) for r in op.results], reads_host_scalar)
             if _makes_host_scalar(op, reads_host_scalar):

@@ -33,7 +33,7 @@ from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
 from dycl.frontend import values as V
-from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
+from dycl.frontend.build import HostBuilder, NoHostTranslation, RandomOpRefused, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SizeTest, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import DataSize, FrontendError, RuntimeSize
@@ -2382,6 +2382,8 @@ class FunctionCompiler:
         the error's `detail`, not in what the user reads first)."""
         if at_two:  # (an int exported at 2 where the program allows no 2, `x[0, k]` of a row of 2)
             raise runs.IntsAsTensors()
+        if isinstance(error, RandomOpRefused) and len(stmts) > 1:
+            raise runs.SplitRun()  # (one run per statement: refused at the one that draws)
         if isinstance(error, NoHostTranslation):  # (from `splice`)
             return self.error(stmts[0], *error.explained(runs.statement_text(stmts).splitlines()[0]))
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -16,7 +16,9 @@ list argument, state kept across calls) draw from a third stream:
 `generate(seed, research=False)` is the program of the same seed before they existed (and
 `generate(seed, mutation=False, research=False)` the one before mutation); a research program
 is that program with research statements added (and statements wrapped in
-`with torch.no_grad():`), its modules keeping their names.
+`with torch.no_grad():`, and some tensor conditions drawn as a halting draw of probability 0
+or 1, `torch.bernoulli((x.mean() > t).float()).bool()`, from a fourth stream), its modules
+keeping their names.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ class Generator:
                 self.researcher.lengths_type = "tuple" if rrng.random() < R.TUPLE_PROBABILITY else "list"
             self.researcher.saved = rrng.random() < R.STATE_PROBABILITY
             self.researcher.predicates = random.Random(seed * 7919 + 0x7E57)
+        # halting draws of research programs: a fourth stream (the programs of before keep their conditions)
+        self.draws = random.Random(seed * 15485863 + 0xD4A3) if self.researching else None
 
     # ----- names -------------------------------------------------------------------------
 
@@ -109,13 +113,16 @@ class Generator:
         stat = self.rng.choice(stats).replace("{k}", str(self.rng.randrange(self.width)))
         index = self.conditions
         self.conditions += 1
-        return Cond(
+        cond = Cond(
             stat=stat,
             index=index,
             op=self.rng.choice([">", "<"]),
             form=self.rng.choices(["tensor", "item", "bool"], [5, 2, 1])[0],
             via_attr=self.rng.random() < 0.25,
         )
+        if self.draws is not None and cond.form == "tensor" and self.draws.random() < R.DRAW_PROBABILITY:
+            cond.wrap = R.DRAW_WRAP  # (`torch.bernoulli((x.mean() > t).float()).bool()`)
+        return cond
 
     # ----- statements --------------------------------------------------------------------
 

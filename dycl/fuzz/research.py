@@ -185,6 +185,11 @@ SPELLING_PROBABILITY = 0.4
 # other forms' programs stay what they were: a gap gets one with this probability, and at most
 # PREDICATE_CONDITIONS of them a program compare a statistic (their threshold slots are extra).
 PREDICATE_PROBABILITY = 0.04
+# A tensor condition of a research program is a halting draw with this probability
+# (PonderNet's `halt = torch.bernoulli(lambda_n)`), of a probability that is exactly 0 or 1,
+# so that eager and compiled agree: the host draws it (docs/conventions.md, "Random ops").
+DRAW_PROBABILITY = 0.1
+DRAW_WRAP = "torch.bernoulli((@).float()).bool()"
 PREDICATE_CONDITIONS = 1
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,

@@ -2,12 +2,15 @@
 
 Each mirrors the torch op of the same name on value semantics (no caller mutates a
 tensor, so views are safe). Results are always `np.ndarray`, never numpy scalars:
-the backends' runtimes take arrays only.
+the backends' runtimes take arrays only. The random ops the host program draws are in
+`random_draws`, and reached from here (`rt.bernoulli`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from dycl.runtime.random_draws import bernoulli, exponential, multinomial, normal, rand, randint, randn, uniform
 
 _INT64_MAX = 2**63 - 1
 

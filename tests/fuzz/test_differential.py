@@ -8,6 +8,7 @@ import pytest
 from dycl.fuzz.generate import generate
 from dycl.fuzz.campaign import failed
 from dycl.fuzz.oracle import check_program
+from dycl.fuzz.program import render
 
 os.environ.setdefault("DYCL_CACHE_DIR", tempfile.mkdtemp(prefix="dycl-test-cache-"))
 
@@ -149,3 +150,13 @@ def test_a_campaign_counts_the_programs_of_each_form_by_status():
     summary = summarize([outcome, refused, {"seed": 2, "status": "timeout", "detail": "after 300 s"}])
     assert summary["forms"] == {"cross_call_state": {"frontend-error (by design)": 1},
                                 "detach": {outcome["status"]: 1, "frontend-error (by design)": 1}}
+
+
+# A research program may draw a tensor condition as a halting draw of probability 0 or 1
+# (`torch.bernoulli((x.mean() > t).float()).bool()`): the host draws it, exactly.
+@pytest.mark.parametrize("backend", ["onnxruntime", pytest.param("tvm", marks=pytest.mark.slow)])
+def test_a_program_with_a_halting_draw_matches_eager(backend):
+    program = generate(609, max_conditions=2)
+    assert "torch.bernoulli(" in render(program).source
+    outcome = check_program(program, backend=backend)
+    assert outcome.status == "ok", outcome.detail

@@ -1,6 +1,7 @@
 """The program generator, calibration and shrinker, without compiling anything."""
 
 import ast
+import dataclasses
 import hashlib
 import re
 from collections import Counter
@@ -230,7 +231,9 @@ def test_a_research_program_is_the_program_of_before_plus_research_statements():
         old = sorted(all_conditions(before), key=lambda c: c.index)
         new = sorted(all_conditions(program), key=lambda c: c.index)
         assert [c.index for c in new] == list(range(len(new))), seed  # every slot used once
-        assert new[: len(old)] == old, seed
+        # (as they were, but that some tensor conditions became halting draws of 0 or 1)
+        undrawn = [dataclasses.replace(c, wrap="") if c.wrap == R.DRAW_WRAP else c for c in new[: len(old)]]
+        assert undrawn == old, seed
         assert all(c.index >= len(old) for s in walk([program.body, *program.helpers.values()])
                    if isinstance(s, CondLine) for c in leaves(s.cond)), seed
     assert 0.45 * len(FIRST_SEEDS) < research < 0.75 * len(FIRST_SEEDS)
