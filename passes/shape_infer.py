@@ -203,6 +203,10 @@ class ShapeInference:
     about every value it takes, so a dim it declares static stays static. A dim export knew
     static must never become `?`, which a backend compiles as a size of at least 2."""
 
+    tentative: int = 0
+    """How many loops around the op being inferred have not reached their fixed point: their
+    carries' types may still widen, so nothing is folded from them yet."""
+
     def set_type(self, value: SSAValue, new_type: Attribute) -> SSAValue:
         if value.type == new_type:
             return value
@@ -268,7 +272,11 @@ class ShapeInference:
             Rewriter.erase_op(op)
 
     def fold_static_value(self, op: Operation) -> None:
-        """`size(x, 1)` of a static dim, `len(xs)` of a static list -> a constant."""
+        """`size(x, 1)` of a static dim, `len(xs)` of a static list -> a constant (not in a
+        loop whose carries may still widen: `x.size(1)` of a carry grown by `cat` has the
+        entry's size only on the first iteration)."""
+        if self.tentative:
+            return
         value = op_info(op).static_value(op)
         if isinstance(value, int) and not isinstance(value, bool):
             Rewriter.replace_op(op, t.ConstantIntOp(value))
@@ -354,13 +362,20 @@ class ShapeInference:
         """The loop-carried types (the carries are `block.args[first_arg:]`): from the
         entry types, join what one more pass over the body yields until nothing changes."""
         types = entry
-        for _ in range(_MAX_FIXED_POINT_ROUNDS):
-            for k, type_ in enumerate(types):
-                self.set_type(block.args[k + first_arg], type_)
-            new = [join_types(a, b) for a, b in zip(types, run_body())]
-            if new == types:
-                break
-            types = new
+        self.tentative += 1
+        try:
+            for _ in range(_MAX_FIXED_POINT_ROUNDS):
+                for k, type_ in enumerate(types):
+                    self.set_type(block.args[k + first_arg], type_)
+                new = [join_types(a, b) for a, b in zip(types, run_body())]
+                if new == types:
+                    break
+                types = new
+        finally:
+            self.tentative -= 1
+        for k, type_ in enumerate(types):  # once more at the fixed point, folding what it fixes
+            self.set_type(block.args[k + first_arg], type_)
+        run_body()
         self.finish_loop(op, block, entry, types, first_arg)
         return types
 
