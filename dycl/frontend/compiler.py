@@ -33,7 +33,7 @@ from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
 from dycl.frontend import values as V
-from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
+from dycl.frontend.build import HostBuilder, NoHostTranslation, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import DataSize, FrontendError, RuntimeSize
@@ -1664,7 +1664,7 @@ class FunctionCompiler:
     def _condition_into_run(self, run: list, if_stmt: ast.If | ast.Assert, env, written: set[str]) -> ast.If | ast.Assert:
         """Compute a following `if`'s (`assert`'s) tensor condition in the same run (one export, not two)."""
         test = if_stmt.test
-        if self._needs_host(test, env, written) or not (names_read(test) & written):
+        if self._needs_host(test, env, written) or not (names_read(test) & written) or runs.assigned_sizes_only(run, names_read(test) & written):
             return if_stmt
         name = "__dycl_condition"  # one fixed name: identical runs share an export
         assign = ast.Assign(targets=[ast.Name(name, ast.Store())], value=test)
@@ -1975,6 +1975,7 @@ class FunctionCompiler:
                 leaf = out_leaves[k]
                 is_scalar = not isinstance(leaf, torch.Tensor)
                 produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf, placed(leaf))
+            drop_unused_constants([v for k, v in zip(exported, values) if isinstance(produced[k], V.Const)])
         known = {id(l.value) for _, value in input_specs for l in V.leaves(value) if isinstance(l, V.Const)}
         if flat_inputs and any(k not in produced and runs.picked_object(leaf) and id(leaf) not in known for k, leaf in enumerate(out_leaves)):
             # `self.experts[k]` with a runtime k: the example run picked one module, which
