@@ -58,7 +58,7 @@ class ErrorOp(IRDLOperation):
     parts = var_operand_def()
 
     def __init__(self, message: str):
-        super().__init__(attributes={"message": StringAttr(message)})
+        super().__init__(operands=[[]], attributes={"message": StringAttr(message)})
 
     def exception(self, values=()) -> BaseException:
         """The exception the op raises, its message formatted with the parts' `values`."""

@@ -32,7 +32,6 @@ from torch_mlir import ir
 
 from dycl.dialects.dycl import scalar_value
 from dycl.frontend import values as V
-from dycl.frontend.build import erase_after
 from dycl.frontend.desugar import source_text
 
 _SCALARS = (V.INT, V.FLOAT, V.BOOL)
@@ -51,12 +50,9 @@ class _Message:
 def compile_assert(c, stmt: ast.Assert, env: dict) -> None:
     """Lower one `assert` at the current insertion point (see the module's docstring)."""
     message = _message(c, stmt, env)  # (refused here, on every path, when it cannot be made)
-    block = ir.InsertionPoint.current.block
-    before = len(block.operations)
     condition = c.condition(stmt.test, env, statement=f"assert {source_text(stmt.test)}")
     if isinstance(condition, V.Const):
         if condition.value:
-            _drop_folded(block, before)
             return  # proven: nothing to check
         if _every_call_reaches(c):
             _fails_on_example(c, stmt, message, env)
@@ -69,13 +65,6 @@ def compile_assert(c, stmt: ast.Assert, env: dict) -> None:
         _raise(c, stmt, message, env)
         return []
     c._select(condition, lambda: [], fail)
-
-
-def _drop_folded(block: ir.Block, before: int) -> None:
-    """A test proven here may leave the constant its captured run folded to (`x.size(0) ==
-    1` of a static shape): nothing reads it, and a proven assert costs no op."""
-    if all(op.name.startswith("torch.constant.") for op in list(block.operations)[before:]):
-        erase_after(block, before)
 
 
 def _every_call_reaches(c) -> bool:
