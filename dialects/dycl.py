@@ -6,7 +6,9 @@ from __future__ import annotations
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Dialect, Operation
-from xdsl.irdl import IRDLOperation, attr_def, irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.irdl import (
+    IRDLOperation, attr_def, irdl_op_definition, operand_def, opt_attr_def, result_def, traits_def, var_operand_def,
+)
 from xdsl.traits import ConstantLike, Pure
 
 from dycl.dialects.torch import ValueTensorType
@@ -40,15 +42,62 @@ class ParamOp(IRDLOperation):
 @irdl_op_definition
 class ErrorOp(IRDLOperation):
     """Raise `message` at run time: an arm of the program that cannot compute (a sub-DNN
-    that could not be captured for one size a runtime dim may take). An effect: kept where
-    it is, never part of a sub-DNN."""
+    that could not be captured for one size a runtime dim may take), or a failed check the
+    program makes (`assert`). An effect: kept where it is, never part of a sub-DNN.
+
+    `kind` names the exception (`"AssertionError"`; a RuntimeError without it). With
+    `parts` (host scalars: `!torch.int`, `!torch.float`, `!torch.bool`), `message` is a
+    `str.format` template the parts fill, each as its Python value (`int`, `float`,
+    `bool`): `"length {0}, block size is only 64"`; without them it is the message as it
+    is. An `AssertionError` with no `message` attribute has no argument (`assert c`)."""
 
     name = "dycl.error"
 
-    message = attr_def(StringAttr)
+    message = opt_attr_def(StringAttr)
+    kind = opt_attr_def(StringAttr)
+    parts = var_operand_def()
 
     def __init__(self, message: str):
-        super().__init__(attributes={"message": StringAttr(message)})
+        super().__init__(operands=[[]], attributes={"message": StringAttr(message)})
+
+    def exception(self, values=()) -> BaseException:
+        """The exception the op raises, its message formatted with the parts' `values`."""
+        return error_exception(self, values)
+
+
+ERROR_KINDS = {"AssertionError": AssertionError}
+"""The exceptions a `dycl.error` may name in its `kind` (the Python builtin it raises)."""
+
+
+def error_arguments(op: ErrorOp, values) -> tuple:
+    """The arguments of the exception `op` raises: () for a bare `assert`, else its message
+    (formatted with `values`, each converted to the Python type of its part)."""
+    if op.message is None:
+        return ()
+    if not op.parts:
+        return (op.message.data,)
+    return (op.message.data.format(*(scalar_value(part.type, value) for part, value in zip(op.parts, values))),)
+
+
+SCALAR_CONVERTERS = {"!torch.int": int, "!torch.float": float, "!torch.bool": bool}
+"""The Python type of each host scalar type a `dycl.error` message part may have."""
+
+
+def scalar_value(type_: Attribute, value):
+    """A host scalar as the Python value eager holds (numpy scalars format differently:
+    `repr(np.int64(3))`, `str(np.float32(0.1))`)."""
+    name = str(type_)
+    converter = SCALAR_CONVERTERS.get(name)
+    if converter is None:
+        raise TypeError(f"dycl.error: a message part of type {name} (expected !torch.int, !torch.float or !torch.bool)")
+    return converter(value)
+
+
+def error_exception(op: ErrorOp, values=()) -> BaseException:
+    kind = op.kind.data if op.kind is not None else None
+    if kind is not None and kind not in ERROR_KINDS:
+        raise ValueError(f"dycl.error: unknown kind {kind!r} (one of {sorted(ERROR_KINDS)})")
+    return ERROR_KINDS.get(kind, RuntimeError)(*error_arguments(op, values))
 
 
 @irdl_op_definition

@@ -156,7 +156,9 @@ class TorchFunctions(InterpreterFunctions):
 
     @impl(dycl_dialect.ErrorOp)
     def run_error(self, interp, op: dycl_dialect.ErrorOp, args):
-        raise InterpretationError(op.message.data)
+        if op.kind is None:
+            raise InterpretationError(op.message.data)
+        raise op.exception(args)  # (the program's own exception: `assert` raises AssertionError)
 
     @impl(dycl_dialect.ParamOp)
     def run_param(self, interp, op: dycl_dialect.ParamOp, args):

@@ -26,7 +26,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from dycl.codegen.errors import CodegenError
 from dycl.dialects import torch as t
 from dycl.dialects.dtypes import dtype_name
-from dycl.dialects.dycl import ErrorOp, NumpyArgsortOp, ParamOp, is_subdnn
+from dycl.dialects.dycl import ERROR_KINDS, ErrorOp, NumpyArgsortOp, ParamOp, is_subdnn, SCALAR_CONVERTERS
 from dycl.dialects.torch_ops import HostCode, op_info
 
 RESERVED = frozenset({"np", "rt", "bind", "subdnns", "constants", "_"}) | frozenset(dir(builtins))
@@ -456,7 +456,24 @@ def _arith_constant(gen: HostEmitter, op: arith.ConstantOp, out: list[ast.stmt])
 
 
 def _error(gen: HostEmitter, op: ErrorOp, out: list[ast.stmt]) -> None:
-    out.append(ast.Raise(exc=ast.Call(ast.Name("RuntimeError", ast.Load()), [ast.Constant(op.message.data)], []), cause=None))
+    # `raise RuntimeError("...")`; `raise AssertionError("... {0} ...".format(int(n)))`, each
+    # part as the Python value eager formats (dialects/dycl.py: `error_arguments`)
+    kind = op.kind.data if op.kind is not None else "RuntimeError"
+    if kind not in (*ERROR_KINDS, "RuntimeError"):
+        raise CodegenError(f"dycl.error: unknown kind {kind!r}")
+    arguments: list[ast.expr] = []
+    if op.message is not None:
+        message: ast.expr = ast.Constant(op.message.data)
+        if op.parts:
+            converted = []
+            for part in op.parts:
+                converter = SCALAR_CONVERTERS.get(str(part.type))
+                if converter is None:
+                    raise CodegenError(f"dycl.error: a message part of type {part.type}")
+                converted.append(ast.Call(ast.Name(converter.__name__, ast.Load()), [gen.expr(part)], []))
+            message = ast.Call(ast.Attribute(message, "format", ast.Load()), converted, [])
+        arguments.append(message)
+    out.append(ast.Raise(exc=ast.Call(ast.Name(kind, ast.Load()), arguments, []), cause=None))
 
 
 def _numpy_argsort(gen: HostEmitter, op: NumpyArgsortOp, out: list[ast.stmt]) -> None:

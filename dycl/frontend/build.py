@@ -186,6 +186,21 @@ def check_host_op(name: str, result_types: list[str], reads_host_scalar: bool) -
         raise NoHostTranslation(name, takes_host_number=reads_host_scalar and tensors)
 
 
+def drop_unused_constants(values: list[ir.Value]) -> None:
+    """Erase the `torch.constant.*` ops that make `values` where nothing reads them: run
+    results the frontend holds as Python constants (`x.dim() == 2` of a static shape), which
+    no op will read (a proven `assert` costs no op)."""
+    owners: list = []
+    for value in values:
+        owner = value.owner
+        owner = getattr(owner, "operation", owner)
+        if isinstance(owner, ir.Operation) and owner.name.startswith("torch.constant.") and owner not in owners:
+            owners.append(owner)
+    for owner in owners:
+        if all(not list(result.uses) for result in owner.results):
+            owner.erase()
+
+
 def erase_after(ir_block: ir.Block, count: int) -> None:
     """Erase the ops built in `ir_block` after its first `count` (a compile attempt undone)."""
     for op in reversed(list(ir_block.operations)[count:]):

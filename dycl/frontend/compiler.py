@@ -26,14 +26,14 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 
 from xdsl.ir import Attribute
-from dycl.frontend import aliases, callees
+from dycl.frontend import aliases, asserts, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
 from dycl.frontend import values as V
-from dycl.frontend.build import HostBuilder, NoHostTranslation, RandomOpRefused, erase_after
+from dycl.frontend.build import HostBuilder, NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SizeTest, SpecializedInput, WeightMutation
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import DataSize, FrontendError, RuntimeSize
@@ -254,6 +254,10 @@ class FunctionCompiler:
         self._per_length_on_failure(
             lambda: block.restart(*self.compile_if(block.stmts, block.i, block.env, block.live_out)), block, 1)
 
+    def visit_Assert(self, stmt: ast.Assert, block: Block) -> None:
+        if self._per_length_on_failure(lambda: asserts.compile_assert(self, stmt, block.env), block, 1):
+            block.i += 1
+
     def visit_Loop(self, stmt: nodes.Loop, block: Block) -> None:
         self._per_length_on_failure(
             lambda: block.restart(*self.compile_loop(block.stmts, block.i, block.env, block.live_out)), block, 1)
@@ -289,7 +293,7 @@ class FunctionCompiler:
             written |= written_in([stmts[j]])
             j += 1
         run = stmts[i:j]
-        merged = self._condition_into_run(run, stmts[j], env, written) if j < len(stmts) and isinstance(stmts[j], ast.If) else None
+        merged = self._condition_into_run(run, stmts[j], env, written) if j < len(stmts) and isinstance(stmts[j], (ast.If, ast.Assert)) else None
         following = stmts[j:] if merged is None else [merged, *stmts[j + 1 :]]
         if self._per_length_on_failure(lambda: self._compile_run_or_split(run, env, live_before(following, block.live_out)), block, j - i):
             if merged is not None:
@@ -841,10 +845,10 @@ class FunctionCompiler:
 
     # ----- expressions -----------------------------------------------------------------
 
-    def condition(self, expr: ast.expr, env) -> V.EnvValue:
+    def condition(self, expr: ast.expr, env, statement: str | None = None) -> V.EnvValue:
         value = self.expression(expr, env)
         if isinstance(value, V.Maybe):
-            raise self.error(expr, f"`if {desugar.source_text(expr)}:` of a value that is None on some paths",
+            raise self.error(expr, f"`{statement or f'if {desugar.source_text(expr)}:'}` of a value that is None on some paths",
                              f"test it with `is None` (`if {desugar.source_text(expr)} is not None:`)")
         if isinstance(value, V.Const):
             return V.Const(bool(value.value))
@@ -1657,15 +1661,17 @@ class FunctionCompiler:
             return self._try_constant(value, env) is V.MISSING
         return True
 
-    def _condition_into_run(self, run: list, if_stmt: ast.If, env, written: set[str]) -> ast.If:
-        """Compute a following `if`'s tensor condition in the same run (one export, not two)."""
+    def _condition_into_run(self, run: list, if_stmt: ast.If | ast.Assert, env, written: set[str]) -> ast.If | ast.Assert:
+        """Compute a following `if`'s (`assert`'s) tensor condition in the same run (one export, not two)."""
         test = if_stmt.test
-        if self._needs_host(test, env, written) or not (names_read(test) & written):
+        if self._needs_host(test, env, written) or not (names_read(test) & written) or runs.assigned_sizes_only(run, names_read(test) & written):
             return if_stmt
         name = "__dycl_condition"  # one fixed name: identical runs share an export
         assign = ast.Assign(targets=[ast.Name(name, ast.Store())], value=test)
         ast.copy_location(assign, test)
         run.append(assign)
+        if isinstance(if_stmt, ast.Assert):
+            return nodes.written_as(ast.copy_location(ast.Assert(test=ast.Name(name, ast.Load()), msg=if_stmt.msg), if_stmt), if_stmt)
         merged = ast.If(test=ast.Name(name, ast.Load()), body=if_stmt.body, orelse=if_stmt.orelse)
         return ast.copy_location(merged, if_stmt)
 
@@ -1975,6 +1981,7 @@ class FunctionCompiler:
                 leaf = out_leaves[k]
                 is_scalar = not isinstance(leaf, torch.Tensor)
                 produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf, placed(leaf))
+            drop_unused_constants([v for k, v in zip(exported, values) if isinstance(produced[k], V.Const)])
         known = {id(l.value) for _, value in input_specs for l in V.leaves(value) if isinstance(l, V.Const)}
         if flat_inputs and any(k not in produced and runs.picked_object(leaf) and id(leaf) not in known for k, leaf in enumerate(out_leaves)):
             # `self.experts[k]` with a runtime k: the example run picked one module, which

@@ -71,7 +71,9 @@ def parse_function(func: Callable) -> SourceFunction:
     return SourceFunction(node, file, func.__globals__, {**desugar.HELPERS, **closure})
 
 
-_CONTROL = (ast.If, ast.For, ast.While, ast.Return, ast.Break, ast.Continue, ast.IfExp)
+# (`assert` too: a check that may raise, which DyCL compiles; inside a captured block export
+# would freeze it to the example's sizes or refuse a test of tensor values)
+_CONTROL = (ast.If, ast.For, ast.While, ast.Return, ast.Break, ast.Continue, ast.IfExp, ast.Assert)
 
 
 def has_control_flow(fdef: ast.FunctionDef) -> bool:
@@ -119,7 +121,6 @@ _REJECTED = {
     ast.Raise: ("`raise` statement", "validate inputs before calling the model"),
     ast.Global: ("`global` statement", "keep state on the module as attributes"),
     ast.Nonlocal: ("`nonlocal` statement", "keep state on the module as attributes"),
-    ast.Assert: ("`assert` on a runtime value", "check inputs before calling the model"),
     ast.Yield: ("generator (`yield`)", "return a list or tuple instead"),
     ast.YieldFrom: ("generator (`yield from`)", "return a list or tuple instead"),
     ast.Await: ("`await`", "forward must be a plain function"),

@@ -29,6 +29,33 @@ def changes_a_list_named(stmt: ast.stmt, names: set[str]) -> bool:
     )
 
 
+_SIZE_READS = frozenset({"size", "dim", "ndimension", "numel", "nelement"})
+
+
+def assigned_sizes_only(stmts: list[ast.stmt], names: set[str]) -> bool:
+    """Whether each of `names` is last assigned in `stmts` a tensor's size (`b, t =
+    x.size()`, `t = x.shape[1]`, `n = len(x)`): a test of them compares Python ints, for the
+    host to compute; a run could not return it where a size is a runtime one (a symbolic
+    bool)."""
+    def is_size(expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value  # (`x.shape[1]`, `x.size()[1]`)
+        if isinstance(expr, ast.Attribute):
+            return expr.attr == "shape"
+        return isinstance(expr, ast.Call) and (
+            isinstance(expr.func, ast.Attribute) and expr.func.attr in _SIZE_READS
+            or isinstance(expr.func, ast.Name) and expr.func.id == "len"
+        )
+
+    last: dict[str, ast.expr | None] = {}
+    for stmt in stmts:
+        for target in stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]:
+            for node in ast.walk(target) if target is not None else ():
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    last[node.id] = stmt.value if isinstance(stmt, ast.Assign) else None
+    return bool(names) and all(last.get(n) is not None and is_size(last[n]) for n in names)
+
+
 def shape_depends_on_path(type_) -> bool:
     return V.is_tensor_type(type_) and (type_.shape is None or None in type_.shape)
 

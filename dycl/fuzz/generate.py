@@ -43,6 +43,14 @@ IMAGE_STATISTICS = [
     "(x > 0).float().mean()", "x.mean((2, 3))[0, {k}]",
 ]
 SUMMARY = {"image": "x.mean((2, 3))", "vector": "x"}
+# Asserts that hold on every input, where x is a vector (1, W) (research programs only):
+# proven when imported, or a check of a runtime value (a tensor's, the counter's)
+ASSERT_PROBABILITY = 0.3
+ASSERTS = [
+    'assert x.size(0) == 1, f"batch of {x.size(0)}"',
+    "assert x.dim() == 2 and x.shape[-1] == {W}",
+    'assert not torch.isnan(x).any(), "NaN in x"',
+]
 
 
 @dataclass
@@ -369,6 +377,13 @@ class Generator:
         program.imports = list(R.IMPORTS)
         program.classes = [R.CLASSES[name] for name in sorted(rr.classes)]
         program.lengths, program.lengths_type = rr.lengths, rr.lengths_type
+        # an `assert` that holds, in forward's vector part: its own stream, so that the other
+        # research statements are those of before
+        arng = random.Random(self.seed * 15485863 + 0xA55E)
+        if arng.random() < ASSERT_PROBABILITY:
+            checks = [*ASSERTS, *(['assert count >= 0, f"negative count {count}"'] if "count" in self.outputs else [])]
+            text = arng.choice(checks).replace("{W}", str(self.width))
+            body.insert(arng.randint(vector_start, len(body)), Research(text, form="assert"))
 
 
 def walk(blocks: list[list[Stmt]]):

@@ -110,6 +110,8 @@ FORMS = (
     "np_where_hits",
     # a store through a view taken before a loop or branch; a view read after its base changed
     "view_store", "view_of_changed",
+    # an `assert` that holds on every input (dycl.fuzz.generate draws it from its own stream)
+    "assert",
     # 0-d tensors appended by a constant-trip loop (that may break), then numpy on the list
     "decode_array",
     # a variable None on some paths and a tensor on others, tested with `is None`
