@@ -1920,7 +1920,7 @@ class FunctionCompiler:
                 examples = runs.distinct_examples(flat_inputs, at_two)
                 if any(dynamic):  # (export specializes a dim whose example is 0 or 1)
                     examples = [runs.at_least_two(e, dims) for e, dims in zip(examples, dynamic)]
-                captured = self.capturer.capture(run, examples, dynamic, called, cache_key)
+                captured = runs.capture_past_frozen_sizes(self.capturer, run, examples, dynamic, called, cache_key)
                 self._refuse_size_by_path(stmts, input_specs, flat_inputs, captured)
 
                 def variant(sizes: dict[tuple[int, int], int], resized: dict | None = None) -> CapturedRun:

@@ -9,6 +9,7 @@ import ast
 import contextlib
 import copy
 import operator
+import re
 from typing import Any
 
 import torch
@@ -253,6 +254,26 @@ def resized(example, sizes: list[tuple[int | None, int]]):
             pad[dim] = size - example.shape[dim]
             example = torch.cat([example, example.new_zeros(pad)], dim)
     return example
+
+
+_FROZEN_SIZE = re.compile(r"L\['flat_inputs'\]\[(\d+)\]\.size\(\)\[(\d+)\]")
+
+
+def capture_past_frozen_sizes(capturer, run, examples: list, dynamic: list, called, cache_key, tries: int = 3):
+    """`capturer.capture(run, examples, ...)`, or, where export froze a runtime dim to its
+    example size (`memory[:, 1:]` of a 2-long memory is 1 long, and export takes a 1 for a
+    constant), captured again from examples one longer in each such dim: that run holds
+    from some size on (`CapturedRun.size_ranges`), and the sizes below get runs of their own."""
+    for attempt in range(tries):
+        try:
+            return capturer.capture(run, examples, dynamic, called, cache_key if attempt == 0 else None)
+        except Exception as error:
+            frozen = {(int(k), int(d)) for k, d in _FROZEN_SIZE.findall(str(error))} if "Constraints violated" in str(error) else set()
+            frozen = {(k, d) for k, d in frozen if k < len(examples) and d in dynamic[k]}
+            if not frozen or attempt == tries - 1:
+                raise
+            examples = [resized(e, [(d, e.shape[d] + 1) for k, d in frozen if k == position]) for position, e in enumerate(examples)]
+    raise AssertionError("unreachable")
 
 
 def distinct_examples(flat_inputs: list[V.Dyn], at_two: frozenset[int] = frozenset()) -> list:

@@ -43,6 +43,26 @@ IMAGE_STATISTICS = [
     "(x > 0).float().mean()", "x.mean((2, 3))[0, {k}]",
 ]
 SUMMARY = {"image": "x.mean((2, 3))", "vector": "x"}
+# Sizes that change in a runtime loop, tested each iteration (research programs only; x is a
+# vector (1, W), the loop runs 0..3 times, so the tests' bounds are crossed on some inputs):
+# a context cropped to a window, a queue that drops its oldest entry, the parity of a growing
+# length, a `while` on the length and a test of the final one. {B} is W + 1.
+SIZE_WINDOW_PROBABILITY = 0.25
+SIZE_WINDOW_STEPS = "int(F.softmax(x, -1)[0, :4].argmax())"
+SIZE_WINDOWS = [
+    "window_seq = x\nfor _ in range({n}):\n"
+    "    window = window_seq if window_seq.size(1) <= {B} else window_seq[:, -{B}:]\n"
+    "    window_seq = torch.cat((window_seq, torch.tanh(window.mean(1, keepdim=True))), 1)",
+    "window_seq = x\nfor _ in range({n}):\n"
+    "    window_seq = torch.cat((window_seq, torch.tanh(window_seq[:, -1:] + 0.5)), 1)\n"
+    "    if window_seq.shape[1] > {B}:\n        window_seq = window_seq[:, 1:]",
+    "window_seq = x\nfor _ in range({n}):\n"
+    "    if window_seq.shape[1] % 2 == 0:\n        window_seq = torch.cat((window_seq, window_seq[:, :1] * 0.5), 1)\n"
+    "    else:\n        window_seq = torch.cat((window_seq, -window_seq[:, -1:]), 1)",
+    "window_seq = x\nwhile window_seq.size(1) < {W} + {n}:\n"
+    "    window_seq = torch.cat((window_seq, torch.sigmoid(window_seq[:, -1:])), 1)\n"
+    "if window_seq.size(1) > {B}:\n    window_seq = window_seq[:, 1:] * 0.5",
+]
 # Asserts that hold on every input, where x is a vector (1, W) (research programs only):
 # proven when imported, or a check of a runtime value (a tensor's, the counter's)
 ASSERT_PROBABILITY = 0.3
@@ -379,6 +399,11 @@ class Generator:
         program.lengths, program.lengths_type = rr.lengths, rr.lengths_type
         # an `assert` that holds, in forward's vector part: its own stream, so that the other
         # research statements are those of before
+        wrng = random.Random(self.seed * 32452843 + 0x5123)  # (a stream of its own, as the assert's)
+        if wrng.random() < SIZE_WINDOW_PROBABILITY:
+            text = wrng.choice(SIZE_WINDOWS).format(n=SIZE_WINDOW_STEPS, W=self.width, B=self.width + 1)
+            text += f"\nx = x + 0.1 * window_seq[:, -{self.width}:]"
+            body.insert(wrng.randint(vector_start, len(body)), Research(text, form="size_window"))
         arng = random.Random(self.seed * 15485863 + 0xA55E)
         if arng.random() < ASSERT_PROBABILITY:
             checks = [*ASSERTS, *(['assert count >= 0, f"negative count {count}"'] if "count" in self.outputs else [])]

@@ -112,6 +112,9 @@ FORMS = (
     "view_store", "view_of_changed",
     # an `assert` that holds on every input (dycl.fuzz.generate draws it from its own stream)
     "assert",
+    # sizes that change in a runtime loop, tested each iteration: a window crop, a queue, a
+    # parity, a while on the length (dycl.fuzz.generate draws it from its own stream)
+    "size_window",
     # 0-d tensors appended by a constant-trip loop (that may break), then numpy on the list
     "decode_array",
     # a variable None on some paths and a tensor on others, tested with `is None`
