@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from dycl.frontend import callees
+from dycl.frontend import callees, lists
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
@@ -69,17 +69,24 @@ _VISITING: set[int] = set()  # (the helpers `forwards_to_compiled` is looking in
 
 
 def forwards_to_compiled(ctx, source: SourceFunction, receiver, call: ast.Call, env) -> bool:
-    """Whether a helper forwards its arguments (`return self.step(*args, **kwargs)`, a
-    call with `*` or `**`) to a method of its `self` that DyCL compiles itself: it is
-    compiled (inlined) too, as that call could not run inside a captured block. A plain
-    function's `self` is the module `call` passes first (`func(self, *args, **kwargs)`)."""
-    if receiver is NO_RECEIVER:
-        receiver = _module_argument(call.args[0], env) if call.args else None
-    if receiver is None or not source.node.args.args or id(source.node) in _VISITING:
-        return False
-    inner = {source.node.args.args[0].arg: V.Const(receiver)}
+    """Whether a helper forwards its arguments (`return self.step(*args, **kwargs)`,
+    `fn(*args, **kwargs)`: a call with `*` or `**`) to a function DyCL compiles itself,
+    which its `self` or an argument known at import time names: it is compiled (inlined)
+    too, as that call could not run inside a captured block."""
     forwarding = [node for node in ast.walk(source.node) if isinstance(node, ast.Call)
                   and (any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords))]
+    if not forwarding or id(source.node) in _VISITING:
+        return False
+    known = []  # (the leading positional arguments, constants where known here)
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            break
+        known.append(ctx._try_constant(arg, env, quiet=True))
+    try:
+        bound = signature(source).bind_partial(*(() if receiver is NO_RECEIVER else (receiver,)), *known).arguments
+    except TypeError:
+        return False
+    inner = {name: V.Const(value) for name, value in bound.items() if value is not V.MISSING and not isinstance(value, tuple)}
     _VISITING.add(id(source.node))
     try:
         return any(ctx._callee(sub, inner, nested=True) is not None for sub in forwarding)
@@ -128,6 +135,10 @@ def _spread(ctx, call: ast.Call, env, name: str) -> tuple[list[_Arg], dict[str, 
 
 def _items(ctx, call: ast.Call, operand: ast.expr, env, mapping: bool) -> list[tuple[Any, ast.expr]]:
     """(key or index, expression) of each item of a `*` / `**` operand known at import time."""
+    window = _constant_slice(operand) if not mapping else None
+    if window is not None:  # `*args[1:]`: the items of `args` it selects
+        items = _items(ctx, call, operand.value, env, mapping)
+        return list(enumerate(expr for _, expr in items[window]))
     value = env.get(operand.id, V.MISSING) if isinstance(operand, ast.Name) else V.MISSING
     if isinstance(value, V.Const):
         value = value.value
@@ -135,7 +146,9 @@ def _items(ctx, call: ast.Call, operand: ast.expr, env, mapping: bool) -> list[t
         value = ctx._try_constant(operand, env, quiet=True)
     if isinstance(value, V.Tup) and isinstance(value.kind, V.DictKind) == mapping:
         keys = list(value.kind.keys) if mapping else list(range(len(value.items)))
-    elif mapping and isinstance(value, dict) or not mapping and isinstance(value, (tuple, list)):
+    elif not mapping and lists.items_of(V.Const(value) if isinstance(value, (tuple, list)) else value) is not None:
+        keys = list(range(len(lists.items_of(V.Const(value) if isinstance(value, (tuple, list)) else value))))
+    elif mapping and isinstance(value, dict):
         keys = list(value) if mapping else list(range(len(value)))
     else:
         star = "**" if mapping else "*"
@@ -147,6 +160,16 @@ def _items(ctx, call: ast.Call, operand: ast.expr, env, mapping: bool) -> list[t
     if isinstance(operand, ast.Name):
         return [(k, _located(ast.Subscript(ast.Name(operand.id, ast.Load()), ast.Constant(k), ast.Load()), call)) for k in keys]
     return [(k, _located(ast.Constant(value[k]), call)) for k in keys]  # (a constant: read once, here)
+
+
+def _constant_slice(operand: ast.expr) -> slice | None:
+    """The slice of `name[a:b:c]` with constant (or absent) bounds, else None."""
+    if not (isinstance(operand, ast.Subscript) and isinstance(operand.value, ast.Name) and isinstance(operand.slice, ast.Slice)):
+        return None
+    bounds = [operand.slice.lower, operand.slice.upper, operand.slice.step]
+    if not all(b is None or isinstance(b, ast.Constant) and type(b.value) is int for b in bounds):
+        return None
+    return slice(*(None if b is None else b.value for b in bounds))
 
 
 def _statements(ctx, call, env, params: inspect.Signature, arguments: dict, order: list[_Arg], renamed, receiver):

@@ -54,7 +54,7 @@ class Attention(nn.Module):
 
 
 class TinyLM(nn.Module):
-    def __init__(self, vocab=16, dim=8, eos=5):
+    def __init__(self, vocab=16, dim=8, eos=7):
         super().__init__()
         self.emb = nn.Embedding(vocab, dim)
         self.attn = Attention(dim)
@@ -194,7 +194,7 @@ CASES["hf_decorated_forward"] = (HFStyle, "forward", _vectors(1.0, -1.0, 3.0, -3
 def traced(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        return fn(*args, **kwargs)
+        return fn(*args, **kwargs)  # line marker: wrapper-call
 
     return wrapper
 
@@ -230,7 +230,7 @@ class KeywordHelpers(nn.Module):
         return a, b, c, d, e
 
 
-CASES["keyword_only_and_defaults"] = (KeywordHelpers, "forward", _vectors(1.0, -1.0, 4.0, -4.0, 0.1))
+CASES["keyword_only_and_defaults"] = (KeywordHelpers, "forward", _vectors(1.0, -1.0, 30.0, -30.0, 0.1))
 
 
 # ----- *args forwarding through plain functions, *xs and **d known at import ---------------
@@ -270,14 +270,31 @@ CASES["star_forwarding"] = (StarForwarding, "forward", _vectors(1.0, -1.0, 5.0, 
 # ----- refused: binding errors and spreads of unknown length --------------------------------
 
 
-class UnexpectedKeyword(KeywordHelpers):
+class UnexpectedKeyword(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
     def forward(self, x):
         h = self.fc(x)
-        return self.mix(h, gamma=1.0)  # line marker: unexpected
+        return clip(h, gamma=1.0)  # line marker: unexpected
 
 
 REFUSED["unexpected_keyword"] = (UnexpectedKeyword, "forward", _vectors(1.0)[0], "unexpected",
-                                 "call of `mix`: got an unexpected keyword argument 'gamma'")
+                                 "call of `clip`: got an unexpected keyword argument 'gamma'")
+
+
+class UnexpectedKeywordThroughWrapper(KeywordHelpers):
+    """`mix` is wrapped (`traced`): as in Python, the wrapper takes any keyword and the call
+    it makes fails, at the wrapper's line."""
+
+    def forward(self, x):
+        h = self.fc(x)
+        return self.mix(h, gamma=1.0)
+
+
+REFUSED["unexpected_keyword_through_wrapper"] = (UnexpectedKeywordThroughWrapper, "forward", _vectors(1.0)[0],
+                                                 "wrapper-call", "call of `mix`: got an unexpected keyword argument 'gamma'")
 
 
 class MissingArgument(nn.Module):
