@@ -231,14 +231,10 @@ def scaled_by(module, x):
     return module.memory * x
 
 
-class FunctionGivenSelf(nn.Module):
+class FunctionGivenSelf(FunctionReadsState):
     """A plain function given the module as its first argument (`fn(self, ...)`, as a
     decorator's wrapper calls the method it wraps) is compiled with it as its `self`: it
     reads the value the call assigned."""
-
-    def __init__(self):
-        super().__init__()
-        self.memory = torch.ones(1, 3)
 
     def forward(self, x):
         self.memory = x * 3

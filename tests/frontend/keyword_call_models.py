@@ -270,11 +270,14 @@ CASES["star_forwarding"] = (StarForwarding, "forward", _vectors(1.0, -1.0, 5.0, 
 # ----- refused: binding errors and spreads of unknown length --------------------------------
 
 
-class UnexpectedKeyword(nn.Module):
+class _Linear(nn.Module):
     def __init__(self, dim=4):
         super().__init__()
         self.fc = nn.Linear(dim, dim)
 
+
+
+class UnexpectedKeyword(_Linear):
     def forward(self, x):
         h = self.fc(x)
         return clip(h, gamma=1.0)  # line marker: unexpected
@@ -297,11 +300,7 @@ REFUSED["unexpected_keyword_through_wrapper"] = (UnexpectedKeywordThroughWrapper
                                                  "wrapper-call", "call of `mix`: got an unexpected keyword argument 'gamma'")
 
 
-class MissingArgument(nn.Module):
-    def __init__(self, dim=4):
-        super().__init__()
-        self.fc = nn.Linear(dim, dim)
-
+class MissingArgument(_Linear):
     def forward(self, x):
         h = self.fc(x)
         return clip(bound=1.0)  # line marker: missing
@@ -322,11 +321,7 @@ REFUSED["keyword_given_twice"] = (TwoValues, "forward", _vectors(1.0)[0], "twice
                                   "got multiple values for keyword argument 'alpha'")
 
 
-class SpreadOfUnknownLength(nn.Module):
-    def __init__(self, dim=4):
-        super().__init__()
-        self.fc = nn.Linear(dim, dim)
-
+class SpreadOfUnknownLength(_Linear):
     def forward(self, x):
         h = self.fc(x)
         return gated_sum(*torch.unbind(h, 1))  # line marker: spread
@@ -336,11 +331,7 @@ REFUSED["spread_of_unknown_length"] = (SpreadOfUnknownLength, "forward", _vector
                                        "whose length it does not know at import time")
 
 
-class RequiredKeywordOnlyEntry(nn.Module):
-    def __init__(self, dim=4):
-        super().__init__()
-        self.fc = nn.Linear(dim, dim)
-
+class RequiredKeywordOnlyEntry(_Linear):
     def generate(self, x, *, steps):  # line marker: entry
         for _ in range(steps):
             x = self.fc(x)
