@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from dycl.frontend import nodes
-from dycl.frontend.callees import module_named
+from dycl.frontend.callees import module_named, wrapped
 from dycl.frontend import values as V
 
 
@@ -317,7 +317,9 @@ def _methods(module: torch.nn.Module) -> list[types.FunctionType]:
     ]
     bound = [value.__func__ for value in vars(module).values()
              if isinstance(value, types.MethodType) and value.__self__ is module and isinstance(value.__func__, types.FunctionType)]
-    return methods + [function for function in bound if function not in methods]
+    methods += [function for function in bound if function not in methods]
+    # (what a decorated method's wrapper runs: `fn` of `def eval_decorator(fn)`)
+    return methods + [inner for function in methods for inner in wrapped(function) if inner not in methods]
 
 
 def _is_state(owner: torch.nn.Module, attr: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch.nn.modules import module as _module
 
+from dycl.frontend.desugar import unwrap_grad_mode
 from dycl.frontend.rewrite import NO_RECEIVER, SourceFunction, parse_function
 
 
@@ -75,7 +76,33 @@ def forward_is(module: torch.nn.Module, functions) -> bool:
     return resolved is not None and resolved[1] is module and resolved[0] in tuple(functions)
 
 
-__all__ = ["entry", "function_of", "forward_is", "module_forward", "runs_only_forward"]
+def wrapped(function: Any) -> list[types.FunctionType]:
+    """The functions a wrapper runs that Python reaches only through it (`fn` of `def
+    eval_decorator(fn): def inner(self, *args, **kwargs): ...`): its `__wrapped__` and the
+    functions its closure holds, transitively, past grad-mode decorators (which are their
+    function); none for a function that wraps nothing."""
+    found: list[types.FunctionType] = []
+    pending = [function]
+    while pending:
+        current = pending.pop()
+        cells = [cell.cell_contents for cell in getattr(current, "__closure__", None) or () if _filled(cell)]
+        for inner in [getattr(current, "__wrapped__", None), *cells]:
+            inner = unwrap_grad_mode(inner)
+            if isinstance(inner, types.FunctionType) and inner is not function and inner not in found:
+                found.append(inner)
+                pending.append(inner)
+    return found
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # (a closure variable not assigned yet)
+        return False
+    return True
+
+
+__all__ = ["entry", "function_of", "forward_is", "module_forward", "runs_only_forward", "wrapped"]
 
 
 def module_named(expr: ast.expr, self_name: str, receiver: torch.nn.Module) -> torch.nn.Module | None:

@@ -26,7 +26,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 
 from xdsl.ir import Attribute
-from dycl.frontend import aliases, asserts, callees
+from dycl.frontend import aliases, asserts, binding, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
@@ -103,14 +103,9 @@ class FunctionCompiler:
         source, receiver = callees.entry(method, self.model)
         self.scope = _Scope(source)
         fdef = source.node
-        params = [a.arg for a in fdef.args.args]
-        if fdef.args.vararg or fdef.args.kwarg or fdef.args.kwonlyargs:
-            raise source.error(fdef, "forward with *args/**kwargs", "list the inputs as plain parameters")
-        given = params[1 : 1 + len(example_inputs)]
-        if len(example_inputs) > len(params) - 1:
-            raise source.error(fdef, f"{len(example_inputs)} example inputs for {len(params) - 1} parameters")
+        parameters = binding.Entry(source, receiver, example_inputs)  # (Python's binding of the examples)
         leaves: list[tuple[str, object]] = []  # the function's arguments: (name, example)
-        input_tree = [self._flatten_input(fdef, name, e, leaves) for name, e in zip(given, example_inputs)]
+        input_tree = [self._flatten_input(fdef, name, e, leaves) for name, e in zip(parameters.names, example_inputs)]
         user_leaves = len(leaves)
         if self.state is not None:
             leaves += self.state.arguments()  # (after the model's inputs)
@@ -127,16 +122,11 @@ class FunctionCompiler:
         entry = func.regions[0].blocks.append(*[self.builder.type(t) for t in input_types])
         self.unentered.entry, self.unentered.user_arguments, self.unentered.input_tree = entry, user_leaves, input_tree
 
-        env: dict[str, V.EnvValue] = {params[0]: V.Const(receiver), RETURN_VAR: V.Const(None)}
         arguments = [V.Dyn(arg, type_, example) for arg, type_, (_, example) in zip(entry.arguments, input_types, leaves)]
-        for param, tree in zip(given, input_tree):
-            env[param] = _input_value(tree, arguments)
-            for memory in aliases.storages(env[param]):
-                self.memory_of_inputs[memory] = param
-        defaults = fdef.args.defaults
-        for param, default in zip(params[len(params) - len(defaults) :], defaults):
-            if param not in env:
-                env[param] = V.Const(self._eval_constant(default, {}))
+        inputs = [_input_value(tree, arguments) for tree in input_tree]
+        env: dict[str, V.EnvValue] = {**parameters.env(inputs), RETURN_VAR: V.Const(None)}
+        for name, value in zip(parameters.names, inputs):
+            self.memory_of_inputs.update(dict.fromkeys(aliases.storages(value), name))
 
         end = fresh_id()
         statements = copy.deepcopy(fdef.body)  # (the parsed function is shared: mark a copy)
@@ -144,7 +134,7 @@ class FunctionCompiler:
         if self.state is not None:
             self.state.register(self.attributes)
             self.state.bind(self.attributes, env, arguments[user_leaves:])
-        self.attributes.annotate(statements, params[0], receiver)
+        self.attributes.annotate(statements, parameters.self_name, receiver)
         desugar.check_deletes(source)
         body = lower(source, statements, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
         with ir.InsertionPoint(entry):
@@ -1014,7 +1004,8 @@ class FunctionCompiler:
             return None
         function, receiver = callee
         result_var = f"{RESULT_PREFIX}{fresh_id()}"
-        arguments, body, bindings = inline_call(self.scope.source, function, receiver, value, result_var, self.attributes.annotate)
+        bind = binding.binder(self, function, receiver, value, env)
+        arguments, body, bindings = inline_call(function, value, result_var, bind, self.attributes.annotate)
         binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
         arguments = [nodes.written_as(argument, stmt) for argument in arguments]
         replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
@@ -1038,10 +1029,11 @@ class FunctionCompiler:
             source = parse_function(function)
         except FrontendError:
             return None
-        must = (has_control_flow(source.node) or self.attributes.concerns(source.node) or changes_an_argument_list(source.node)
-                or self._passes_runtime_scalars(call_node, env) or _packs_sequences(source.node)
-                or data_sizes.makes_data_sizes(source.node))
-        if not must and (nested or not _desugared(source.node)):
+        bodies = [source.node, *binding.wrapped_bodies(function, _LIBRARY_MODULES)]  # (a wrapper runs them too)
+        must = self._passes_runtime_scalars(call_node, env) or any(
+            has_control_flow(n) or self.attributes.concerns(n) or changes_an_argument_list(n) or _packs_sequences(n)
+            or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(self, source, receiver, call_node, env)
+        if not must and (nested or not any(_desugared(n) for n in bodies)):
             return None  # runs inside a captured block
         return source, receiver
 

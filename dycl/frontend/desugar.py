@@ -216,6 +216,31 @@ def _is_no_grad_item(source, item: ast.withitem, locals_) -> bool:
     return False
 
 
+def grad_mode_wrapped(function):
+    """The function that `@torch.no_grad()` or `@torch.inference_mode()` wraps (torch's
+    `decorate_context`: `with ctx_factory(): return func(*args, **kwargs)`), else None.
+    Grad mode does not change values: at inference such a wrapper is its function."""
+    code = getattr(function, "__code__", None)
+    if code is None or code.co_name != "decorate_context" or not function.__closure__:
+        return None
+    from torch.utils import _contextlib
+
+    if code.co_filename != _contextlib.__file__:
+        return None
+    cells = dict(zip(code.co_freevars, (cell.cell_contents for cell in function.__closure__)))
+    context = getattr(cells.get("ctx_factory"), "__self__", None)
+    if type(context) is torch.no_grad or type(context) is torch.inference_mode and context.mode is True:
+        return cells.get("func")
+    return None
+
+
+def unwrap_grad_mode(function):
+    """`function` without the grad-mode decorators around it (`grad_mode_wrapped`)."""
+    while (inner := grad_mode_wrapped(function)) is not None:
+        function = inner
+    return function
+
+
 def is_no_grad_block(source, stmt: ast.With) -> bool:
     """`with torch.no_grad():` (or inference_mode / set_grad_enabled(False)), no `as`."""
     locals_ = local_names(source.node)

@@ -32,6 +32,7 @@ class SourceFunction:
     file: str
     globals: dict
     closure: dict
+    function: Callable | None = None  # (the function parsed: its signature binds calls, binding.py)
 
     def error(self, node: ast.AST | None, construct: str, hint: str = "") -> FrontendError:
         return FrontendError(construct, hint, file=self.file, line=getattr(node, "lineno", 0))
@@ -39,11 +40,13 @@ class SourceFunction:
 
 @lru_cache(maxsize=None)
 def parse_function(func: Callable) -> SourceFunction:
-    """The AST of a Python function with line numbers of its source file."""
-    func = inspect.unwrap(func)
-    file = inspect.getsourcefile(func) or "<unknown>"
+    """The AST of a Python function with line numbers of its source file. A grad-mode
+    decorator is transparent; any other wrapper is the function parsed (its body runs)."""
+    func = desugar.unwrap_grad_mode(func)
+    where = getattr(func, "__code__", func)  # (inspect follows `__wrapped__` from a function, not a code object)
+    file = inspect.getsourcefile(where) or "<unknown>"
     try:
-        lines, first_line = inspect.getsourcelines(func)
+        lines, first_line = inspect.getsourcelines(where)
     except (OSError, TypeError) as error:
         # (code made by exec/eval has no source file; its code object still knows where it began)
         code = getattr(func, "__code__", None)
@@ -68,7 +71,7 @@ def parse_function(func: Callable) -> SourceFunction:
         raise FrontendError("expected a function definition", file=file, line=first_line)
     closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
     # The helpers that desugared code calls (`__dycl_data(x)` for `x.data`, ...).
-    return SourceFunction(node, file, func.__globals__, {**desugar.HELPERS, **closure})
+    return SourceFunction(node, file, func.__globals__, {**desugar.HELPERS, **closure}, func)
 
 
 # (`assert` too: a check that may raise, which DyCL compiles; inside a captured block export
@@ -243,31 +246,24 @@ NO_RECEIVER = object()
 
 
 def inline_call(
-    source: SourceFunction,
     callee: SourceFunction,
-    receiver: Any,
     call: ast.Call,
     result_var: str,
+    bind: Callable[[dict[str, str]], tuple[list[ast.stmt], dict[str, Any], str | None]],
     annotate: Callable[[list[ast.stmt], str, Any], None] | None = None,
 ) -> tuple[list[ast.stmt], list[ast.stmt], dict[str, Any]]:
     """The statements of `callee` bound to `call`'s arguments, storing the result in `result_var`.
 
     Returns the statements that bind the arguments (at the call's line; they evaluate the
     caller's expressions, in the caller's scope), the callee's statements, and the constants
-    to bind first (`self` -> `receiver`);
-    a plain function (no receiver: `receiver is NO_RECEIVER`) binds every parameter to an argument.
+    to bind first (`self` -> the receiver, defaults). `bind(renamed)` binds the renamed
+    parameters (`binding.binder`: Python's rules) and says which one is `self`;
     `annotate(body, self_name, receiver)` marks the renamed body's module attributes first.
     """
     fdef = callee.node
     desugar.check_deletes(callee)
     args = fdef.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-        raise source.error(
-            call, f"call of `{fdef.name}` with *args/**kwargs/keyword-only parameters",
-            "give the helper plain positional parameters",
-        )
-    params = [a.arg for a in args.args]
-    explicit = params if receiver is NO_RECEIVER else params[1:]
+    params = [a.arg for a in (*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg) if a is not None]
     prefix = f"__{fdef.name}{fresh_id()}_"
     local_names = set(params)
     for stmt in fdef.body:
@@ -276,38 +272,14 @@ def inline_call(
                 local_names.add(node.id)
     renamed = {name: prefix + name for name in local_names}
     body = [_Renamer(renamed).visit(copy.deepcopy(stmt)) for stmt in fdef.body]
-    if annotate is not None and receiver is not NO_RECEIVER:
-        annotate(body, renamed[params[0]], receiver)
-
-    bound: dict[str, ast.expr] = {}
-    given = list(call.args)
-    if any(isinstance(a, ast.Starred) for a in given):
-        raise source.error(call, "`*args` in a call of a helper with control flow", "pass arguments one by one")
-    if len(given) > len(explicit):
-        raise source.error(call, f"too many arguments for `{fdef.name}`")
-    for name, value in zip(explicit, given):
-        bound[name] = value
-    for keyword in call.keywords:
-        if keyword.arg is None or keyword.arg not in params:
-            raise source.error(call, f"unknown keyword argument in a call of `{fdef.name}`")
-        bound[keyword.arg] = keyword.value
-    defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
-    prologue: list[ast.stmt] = []
-    for name in explicit:
-        value = bound.get(name, defaults.get(name))
-        if value is None:
-            raise source.error(call, f"missing argument `{name}` in a call of `{fdef.name}`")
-        if name not in bound:  # defaults are evaluated in the callee's module
-            value = ast.Constant(eval(compile(ast.Expression(value), callee.file, "eval"), callee.globals))
-        assign = ast.Assign(targets=[ast.Name(renamed[name], ast.Store())], value=value)
-        assign.lineno = call.lineno
-        prologue.append(assign)
+    prologue, bindings, self_param = bind(renamed)
+    if annotate is not None and self_param is not None:
+        annotate(body, renamed[self_param], bindings[renamed[self_param]])
 
     end = fresh_id()
     returns = nodes.ReturnTo(result_var, end)
     result_init = ast.Assign(targets=[ast.Name(result_var, ast.Store())], value=ast.Constant(None))
     result_init.lineno = call.lineno
-    bindings = {} if receiver is NO_RECEIVER else {renamed[params[0]]: receiver}
     return [result_init, *prologue], [*lower(callee, body, returns), nodes.Label(end, call.lineno)], bindings
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import torch
 
 from dycl.frontend import values as V
-from dycl.frontend.callees import module_named
+from dycl.frontend.callees import module_named, wrapped
 from dycl.frontend.nodes import fresh_id
 from dycl.frontend.errors import FrontendError
 
@@ -398,15 +398,16 @@ def _methods(model: torch.nn.Module):
         for klass in type(module).__mro__:
             if klass.__module__.partition(".")[0] in ("torch", "builtins"):
                 continue
-            for name, function in vars(klass).items():
-                if not isinstance(function, types.FunctionType) or name == "__init__":
+            for name, method in vars(klass).items():
+                if not isinstance(method, types.FunctionType) or name == "__init__":
                     continue
-                try:
-                    fdef = parse_function(function).node
-                except Exception:  # no source: never compiled
-                    continue
-                if fdef.args.args:
-                    yield module, fdef, fdef.args.args[0].arg
+                for function in [method, *wrapped(method)]:  # (a decorated method's wrapper runs them)
+                    try:
+                        fdef = parse_function(function).node
+                    except Exception:  # no source: never compiled
+                        continue
+                    if fdef.args.args:
+                        yield module, fdef, fdef.args.args[0].arg
 
 
 def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:

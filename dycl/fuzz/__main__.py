@@ -36,6 +36,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ir-timeout", type=float, default=10.0, help="seconds per dycl-opt run")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per program")
     parser.add_argument("--chunk", type=int, default=10, help="programs per worker process")
+    parser.add_argument("--form", default=None,
+                        help="only the seeds (from SEED on) whose program has this research form: COUNT of them")
     parser.add_argument("--shrink", action="store_true", help="shrink each distinct failure into a regression test")
     parser.add_argument("--regressions", type=Path, default=Path("tests/fuzz/regressions"))
     parser.add_argument("--out", type=Path, default=Path("fuzz-out"))
@@ -54,6 +56,19 @@ def main(argv=None) -> int:
     return 1 if failed else 0
 
 
+def _seeds_with_form(args) -> list[int]:
+    """The first COUNT seeds from SEED on whose program has the research form `args.form`."""
+    from dycl.fuzz.generate import generate
+    from dycl.fuzz.program import forms
+
+    seeds, seed = [], args.seed
+    while len(seeds) < args.count:
+        if args.form in forms(generate(seed, mutation=not args.no_mutation, research=not args.no_research)):
+            seeds.append(seed)
+        seed += 1
+    return seeds
+
+
 def _programs(args, summary) -> bool:
     from dycl.fuzz.campaign import check_seeds, failed, shrink_seed, summarize
 
@@ -66,7 +81,7 @@ def _programs(args, summary) -> bool:
         mark = "." if outcome["status"] == "ok" else f"\n{outcome['seed']}: {status}: {outcome.get('detail', '')[:200]}\n"
         print(mark, end="", flush=True, file=sys.stderr)
 
-    seeds = list(range(args.seed, args.seed + args.count))
+    seeds = list(range(args.seed, args.seed + args.count)) if args.form is None else _seeds_with_form(args)
     outcomes = check_seeds(seeds, args.backend, args.tvm_every, args.chunk, args.timeout, report, not args.no_mutation,
                            not args.no_research)
     log.close()

@@ -208,13 +208,14 @@ class AssignedInWhile(nn.Module):
 REFUSED["assigned_in_while"] = (AssignedInWhile, (_vec(1.0, 2.0, 3.0),), "after-while", "on some paths only")
 
 
-def scaled(module, x):
+def scaled(x, module):
     return module.memory * x  # line marker: function-reads
 
 
 class FunctionReadsState(nn.Module):
-    """A plain function reads the attribute through another name: DyCL cannot follow it
-    inside the captured block, and says so (it would read the module's old value)."""
+    """A plain function reads the attribute through a parameter other than its first: DyCL
+    cannot follow it inside the captured block, and says so (it would read the module's old
+    value)."""
 
     def __init__(self):
         super().__init__()
@@ -222,10 +223,26 @@ class FunctionReadsState(nn.Module):
 
     def forward(self, x):
         self.memory = x * 3
-        y = scaled(self, x)
+        y = scaled(x, self)
         return F.relu(y)
 
 
+def scaled_by(module, x):
+    return module.memory * x
+
+
+class FunctionGivenSelf(FunctionReadsState):
+    """A plain function given the module as its first argument (`fn(self, ...)`, as a
+    decorator's wrapper calls the method it wraps) is compiled with it as its `self`: it
+    reads the value the call assigned."""
+
+    def forward(self, x):
+        self.memory = x * 3
+        y = scaled_by(self, x)
+        return F.relu(y)
+
+
+CASES["function_given_self"] = (FunctionGivenSelf, [(_vec(1.0, 2.0, 3.0),), (_vec(-3.0, 2.0, -4.0),)])
 REFUSED["function_reads_state"] = (FunctionReadsState, (_vec(1.0, 2.0, 3.0),), "function-reads", "captured block")
 
 
