@@ -64,7 +64,7 @@ def compile_assert(c, stmt: ast.Assert, env: dict) -> None:
     def fail() -> list:
         _raise(c, stmt, message, env)
         return []
-    c._select(condition, lambda: [], fail)
+    c.select(condition, lambda: [], fail)
 
 
 def _every_call_reaches(c) -> bool:

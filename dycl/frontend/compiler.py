@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
 import builtins
 import contextlib
 import copy
@@ -26,7 +25,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 
 from xdsl.ir import Attribute
-from dycl.frontend import aliases, asserts, binding, callees
+from dycl.frontend import aliases, asserts, binding, by_size, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
@@ -1926,7 +1925,7 @@ class FunctionCompiler:
                     return self.capturer.capture(run, fixed, dims, called, key, frozenset(k for k, d in sizes if d is None))
 
                 names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
-                captured, values = self._splice_by_size(stmts, captured, variant, flat_inputs, names)
+                captured, values = by_size.splice(self, stmts, captured, variant, flat_inputs, names)
             except (FrontendError, runs.SplitRun, SizeTest):
                 raise
             except DataDependentShape as error:
@@ -2016,149 +2015,6 @@ class FunctionCompiler:
                 continue
             raise RuntimeSize.of(self._shape_by_path_error(stmts, names[0], leaf))
 
-    def _splice_by_size(self, stmts, general: CapturedRun, variant, flat_inputs, names: list[str]) -> tuple[CapturedRun, list[ir.Value]]:
-        """Call a captured run whose inputs have dims known only at run time (`x[:k]`).
-
-        Export assumes such a dim is at least 2 (`x.squeeze()` drops nothing, `x + y`
-        broadcasts nothing), which is right only there. So each group of dims export found
-        to be one size is tested at run time: all at least 2 calls the general run; else
-        the run captured with that size 1 (or 0) is called, on inputs cast to that static
-        shape (a group whose dims differ, 1 and 3, fails that cast loudly: never a silent
-        broadcast). The results are joined (`[?, 8]`); a scalar result is a runtime value,
-        unless every arm returns it as the same constant."""
-        stmt = stmts[0]
-        operands = [leaf.value for leaf in flat_inputs]
-        groups = general.runtime_sizes
-        if not groups:
-            return general, self.capturer.splice(general.func_name, operands)
-        if len(groups) > 2:
-            if len(stmts) > 1:
-                raise runs.SplitRun()  # (each statement alone may see fewer of them)
-            raise DataSize.of(self.error(  # (data_sizes.py computes its indices first, where it can)
-                stmt, f"`{source_text(stmt)}` computes with tensors of {len(groups)} unrelated sizes known only at run time",
-                "keep at most two such sizes in one statement (split it)",
-            ))
-
-        def measure(group: list) -> list[V.Dyn]:
-            return [flat_inputs[k] if d is None else self.builder.host_op(  # (an int is its own size)
-                "torch.aten.size.int", [flat_inputs[k], self.builder.constant(d)], V.INT, flat_inputs[k].example.shape[d]) for k, d in group]
-
-        def compare(name: str, size: V.Dyn, n: int) -> V.Dyn:
-            return self.builder.host_op(f"torch.aten.{name}.int", [size, self.builder.constant(n)], V.BOOL,
-                                        {"ge": size.example >= n, "gt": size.example > n, "lt": size.example < n}[name])
-
-        def choose(sizes: list[int | None]) -> list[ir.Value]:
-            if len(sizes) < len(groups):
-                measured = measure(groups[len(sizes)])
-                smallest = functools.reduce(lambda a, b: self.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)), measured)
-                return self._select(compare("ge", smallest, 2), lambda: choose([*sizes, None]), lambda: self._select(
-                    compare("ge", measured[0], 1), lambda: choose([*sizes, 1]), lambda: choose([*sizes, 0])))
-            fixed = {where: n for group, n in zip(groups, sizes) if n is not None for where in group}
-            targets = {g: (2, None) for g, n in enumerate(sizes) if n is None}
-            if not fixed:
-                return within_ranges(general, fixed, {}, targets)
-            try:
-                chosen = variant(fixed)
-            except Exception as failure:  # (an index the example gives is past this size: `x[:k][t]`)
-                return self._error_arm(stmt, failure, fixed, names, general)
-            return within_ranges(chosen, fixed, {}, targets)
-
-        def within_ranges(run: CapturedRun, fixed: dict, resized: dict, targets: dict) -> list[ir.Value]:
-            """Call `run` where it holds for every size of `targets` (group -> the sizes,
-            lowest and highest or None, this arm serves); where export bounded a size by
-            the example (`x[:, -4:]` is 4 long from 4 on, the size itself from 2 to 3),
-            test it at run time and capture the run again at a size past the bound."""
-            for g, (low, high) in targets.items():
-                held_low, held_high = run.range_of(g)
-                if held_low <= low and (held_high is None or high is not None and held_high >= high):
-                    continue
-                if held_high is not None and held_high < held_low:
-                    failure = RuntimeError("export bounded a compound size by the example")
-                    return self._error_arm(stmt, failure, {where: f"{low} to {high or 'any'}" for where in groups[g]}, names, general)
-                size = measure(groups[g])[0]
-
-                def past(piece: tuple[int, int | None], example_size: int) -> list[ir.Value]:
-                    """The sizes of `piece` (of group `g`), which `run` does not hold for,
-                    from the run captured again at `example_size` (in `piece`)."""
-                    where = {position: example_size for position in groups[g]}
-                    attempts.append(piece)
-                    if len(attempts) > MAX_SIZE_RANGES:
-                        failure = RuntimeError("export bounded a size by the example in more ways than DyCL splits")
-                        return self._error_arm(stmt, failure, {position: f"{piece[0]} to {piece[1] or 'any'}" for position in groups[g]}, names, general)
-                    try:
-                        again = variant(fixed, {**resized, **where})
-                        held = again.range_of(g)[0] <= example_size <= (again.range_of(g)[1] or example_size)
-                    except Exception:  # (export made the size a constant: it holds at that size only)
-                        held = False
-                    if held:
-                        arms.append(again)
-                        return within_ranges(again, fixed, {**resized, **where}, {**targets, g: piece})
-
-                    def exactly() -> list[ir.Value]:
-                        try:
-                            static = variant({**fixed, **where}, resized)
-                        except Exception as failure:
-                            return self._error_arm(stmt, failure, {**fixed, **where}, names, general)
-                        return within_ranges(static, {**fixed, **where}, resized, {k: r for k, r in targets.items() if k != g})
-
-                    arm = exactly
-                    if piece[1] is None or example_size < piece[1]:
-                        arm = functools.partial(self._select, compare("gt", size, example_size),
-                                                functools.partial(past, (example_size + 1, piece[1]), example_size + 1), arm)
-                    if example_size > piece[0]:
-                        arm = functools.partial(self._select, compare("lt", size, example_size),
-                                                functools.partial(past, (piece[0], example_size - 1), example_size - 1), arm)
-                    return arm()
-
-                inside = (max(low, held_low), held_high if high is None else min(high, held_high or high))
-                arm = functools.partial(within_ranges, run, fixed, resized, {**targets, g: inside})
-                if held_high is not None and (high is None or held_high < high):
-                    arm = functools.partial(self._select, compare("gt", size, held_high),
-                                            functools.partial(past, (held_high + 1, high), held_high + 1), arm)
-                if held_low > low:
-                    arm = functools.partial(self._select, compare("lt", size, held_low),
-                                            functools.partial(past, (low, held_low - 1), held_low - 1), arm)
-                return arm()
-            if run is not general and (run.mutated_inputs != general.mutated_inputs or len(run.result_types) != len(general.result_types)):
-                raise self.error(stmt, f"`{source_text(stmt)}` changes other tensors in place when a size is 0 or 1",
-                                 "compute new tensors instead of changing them in place")
-            if run is not general:
-                arms.append(run)
-            cast = list(operands)
-            for k, leaf in enumerate(flat_inputs):
-                shape = [fixed.get((k, d), n) for d, n in enumerate(leaf.type.shape or ())] if V.is_tensor_type(leaf.type) else None
-                if shape is not None and leaf.type.shape is not None and shape != list(leaf.type.shape):
-                    cast[k] = self.builder.cast(leaf, leaf.type.with_shape(shape)).value
-            return self.capturer.splice(run.func_name, cast)
-
-        arms: list[CapturedRun] = []
-        attempts: list = []  # (the captures past a bound export made: at most MAX_SIZE_RANGES)
-        values = choose([])
-        types = [V.parse_type(str(v.type)) for v in values]
-        count = len(general.mutated_inputs)
-        # a Python value every arm returns as the same constant stays one (`return h, 0, None`
-        # of a block whose input has a size from the data: `if is_output:` still folds)
-        constant = [general.constant[k] and all(general.same_constant(arm, k) for arm in arms) for k in range(len(types) - count)]
-        joined = CapturedRun(general.func_name, types[count:], constant, general.mutated_inputs, types[:count],
-                             constant_values=general.constant_values)
-        return joined, values
-
-    def _error_arm(self, stmt, failure: Exception, fixed: dict, names: list[str], general: CapturedRun) -> list[ir.Value]:
-        """The arm of a run that could not be captured for some size (0 or 1) of a runtime
-        dim: it raises when the program takes it (it may never) and yields placeholders."""
-        sizes = " and ".join(sorted({f"`{names[k]}` has size {n} in dim {d}" for (k, d), n in fixed.items()}))
-        reason = str(failure).strip().splitlines()[0] if str(failure).strip() else type(failure).__name__
-        message = str(self.error(stmt, f"`{source_text(stmt)}` cannot run when {sizes} (export failed for that size: {reason})"))
-        ir.Operation.create("dycl.error", attributes={"message": ir.StringAttr.get(message)})
-        values = []
-        for type_ in [*general.mutated_types, *general.result_types]:
-            if V.is_tensor_type(type_):
-                example = torch.zeros([0 if d is None else d for d in type_.shape], dtype=V.tensor_dtype(type_))
-            else:
-                example = {V.INT: 0, V.FLOAT: 0.0, V.BOOL: False}[type_]
-            values.append(self.builder.placeholder(type_, example).value)
-        return values
-
     def runtime_check(self, condition: V.EnvValue, node: ast.AST, message: str) -> None:
         """Raise `message` (located at `node`) at run time where `condition` is false: a
         check eager makes (`pack_padded_sequence`'s lengths). A check known here to fail is
@@ -2171,9 +2027,9 @@ class FunctionCompiler:
         def fail() -> list:
             ir.Operation.create("dycl.error", attributes={"message": ir.StringAttr.get(str(self.error(node, message)))})
             return []
-        self._select(condition, lambda: [], fail)
+        self.select(condition, lambda: [], fail)
 
-    def _select(self, condition: V.Dyn, then_fn, else_fn) -> list[ir.Value]:
+    def select(self, condition: V.Dyn, then_fn, else_fn) -> list[ir.Value]:
         """An `scf.if` on a runtime bool whose arms build IR values (`then_fn()`,
         `else_fn()`: one list each, of one kind item by item); its results, types joined.
         Marked `dycl.by_size`: the frontend made it, no `if` of the user's."""
@@ -3206,9 +3062,6 @@ def _optional_side(value) -> bool:
 
 _PACKING = {"pack_padded_sequence", "pack_sequence"}
 _COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
-MAX_SIZE_RANGES = 8
-"""At most this many runs serve one statement across the sizes export bounded (beyond,
-the statement raises at run time for the sizes left: never a run outside its range)."""
 BY_SIZE = "dycl.by_size"  # (the attribute of an scf.if the frontend made: a run picked by a runtime size, or a check eager makes)
 _STATIC_SIZE_HINT = (
     "DyCL compiles sizes that runtime ints give, not sizes that tensor code computes from "
