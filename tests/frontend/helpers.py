@@ -76,6 +76,20 @@ def eager(model, args):
         return copy.deepcopy(model)(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
 
 
+def eager_method(model, method: str, args):
+    """`model.<method>(*args)` on copies, as `eager` runs forward."""
+    import copy
+
+    with torch.no_grad():
+        return getattr(copy.deepcopy(model), method)(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+
+
+def seeded_model(factory):
+    """`factory()` in eval mode, its weights drawn from seed 0."""
+    torch.manual_seed(0)
+    return factory().eval()
+
+
 def assert_imported_exactly(factory, inputs, check_program=None) -> None:
     """Import `factory()` on the first input; every input runs exactly on the reference
     interpreter, and together they take both ways of every `scf.if`."""

@@ -57,23 +57,14 @@ def test_asserts_are_exact_on_the_interpreter(name):
         _raises_as_eager(model, lambda a: run(program, a), args)
 
 
-@pytest.mark.parametrize("name", ["greedy_gpt", "greedy_mingpt", "helper_methods", "runtime_int", "tensor_values"])
-def test_asserts_compile_exactly_on_onnxruntime(name):
+@pytest.mark.parametrize("backend, name", [
+    *(("onnxruntime", name) for name in ["greedy_gpt", "greedy_mingpt", "helper_methods", "runtime_int", "tensor_values"]),
+    *(pytest.param("tvm", name, marks=pytest.mark.slow) for name in ["greedy_gpt", "tensor_values"]),
+])
+def test_asserts_compile_exactly(backend, name):
     factory, passing, failing = CASES[name]
     model = _model(factory)
-    compiled = dycl.compile(model, passing()[0], backend="onnxruntime", progress=False)
-    for args in passing():
-        assert max_abs_error(eager(model, args), compiled(*args)) <= 1e-5
-    for args in failing():
-        _raises_as_eager(model, lambda a: compiled(*a), args)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["greedy_gpt", "tensor_values"])
-def test_asserts_compile_exactly_on_tvm(name):
-    factory, passing, failing = CASES[name]
-    model = _model(factory)
-    compiled = dycl.compile(model, passing()[0], backend="tvm", progress=False)
+    compiled = dycl.compile(model, passing()[0], backend=backend, progress=False)
     for args in passing():
         assert max_abs_error(eager(model, args), compiled(*args)) <= 1e-5
     for args in failing():

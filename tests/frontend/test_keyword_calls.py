@@ -6,27 +6,15 @@ errors and spreads DyCL cannot know are refused at the call's line with Python's
 
 from __future__ import annotations
 
-import copy
 import inspect
 
 import pytest
-import torch
 
 import dycl
 from dycl.frontend import FrontendError, import_module
 from tests.frontend import keyword_call_models
-from tests.frontend.helpers import BranchCoverage, if_ops, max_abs_error, run
+from tests.frontend.helpers import BranchCoverage, eager_method as _eager, if_ops, max_abs_error, run, seeded_model as _model
 from tests.frontend.keyword_call_models import CASES, REFUSED
-
-
-def _eager(model, method, args):
-    with torch.no_grad():
-        return getattr(copy.deepcopy(model), method)(*[a.clone() for a in args])
-
-
-def _model(factory):
-    torch.manual_seed(0)
-    return factory().eval()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -6,11 +6,9 @@ parity and queue forms were refused)."""
 from __future__ import annotations
 
 import pytest
-import torch
-
 import dycl
 from dycl.frontend import import_module
-from tests.frontend.helpers import eager, max_abs_error, run
+from tests.frontend.helpers import eager_method as _eager, max_abs_error, run, seeded_model as _model
 from tests.frontend.size_test_models import (
     CharGPT,
     GrowToLimit,
@@ -34,16 +32,6 @@ CASES = {
 }
 
 
-def _eager(model, method, args):
-    with torch.no_grad():
-        return eager(model, args) if method == "forward" else getattr(model, method)(*args)
-
-
-def _model(factory):
-    torch.manual_seed(0)
-    return factory().eval()
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_size_tests_are_exact_on_the_interpreter(name):
     factory, inputs, method = CASES[name]
@@ -53,23 +41,14 @@ def test_size_tests_are_exact_on_the_interpreter(name):
         assert max_abs_error(_eager(model, method, args), run(program, args)) <= 1e-5, args[1]
 
 
-def _compiled_exactly(name, backend):
+@pytest.mark.parametrize("backend", ["onnxruntime", pytest.param("tvm", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_size_tests_compile_exactly(name, backend):
     factory, inputs, method = CASES[name]
     model = _model(factory)
     compiled = dycl.compile(model, inputs()[0], backend=backend, method=method, progress=False)
     errors = [max_abs_error(_eager(model, method, args), compiled(*args)) for args in inputs()]
     assert max(errors) <= 1e-5, errors
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_size_tests_compile_exactly_on_onnxruntime(name):
-    _compiled_exactly(name, "onnxruntime")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_size_tests_compile_exactly_on_tvm(name):
-    _compiled_exactly(name, "tvm")
 
 
 def test_a_window_past_the_examples_bound_is_a_run_of_its_own():
