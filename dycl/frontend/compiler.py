@@ -31,7 +31,7 @@ from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
-from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
+from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, optional, runs, structure, unentered
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SizeTest, SpecializedInput, WeightMutation
@@ -95,11 +95,13 @@ class FunctionCompiler:
         # the names read after them), for the joins of their bodies (see _join_if).
         self._loop_exits: list[tuple[frozenset[str], set[str]]] = []
         self.unentered = unentered.Loops()  # (runtime loops the example does not enter)
+        self.optional_inputs = False  # (some input compiled for None and a value: optional.py)
 
     # ----- entry point -----------------------------------------------------------------
 
-    def compile(self, method, example_inputs: tuple, name: str = "forward"):
-        """Build `func.func @<name>`; returns (func op, output tree, input names)."""
+    def compile(self, method, example_inputs: tuple, name: str = "forward", fixed_kinds: bool = False):
+        """Build `func.func @<name>`; returns (func op, output tree, input names, input tree).
+        `fixed_kinds`: an optional input takes only its example's kind (optional.py)."""
         source, receiver = callees.entry(method, self.model)
         self.scope = _Scope(source)
         fdef = source.node
@@ -109,8 +111,9 @@ class FunctionCompiler:
         given = params[1 : 1 + len(example_inputs)]
         if len(example_inputs) > len(params) - 1:
             raise source.error(fdef, f"{len(example_inputs)} example inputs for {len(params) - 1} parameters")
-        leaves: list[tuple[str, object]] = []  # the function's arguments: (name, example)
-        input_tree = [self._flatten_input(fdef, name, e, leaves) for name, e in zip(given, example_inputs)]
+        inputs = optional.Inputs(self, fdef, optional.optional_parameters(method, fdef), fixed_kinds)
+        input_tree = [inputs.tree(name, e) for name, e in zip(given, example_inputs)]
+        self.optional_inputs, leaves = inputs.maybes, inputs.leaves  # the arguments: (name, example)
         user_leaves = len(leaves)
         if self.state is not None:
             leaves += self.state.arguments()  # (after the model's inputs)
@@ -130,7 +133,7 @@ class FunctionCompiler:
         env: dict[str, V.EnvValue] = {params[0]: V.Const(receiver), RETURN_VAR: V.Const(None)}
         arguments = [V.Dyn(arg, type_, example) for arg, type_, (_, example) in zip(entry.arguments, input_types, leaves)]
         for param, tree in zip(given, input_tree):
-            env[param] = _input_value(tree, arguments)
+            env[param] = optional.input_value(tree, arguments)
             for memory in aliases.storages(env[param]):
                 self.memory_of_inputs[memory] = param
         defaults = fdef.args.defaults
@@ -164,23 +167,6 @@ class FunctionCompiler:
         )
         func.attributes["function_type"] = ir.TypeAttr.get(func_type)
         return func, tree, [name for name, _ in leaves], input_tree
-
-    def _flatten_input(self, fdef, name: str, example, leaves: list):
-        """An example input as a tree of argument indices (like the output tree): a list or
-        tuple keeps its length and kind, its items are runtime values (`lengths: list[int]`).
-        Tensors are copied: a forward that mutates its input (refused) leaves the caller's alone."""
-        if isinstance(example, (list, tuple)):
-            kind = "list" if isinstance(example, list) else "tuple"
-            return {kind: [self._flatten_input(fdef, f"{name}_{k}", e, leaves) for k, e in enumerate(example)]}
-        if example is None:
-            return None
-        if not isinstance(example, (torch.Tensor, bool, int, float)):
-            raise self.error(
-                fdef, f"forward input `{name}` is a {type(example).__name__}",
-                "pass tensors, Python ints/floats/bools, None, or lists and tuples of them",
-            )
-        leaves.append((name, example.clone() if isinstance(example, torch.Tensor) else example))
-        return len(leaves) - 1
 
     def _flatten_result(self, value: V.EnvValue, where: ast.AST):
         """Result leaves as IR values and the output tree; errors are located at `where`."""
@@ -3158,15 +3144,6 @@ class SwitchScope(nodes.FrontendStmt):
         super().__init__()
         self.source = source
         self.lineno = 0
-
-
-def _input_value(tree, arguments: list) -> V.EnvValue:
-    if tree is None:
-        return V.Const(None)
-    if isinstance(tree, int):
-        return arguments[tree]
-    (kind, items), = tree.items()
-    return V.Tup(tuple(_input_value(t, arguments) for t in items), kind)
 
 
 def _desugared(fdef: ast.FunctionDef) -> bool:
