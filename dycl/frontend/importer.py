@@ -14,7 +14,8 @@ from dycl.frontend.build import RESULT_NAMES
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.compiler import FunctionCompiler
 from dycl.frontend.errors import FrontendError
-from dycl.frontend.state import CallState, Recompile
+from dycl.frontend import callees
+from dycl.frontend.state import CallState, Recompile, UnsupportedState
 from dycl.frontend.stitch import inline_private_calls
 from dycl.frontend.unentered import MAX_BUMPS, UnenteredLoop, bumped
 from dycl.weights import WeightStore
@@ -55,7 +56,11 @@ def import_module(
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     model.eval()
-    state = CallState(model)
+    try:
+        state = CallState(model)
+    except UnsupportedState as refused:  # (a tensor changed in place, found before compiling)
+        source, _ = callees.entry(getattr(model, method), model)
+        raise source.error(source.node, str(refused), refused.hint) from None
     # Inference: no weight requires grad while runs execute and export (`out=` arguments
     # and functionalized in-place ops fail under autograd); restored afterwards.
     needs_grad = [p for p in model.parameters() if p.requires_grad]

@@ -121,3 +121,17 @@ def test_tied_weight_is_stored_once():
     program = import_module(_model(U.TiedWeights), U.token_inputs()[0])
     # (one array, under the name named_parameters() keeps; both modules' ops name it)
     assert sorted(program.weights) == ["transformer.ln_f.bias", "transformer.ln_f.weight", "transformer.wte.weight"]
+
+
+@pytest.mark.parametrize("factory, marker", [
+    (U.ComplexPhase, "complex-phase"), (U.ComplexPhaseInPlace, "complex-phase-in-place"),
+])
+def test_state_of_an_unsupported_dtype_is_refused_at_forward(factory, marker):
+    """Was a bare `ValueError: unsupported dtype complex64` from state.py."""
+    import inspect
+
+    line = next(k for k, text in enumerate(inspect.getsource(U).splitlines(), start=1) if f"line marker: {marker}" in text)
+    with pytest.raises(FrontendError) as caught:
+        import_module(factory().eval(), (torch.ones(4),))
+    assert caught.value.file == U.__file__ and caught.value.line == line, str(caught.value)
+    assert "`self.phase`" in str(caught.value) and "complex64" in str(caught.value)

@@ -107,3 +107,21 @@ def encoder_inputs():
 
 def token_inputs():
     return [(torch.tensor([[1, 5, 3]]),), (torch.tensor([[0, 11, 2]]),), (torch.tensor([[7, 7, 7]]),)]
+
+
+class ComplexPhase(nn.Module):
+    """A complex64 tensor kept from call to call (a rotating phase): no host IR type."""
+
+    def __init__(self):
+        super().__init__()
+        self.phase = torch.ones(4, dtype=torch.complex64)
+
+    def forward(self, x):
+        self.phase = self.phase * 1j  # line marker: complex-phase
+        return x * self.phase.real
+
+
+class ComplexPhaseInPlace(ComplexPhase):
+    def forward(self, x):  # line marker: complex-phase-in-place
+        self.phase.mul_(1j)
+        return x * self.phase.real
