@@ -212,10 +212,31 @@ def flatten_inputs(function: func.FuncOp, inputs: Sequence[Any]) -> tuple:
             return []
         if isinstance(tree, int):
             return [value]
-        ((_, items),) = tree.items()
+        ((kind, items),) = tree.items()
+        if kind == "none":  # (compiled for None only: a value would be dropped)
+            if value is not None:
+                raise ValueError(f"input `{items[0]}` was compiled for None only, got {type(value).__name__}")
+            return []
+        if kind == "optional":  # (a present flag, then the value, or a placeholder for None)
+            present, inner = items
+            return [value is not None, *leaves(inner, _placeholder(function, inner) if value is None else value)]
         return [leaf for sub, item in zip(items, value) for leaf in leaves(sub, item)]
 
     return tuple(leaf for tree, value in zip(json.loads(attr.data), inputs) for leaf in leaves(tree, value))
+
+
+def _placeholder(function: func.FuncOp, tree: Any) -> Any:
+    """What an optional input's arguments get where it is None: zeros of their types."""
+    from dycl.dialects.dtypes import torch_dtype
+
+    if isinstance(tree, dict):  # (a list or tuple)
+        ((kind, items),) = tree.items()
+        made = [_placeholder(function, sub) for sub in items]
+        return made if kind == "list" else tuple(made)
+    type_ = function.function_type.inputs.data[tree]
+    if isinstance(type_, t.ValueTensorType):
+        return torch.zeros([1 if d is None else d for d in type_.shape], dtype=torch_dtype(type_.element_type))
+    return 0 if isinstance(type_, t.IntType) else 0.0 if isinstance(type_, t.FloatType) else False
 
 
 def state_slots(function: func.FuncOp) -> list[dict[str, Any]]:

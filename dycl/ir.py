@@ -42,7 +42,23 @@ class DyclParser(Parser):
         # it no text, then parse the input with our lexer.
         super().__init__(ctx, "", name)
         text = input.decode("utf-8") if isinstance(input, bytes) else input
+        if "dense<0x" in text:
+            text = _HEX_FLOAT_SPLAT.sub(_quoted_splat, text)
         self._parser_state = ParserState(LinearTimeMLIRLexer(Input(text, name)))
+
+
+# MLIR prints a splat of a non-finite float as its bit pattern, `dense<0xFF800000> :
+# tensor<f32>` (-inf: torch-mlir's literal of `y[m] = -float('inf')`), which xDSL reads as
+# the integer 4286578688 converted to a float. The same value as MLIR's hex string form,
+# raw little-endian bytes, which xDSL reads bit for bit.
+_HEX_FLOAT_SPLAT = re.compile(r"dense<0x([0-9A-Fa-f]+)>(\s*:\s*tensor<(?:[0-9?]+x)*(f16|bf16|f32|f64)>)")
+_FLOAT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+
+
+def _quoted_splat(match: re.Match) -> str:
+    bits, rest, element = match.group(1), match.group(2), match.group(3)
+    data = int(bits, 16).to_bytes(_FLOAT_BYTES[element], "little")
+    return f'dense<"0x{data.hex().upper()}">{rest}'
 
 
 class IRParseError(ValueError):

@@ -8,6 +8,7 @@ and `stitch.py` later inlines the body into `forward`. Parameters and buffers be
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -52,9 +53,13 @@ class _WeightReferences(FxImporterHooks):
         self.names: set[str] = set()
         # While a cached export is imported again: its module paths -> this run's paths.
         self.renames: dict[str, str] = {}
+        # A weight with two names (tied: `self.lm_head.weight = self.wte.weight`) -> the one
+        # `named_parameters()` keeps, under which the weight store holds it.
+        self.canonical: dict[str, str] = {}
 
     def resolve_input(self, gni, value, info: InputInfo):
         name = rename(info.input_spec.target.removeprefix(_MODEL_ATTR + "."), self.renames)
+        name = self.canonical.get(name, name)
         self.names.add(name)
         return ir.Operation.create(
             "dycl.param",
@@ -107,6 +112,21 @@ def _anchor() -> torch.Tensor:
     defined"), as for `a = self.timing_signal; b = self.position_signal`. The imported
     func keeps it as an unused last argument, which `splice` never binds."""
     return torch.zeros(())
+
+
+def tied_names(model: torch.nn.Module) -> dict[str, str]:
+    """Each other name of a parameter or buffer that has several (weight tying: one tensor
+    at `wte.weight` and `lm_head.weight`) -> the name `named_parameters()` and
+    `named_buffers()` keep. A run whose skeleton reaches the weight through the other
+    module names it by that module's path."""
+    first: dict[int, str] = {}
+    tied = {}
+    for table in (model.named_parameters(remove_duplicate=False), model.named_buffers(remove_duplicate=False)):
+        for name, tensor in table:
+            kept = first.setdefault(id(tensor), name)
+            if kept != name:
+                tied[name] = kept
+    return tied
 
 
 def _skeleton(model: torch.nn.Module, used: list[torch.nn.Module]) -> torch.nn.Module | None:
@@ -243,6 +263,7 @@ class RunCapturer:
         }
         self.cache = ExportCache(self.model)
         self.cache.bind_root(self.model)
+        self.hooks.canonical = tied_names(self.model)
 
     @property
     def module(self) -> ir.Module:
@@ -298,6 +319,7 @@ class RunCapturer:
                 # tensors baked in as constants (a module outside the model, which the call
                 # record does not see): another run of the same code may hold other ones
                 key = None
+            _topk_of_a_runtime_k(program)
             _check_int_inputs_used(program, fixed_ints)
             _check_static_sizes(program)
             _sizes_as_tensors(program)
@@ -564,6 +586,48 @@ def _check_int_inputs_used(program, fixed_ints: frozenset[int] = frozenset()) ->
                 continue
             if user.target not in _INDEX_OPS:
                 raise IntArithmetic(position)
+
+
+def _topk_of_a_runtime_k(program) -> None:
+    """The values of `torch.topk(x, k)` with k a runtime int (nanoGPT's `topk(logits,
+    min(top_k, n))`) are the first k of `torch.sort(x, descending=largest)`: the sort goes to
+    a sub-DNN, the slice at k is a view the host takes. Only where the values alone are read
+    and sorted (the default): the indices of equal values, and the order of `sorted=False`,
+    are topk's own, which torch leaves unspecified. (k past the dim raises as in eager: export
+    bounded k by the dim's size, `size_ranges`.)"""
+    from torch._guards import detect_fake_mode
+
+    graph, fake_mode = program.graph, None
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten.topk.default:
+            continue
+        x, k, dim, largest, ordered = (*node.args, *[None] * 5)[:5]
+        dim = node.kwargs.get("dim", -1 if dim is None else dim)
+        largest = node.kwargs.get("largest", True if largest is None else largest)
+        ordered = node.kwargs.get("sorted", True if ordered is None else ordered)
+        items = {user.args[1]: user for user in node.users if user.target is operator.getitem}
+        fixed = k.meta.get("val") if isinstance(k, torch.fx.Node) else None
+        if isinstance(fixed, (int, torch.SymInt)) and _symbolic_number(k) is None:
+            # (an int the run is captured for one value of, `fixed_ints`: that value)
+            node.update_arg(1, int(fixed))
+            continue
+        if _symbolic_number(k) is None or not ordered or len(items) != len(node.users) or items.get(1, None) is not None and items[1].users:
+            continue
+        if 0 not in items:
+            continue
+        fake_mode = fake_mode or detect_fake_mode([n.meta.get("val") for n in graph.nodes])
+        with graph.inserting_before(node), fake_mode:
+            ordered_values = graph.call_function(torch.ops.aten.sort.default, (x, dim, largest))
+            ordered_values.meta["val"] = torch.ops.aten.sort.default(x.meta["val"], dim, largest)
+            values = graph.call_function(operator.getitem, (ordered_values, 0))
+            values.meta["val"] = ordered_values.meta["val"][0]
+        # (the values' node becomes the slice: the graph signature names its outputs' nodes)
+        items[0].target, items[0].args, items[0].kwargs = torch.ops.aten.slice.Tensor, (values, dim, 0, k), {}
+        if 1 in items:
+            graph.erase_node(items[1])
+        graph.erase_node(node)
+    if fake_mode is not None:
+        program.graph_module.recompile()
 
 
 def _functionalize(program):

@@ -30,7 +30,7 @@ from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
-from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
+from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, optional, runs, structure, unentered
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SizeTest, SpecializedInput, WeightMutation
@@ -94,17 +94,20 @@ class FunctionCompiler:
         # the names read after them), for the joins of their bodies (see _join_if).
         self._loop_exits: list[tuple[frozenset[str], set[str]]] = []
         self.unentered = unentered.Loops()  # (runtime loops the example does not enter)
+        self.optional_inputs = False  # (some input compiled for None and a value: optional.py)
 
     # ----- entry point -----------------------------------------------------------------
 
-    def compile(self, method, example_inputs: tuple, name: str = "forward"):
-        """Build `func.func @<name>`; returns (func op, output tree, input names)."""
+    def compile(self, method, example_inputs: tuple, name: str = "forward", fixed_kinds: bool = False):
+        """Build `func.func @<name>`; returns (func op, output tree, input names, input tree).
+        `fixed_kinds`: an optional input takes only its example's kind (optional.py)."""
         source, receiver = callees.entry(method, self.model)
         self.scope = _Scope(source)
         fdef = source.node
         parameters = binding.Entry(source, receiver, example_inputs)  # (Python's binding of the examples)
-        leaves: list[tuple[str, object]] = []  # the function's arguments: (name, example)
-        input_tree = [self._flatten_input(fdef, name, e, leaves) for name, e in zip(parameters.names, example_inputs)]
+        inputs = optional.Inputs(self, fdef, optional.optional_parameters(method, fdef), fixed_kinds)
+        input_tree = [inputs.tree(name, e) for name, e in zip(parameters.names, example_inputs)]
+        self.optional_inputs, leaves = inputs.maybes, inputs.leaves  # the arguments: (name, example)
         user_leaves = len(leaves)
         if self.state is not None:
             leaves += self.state.arguments()  # (after the model's inputs)
@@ -122,9 +125,9 @@ class FunctionCompiler:
         self.unentered.entry, self.unentered.user_arguments, self.unentered.input_tree = entry, user_leaves, input_tree
 
         arguments = [V.Dyn(arg, type_, example) for arg, type_, (_, example) in zip(entry.arguments, input_types, leaves)]
-        inputs = [_input_value(tree, arguments) for tree in input_tree]
-        env: dict[str, V.EnvValue] = {**parameters.env(inputs), RETURN_VAR: V.Const(None)}
-        for name, value in zip(parameters.names, inputs):
+        values = [optional.input_value(tree, arguments) for tree in input_tree]
+        env: dict[str, V.EnvValue] = {**parameters.env(values), RETURN_VAR: V.Const(None)}
+        for name, value in zip(parameters.names, values):
             self.memory_of_inputs.update(dict.fromkeys(aliases.storages(value), name))
 
         end = fresh_id()
@@ -153,23 +156,6 @@ class FunctionCompiler:
         )
         func.attributes["function_type"] = ir.TypeAttr.get(func_type)
         return func, tree, [name for name, _ in leaves], input_tree
-
-    def _flatten_input(self, fdef, name: str, example, leaves: list):
-        """An example input as a tree of argument indices (like the output tree): a list or
-        tuple keeps its length and kind, its items are runtime values (`lengths: list[int]`).
-        Tensors are copied: a forward that mutates its input (refused) leaves the caller's alone."""
-        if isinstance(example, (list, tuple)):
-            kind = "list" if isinstance(example, list) else "tuple"
-            return {kind: [self._flatten_input(fdef, f"{name}_{k}", e, leaves) for k, e in enumerate(example)]}
-        if example is None:
-            return None
-        if not isinstance(example, (torch.Tensor, bool, int, float)):
-            raise self.error(
-                fdef, f"forward input `{name}` is a {type(example).__name__}",
-                "pass tensors, Python ints/floats/bools, None, or lists and tuples of them",
-            )
-        leaves.append((name, example.clone() if isinstance(example, torch.Tensor) else example))
-        return len(leaves) - 1
 
     def _flatten_result(self, value: V.EnvValue, where: ast.AST):
         """Result leaves as IR values and the output tree; errors are located at `where`."""
@@ -3006,15 +2992,6 @@ class SwitchScope(nodes.FrontendStmt):
         super().__init__()
         self.source = source
         self.lineno = 0
-
-
-def _input_value(tree, arguments: list) -> V.EnvValue:
-    if tree is None:
-        return V.Const(None)
-    if isinstance(tree, int):
-        return arguments[tree]
-    (kind, items), = tree.items()
-    return V.Tup(tuple(_input_value(t, arguments) for t in items), kind)
 
 
 def _desugared(fdef: ast.FunctionDef) -> bool:

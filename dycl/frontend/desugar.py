@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dycl.frontend import unpacking
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import (
     ATTRIBUTE_PREFIX,
@@ -127,6 +128,7 @@ HELPERS: dict[str, Any] = {
     CPU: _Helper(CPU, _cpu),
     TO: _Helper(TO, _to),
     "__dycl_select": _Helper("__dycl_select", _select_first_best),
+    unpacking.FIRST_OF_TWO: _Helper(unpacking.FIRST_OF_TWO, unpacking.first_of_two),
     "__dycl_torch": torch,
     "__dycl_builtins": builtins,
 }

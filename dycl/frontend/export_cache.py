@@ -59,7 +59,10 @@ def module_signature(module: torch.nn.Module, cache: dict[int, Hashable]) -> Has
         for kind, table in (("p", module._parameters), ("b", module._buffers))
         for name, t in table.items()
     )
-    children = tuple((name, module_signature(child, cache)) for name, child in module._modules.items())
+    # (a child may be None: `self.add_module("scene", None)`, `self.proj = None` after it was a module)
+    children = tuple(
+        (name, None if child is None else module_signature(child, cache)) for name, child in module._modules.items()
+    )
     signature = (type(module), attributes, tensors, children)
     cache[id(module)] = signature
     return signature

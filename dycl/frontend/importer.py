@@ -14,7 +14,8 @@ from dycl.frontend.build import RESULT_NAMES
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.compiler import FunctionCompiler
 from dycl.frontend.errors import FrontendError
-from dycl.frontend.state import CallState, Recompile
+from dycl.frontend import callees
+from dycl.frontend.state import CallState, Recompile, UnsupportedState
 from dycl.frontend.stitch import inline_private_calls
 from dycl.frontend.unentered import MAX_BUMPS, UnenteredLoop, bumped
 from dycl.weights import WeightStore
@@ -55,7 +56,11 @@ def import_module(
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     model.eval()
-    state = CallState(model)
+    try:
+        state = CallState(model)
+    except UnsupportedState as refused:  # (a tensor changed in place, found before compiling)
+        source, _ = callees.entry(getattr(model, method), model)
+        raise source.error(source.node, str(refused), refused.hint) from None
     # Inference: no weight requires grad while runs execute and export (`out=` arguments
     # and functionalized in-place ops fail under autograd); restored afterwards.
     needs_grad = [p for p in model.parameters() if p.requires_grad]
@@ -66,13 +71,14 @@ def import_module(
         torch.distributions.Distribution.set_default_validate_args(False)
         for parameter in needs_grad:
             parameter.requires_grad_(False)
-        first_refusal, bumps = None, 0
+        first_refusal, bumps, fixed_kinds = None, 0, False
         while True:  # once more for each attribute found to outlive the call (state.py)
             capturer = RunCapturer(model)
             compiler = FunctionCompiler(model, capturer, state)
             with capturer.context, ir.Location.unknown(capturer.context):
                 try:
-                    _, tree, input_names, input_tree = compiler.compile(getattr(model, method), tuple(example_inputs), name=method)
+                    _, tree, input_names, input_tree = compiler.compile(
+                        getattr(model, method), tuple(example_inputs), name=method, fixed_kinds=fixed_kinds)
                 except UnenteredLoop as found:
                     # (a loop the example never enters: again from examples that enter it)
                     first_refusal = first_refusal or found.refusal
@@ -86,6 +92,11 @@ def import_module(
                     state.learn(found, compiler.error)
                     continue
                 except FrontendError:
+                    if compiler.optional_inputs and not fixed_kinds:
+                        # (a statement reads an optional input without an `is None` test: each
+                        # optional input takes its example's kind only, optional.py)
+                        fixed_kinds = True
+                        continue
                     if first_refusal is not None:  # (the other examples fail elsewhere)
                         raise first_refusal from None
                     raise

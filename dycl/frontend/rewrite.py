@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from dycl.frontend import desugar, nodes
+from dycl.frontend import desugar, nodes, unpacking
 from dycl.frontend.nodes import fresh_id  # (re-exported: the frontend's modules import it from here)
 from dycl.frontend.errors import FrontendError
 
@@ -177,6 +177,10 @@ def lower(
             continue
         if isinstance(original, ast.Delete):
             lowered.extend(desugar.split_delete(source, original))
+            continue
+        unpacked = unpacking.expand(source, original)
+        if unpacked is not None:  # `first, *rest = xs`: indexing (unpacking.py)
+            lowered.extend(lower(source, unpacked, returns, on_break, on_continue))
             continue
         where = desugar.expand_np_where(source, original)
         if where is not None:  # `hits = np.where(cond)[0]`: a loop that gathers the indices

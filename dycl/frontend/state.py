@@ -125,7 +125,8 @@ class CallState:
             self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "append")
         for owner, attr in _changed_tensors(model):  # (`self.running.mul_(0.9)`)
             value = owner.__dict__[attr]
-            self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "tensor", V.type_of_example(value))
+            path = self._path(owner, attr)
+            self.slots[(id(owner), attr)] = Slot(owner, attr, path, "tensor", _type_of(value, path))
         self.attempts = 0
 
     def _path(self, owner, attr: str) -> str:
@@ -147,7 +148,10 @@ class CallState:
         if kind is None:
             raise error(found.node, f"`self.{path}`, a {type(value).__name__} that persists from one call to the next",
                         "keep a tensor, a tuple of tensors, a Python int/float/bool or None there (or a list that forward only appends to)")
-        type_ = _type_of(value) if kind == "tensor" else None
+        try:
+            type_ = _type_of(value, path) if kind == "tensor" else None
+        except UnsupportedState as refused:
+            raise error(found.node, str(refused), refused.hint) from None
         self.slots[key] = Slot(found.owner, found.attr, path, kind, type_, started_none=value is None)
         if value is None:
             # its group starts over as None (the first call's case): one compile then learns
@@ -354,9 +358,24 @@ def _is_tensor_tuple(value) -> bool:
     return isinstance(value, tuple) and bool(value) and all(isinstance(v, torch.Tensor) for v in value)
 
 
-def _type_of(value):
+class UnsupportedState(ValueError):
+    """Module state of a dtype the host IR has no type for (`self.phase`, complex64)."""
+
+    def __init__(self, path: str, dtype):
+        super().__init__(f"`self.{path}` is module state kept from one call to the next, a {str(dtype).removeprefix('torch.')} tensor, "
+                         "a dtype DyCL does not compile")
+        self.hint = "keep it as real tensors (`torch.view_as_real`), of a float, integer or bool dtype"
+
+
+def _type_of(value, path: str):
     """The IR type of a tensor, a tuple of them for a tuple of tensors."""
-    return tuple(V.type_of_example(v) for v in value) if isinstance(value, tuple) else V.type_of_example(value)
+    types = []
+    for item in value if isinstance(value, tuple) else (value,):
+        try:
+            types.append(V.type_of_example(item))
+        except ValueError:  # (dtypes.element_type: "unsupported dtype complex64")
+            raise UnsupportedState(path, item.dtype) from None
+    return tuple(types) if isinstance(value, tuple) else types[0]
 
 
 def _dtype_name(type_) -> str:
@@ -379,7 +398,7 @@ def _leaf(value) -> tuple[object, bool]:
             return None, True
         try:
             return V.type_of_example(value.value), False
-        except TypeError:
+        except (TypeError, ValueError):
             return None, False
     if isinstance(value, V.Dyn):
         return value.type, False
@@ -507,4 +526,4 @@ def check_append_only(stmt: ast.stmt, names: set[str], describe, error) -> None:
             )
 
 
-__all__ = ["CallState", "Recompile", "PersistentState", "Demoted", "Widened", "Slot", "check_append_only"]
+__all__ = ["CallState", "UnsupportedState", "Recompile", "PersistentState", "Demoted", "Widened", "Slot", "check_append_only"]

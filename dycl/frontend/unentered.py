@@ -135,6 +135,8 @@ def bumped(example_inputs: tuple, input_tree: list, arguments: frozenset[int]) -
         nonlocal changed
         if isinstance(tree, dict):
             (kind, items), = tree.items()
+            if kind == "optional":  # (None where its example is; else the value's tree)
+                return None if example is None else rebuild(example, items[1])
             if kind in ("list", "tuple"):
                 made = [rebuild(e, t) for e, t in zip(example, items)]
                 return made if kind == "list" else tuple(made)

@@ -287,7 +287,7 @@ class CompiledModel:
                 raise InputError(f"{self.entry}() takes {len(tree)} input(s), got {len(inputs)}")
             inputs = tuple(
                 leaf for k, (node, value) in enumerate(zip(tree, inputs))
-                for leaf in _flatten_input(self.entry, node, value, f"input {k}")
+                for leaf in _flatten_input(self.entry, node, value, f"input {k}", specs)
             )
         if len(inputs) != len(specs):
             names = ", ".join(s.name for s in specs)
@@ -371,7 +371,7 @@ def _tensor_input(spec: _InputSpec, value: Any, entry: str) -> np.ndarray:
     raise InputError(f"{entry}() input '{spec.name}': expected {spec.describe()}, got {type(value).__name__}")
 
 
-def _flatten_input(entry: str, tree: Any, value: Any, where: str) -> list:
+def _flatten_input(entry: str, tree: Any, value: Any, where: str, specs: Sequence[_InputSpec]) -> list:
     """The leaves of one argument, checked against the structure it was compiled for."""
     if tree is None:
         if value is not None:
@@ -380,11 +380,38 @@ def _flatten_input(entry: str, tree: Any, value: Any, where: str) -> list:
     if isinstance(tree, int):
         return [value]
     (kind, items), = tree.items()
+    if kind == "none":  # (an input compiled for None only: its example was None)
+        if value is not None:
+            name, annotated = items
+            wanted = {"int": "an int", "": "a value"}.get(annotated, f"a {annotated}")
+            raise InputError(
+                f"{entry}() {where} (`{name}`): compiled for None only, got {type(value).__name__}; "
+                f"to call it with {wanted}, compile with {wanted} for `{name}` in the example inputs "
+                "(the compiled model then takes None there too)"
+            )
+        return []
+    if kind == "optional":  # None, or a value of the compiled structure after a present flag
+        present, inner = items
+        if value is None:
+            return [False, *_placeholder(inner, specs)]
+        return [True, *_flatten_input(entry, inner, value, where, specs)]
     expected = list if kind == "list" else tuple
     if not isinstance(value, expected) or len(value) != len(items):
         got = f"a {type(value).__name__} of {len(value)}" if isinstance(value, (list, tuple)) else type(value).__name__
         raise InputError(f"{entry}() {where}: expected a {kind} of {len(items)} items (the structure it was compiled for), got {got}")
-    return [leaf for k, (sub, item) in enumerate(zip(items, value)) for leaf in _flatten_input(entry, sub, item, f"{where}[{k}]")]
+    return [leaf for k, (sub, item) in enumerate(zip(items, value)) for leaf in _flatten_input(entry, sub, item, f"{where}[{k}]", specs)]
+
+
+def _placeholder(tree: Any, specs: Sequence[_InputSpec]) -> list:
+    """The arguments of an optional input given None: zeros of their specs (no statement
+    reads them: every use of the value is under a test that it is present)."""
+    if isinstance(tree, int):
+        spec = specs[tree]
+        if spec.kind == "tensor":
+            return [np.zeros([1 if d is None else d for d in spec.shape or ()], dtype=spec.dtype)]
+        return [{"int": 0, "float": 0.0}.get(spec.kind, False)]
+    (_, items), = tree.items()
+    return [leaf for sub in items for leaf in _placeholder(sub, specs)]
 
 
 def _to_torch(value: Any) -> Any:
