@@ -85,7 +85,7 @@ class ModuleAttributes:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Attribute):
                     owner = module_named(node.value, self_name, receiver)
-                    if owner is not None and _is_state(owner, node.attr):
+                    if owner is not None and self._is_state(owner, node.attr):
                         node.dycl_local = self._variable(owner, node.attr).name
                         if isinstance(node.ctx, ast.Store):
                             self.assigned.add(node.attr)
@@ -112,7 +112,7 @@ class ModuleAttributes:
                 for node in ast.walk(fdef):
                     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                         owner = module_named(node.value, self_name, module)
-                        if owner is not None and _is_state(owner, node.attr):
+                        if owner is not None and self._is_state(owner, node.attr):
                             self._variable(owner, node.attr)
                             self.assigned.add(node.attr)
 
@@ -123,6 +123,11 @@ class ModuleAttributes:
         if append:
             self.append_only.add(name)
         return name
+
+    def _is_state(self, owner: torch.nn.Module, attr: str) -> bool:
+        """An attribute with a variable: an instance attribute, or a registered buffer that
+        is state kept across calls (a slot: `state_variable` made its variable)."""
+        return _is_state(owner, attr) or attr in owner._buffers and (id(owner), attr) in self._by_key
 
     def variables(self) -> set[str]:
         return set(self.by_name)

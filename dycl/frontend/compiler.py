@@ -1935,12 +1935,12 @@ class FunctionCompiler:
                 if not ints_as_tensors:
                     raise runs.retry_with_ints(error, flat_inputs, at_two) from None
                 raise self._specialized_int(stmts[0], runs.bound_name(inputs, flat_inputs[error.position])) from None
-            except WeightMutation as error:
-                raise self.error(
+            except WeightMutation as error:  # (a buffer: state kept across calls, compiled again with it as a slot)
+                raise self._changed_weight(error.name, self.error(
                     stmts[0], f"{_quoted(stmts[0])}in-place change of the weight `{error.name}` in forward",
                     "module state must not change in forward: compute a new tensor instead "
                     "(`w = self.w * 2`, not `self.w.mul_(2)`)",
-                ) from None
+                )) from None
             except Exception as error:
                 raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors, at_two) from None
             mutated = len(captured.mutated_inputs)
@@ -2186,11 +2186,14 @@ class FunctionCompiler:
                 if self.state_guard.changed() is not None:
                     culprit = stmt
                     break
-        raise self.error(
+        raise self._changed_weight(name.removeprefix("self."), self.error(
             culprit, f"{_quoted(culprit)}a change of the module's state `{name}` in forward (it outlives the call)",
             "module state must not change in forward: return the value (or keep a local "
             "list) instead, and compute new tensors rather than changing weights in place",
-        )
+        ))
+
+    def _changed_weight(self, name: str, refusal: FrontendError) -> BaseException:
+        return refusal if self.state is None else self.state.changed_weight(name, refusal)
 
     def _shape_by_path_error(self, stmts, name: str, value: V.Dyn) -> FrontendError:
         """Tensor math on a value whose shape differs between paths (a variable assigned

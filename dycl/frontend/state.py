@@ -69,6 +69,15 @@ class Widened(Recompile):
     """A slot whose kind the call changes (a None that became a tensor): compile again."""
 
 
+class ChangedBuffer(Recompile):
+    """A run changed a registered buffer in place (export's `BUFFER_MUTATION`, or the example
+    run changed it): forward keeps state in it. Compile again with the buffer as a slot."""
+
+    def __init__(self, owner: torch.nn.Module, attr: str):
+        super().__init__(attr)
+        self.owner, self.attr = owner, attr
+
+
 class Demoted(Recompile):
     """An append slot that forward assigns: a per-call variable, not a list kept across calls."""
 
@@ -123,10 +132,29 @@ class CallState:
         self.demoted: set[tuple[int, str]] = set()
         for owner, attr in _appended_lists(model):
             self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "append")
-        for owner, attr in _changed_tensors(model):  # (`self.running.mul_(0.9)`)
-            value = owner.__dict__[attr]
-            self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "tensor", V.type_of_example(value))
+        for owner, attr in _changed_tensors(model):  # (`self.running.mul_(0.9)`, `self.cache_k[:b, p:p + n] = xk`)
+            self._tensor_slot(owner, attr)
         self.attempts = 0
+
+    def _tensor_slot(self, owner: torch.nn.Module, attr: str) -> None:
+        value = value_of(owner, attr)
+        self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "tensor", V.type_of_example(value))
+
+    def buffers(self) -> set[tuple[int, str]]:
+        """(id(module), name) of the registered buffers that are slots."""
+        return {key for key, slot in self.slots.items() if slot.attr in slot.owner._buffers}
+
+    def changed_weight(self, name: str, refusal: FrontendError) -> BaseException:
+        """What to raise for a run that changed the weight `name` (a state_dict key) in place:
+        a buffer becomes a slot (compile again), a parameter is refused."""
+        owner_path, _, attr = name.rpartition(".")
+        try:
+            owner = self.model.get_submodule(owner_path) if owner_path else self.model
+        except AttributeError:
+            return refusal
+        if attr not in owner._buffers or (id(owner), attr) in self.slots:
+            return refusal
+        return ChangedBuffer(owner, attr)
 
     def _path(self, owner, attr: str) -> str:
         prefix = self._paths.get(id(owner), "")
@@ -137,7 +165,7 @@ class CallState:
     def add(self, found: PersistentState, error) -> None:
         """A new slot for the attribute `found` names, of the kind of its module value."""
         key = (id(found.owner), found.attr)
-        value = found.owner.__dict__.get(found.attr, _ABSENT)
+        value = value_of(found.owner, found.attr, _ABSENT)
         path = self._path(found.owner, found.attr)
         if key in self.slots or value is _ABSENT:
             raise error(found.node, f"`self.{path}` is module state that persists from one call to the next, "
@@ -186,7 +214,7 @@ class CallState:
         """(name, example) of the host function's extra arguments, slot by slot."""
         leaves = []
         for slot in self.slots.values():
-            value = slot.owner.__dict__.get(slot.attr)
+            value = value_of(slot.owner, slot.attr)
             if slot.kind == "tensor":
                 leaves += [(name, item.detach().clone()) for name, item in zip(slot.names(), slot.leaves(value))]
             elif slot.kind in ("int", "float", "bool"):
@@ -225,6 +253,8 @@ class CallState:
     def learn(self, found: Recompile, error) -> None:
         if isinstance(found, PersistentState):
             self.add(found, error)
+        elif isinstance(found, ChangedBuffer):
+            self._tensor_slot(found.owner, found.attr)
         elif isinstance(found, Demoted):
             self.demote(found)
 
@@ -297,11 +327,19 @@ class CallState:
 
     def initial_values(self) -> dict:
         """attribute path -> the module's value (what the compiled model starts from)."""
-        return {slot.path: copy.deepcopy(slot.owner.__dict__.get(slot.attr)) for slot in self.slots.values()}
+        return {slot.path: copy.deepcopy(value_of(slot.owner, slot.attr)) for slot in self.slots.values()}
 
 
 _ABSENT = object()
 _SCALAR_EXAMPLES = {"int": 0, "float": 0.0, "bool": False}
+
+
+def value_of(owner: torch.nn.Module, attr: str, default=None):
+    """The module's value of an attribute kept across calls: a registered buffer, or an
+    instance attribute."""
+    if attr in owner._buffers:
+        return owner._buffers[attr]
+    return owner.__dict__.get(attr, default)
 
 
 def _kind_of(value) -> str | None:
@@ -427,23 +465,31 @@ def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]
 
 
 def _changed_tensors(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
-    """(module, attribute) of every tensor attribute (not a parameter or buffer) that a method
-    of the model's own classes changes in place: `self.running.mul_(0.9)`,
-    `self.memory.data.zero_()`, `self.buf[0] = v`, `self.buf[:, k] += v`."""
+    """(module, attribute) of every tensor attribute or registered buffer (not a parameter)
+    that a method of the model's own classes changes in place or assigns: `self.running.mul_(0.9)`,
+    `self.memory.data.zero_()`, `self.buf[0] = v`, `self.buf[:, k] += v`, `self.steps += 1`
+    on a buffer. (A change through another name, `k_out = self.k_cache; k_out[i] = v`, is
+    seen where it runs: `CallState.changed_weight`.)"""
     found = []
     for module, fdef, self_name in _methods(model):
         parents = {child: node for node in ast.walk(fdef) for child in ast.iter_child_nodes(node)}
         for node in ast.walk(fdef):
-            if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
+            if not isinstance(node, ast.Attribute):
                 continue
             owner = module_named(node.value, self_name, module)
-            if owner is None or not isinstance(owner.__dict__.get(node.attr), torch.Tensor):
+            if owner is None:
+                continue
+            is_buffer = isinstance(owner._buffers.get(node.attr), torch.Tensor)
+            if not (is_buffer or isinstance(owner.__dict__.get(node.attr), torch.Tensor)):
                 continue
             use = parents.get(node)
-            if isinstance(use, ast.Attribute) and use.attr == "data":
-                use = parents.get(use)
-            in_place = (isinstance(use, ast.Attribute) and use.attr.endswith("_") and not use.attr.startswith("_")
-                        or isinstance(use, ast.Subscript) and isinstance(use.ctx, ast.Store))
+            if isinstance(node.ctx, ast.Store):  # (a buffer assigned: `self.steps += 1`, `self.buf = ...`)
+                in_place = is_buffer
+            else:
+                if isinstance(use, ast.Attribute) and use.attr == "data":
+                    use = parents.get(use)
+                in_place = (isinstance(use, ast.Attribute) and use.attr.endswith("_") and not use.attr.startswith("_")
+                            or isinstance(use, ast.Subscript) and isinstance(use.ctx, ast.Store))
             if in_place and not any(o is owner and a == node.attr for o, a in found):
                 found.append((owner, node.attr))
     return found
@@ -507,4 +553,4 @@ def check_append_only(stmt: ast.stmt, names: set[str], describe, error) -> None:
             )
 
 
-__all__ = ["CallState", "Recompile", "PersistentState", "Demoted", "Widened", "Slot", "check_append_only"]
+__all__ = ["CallState", "Recompile", "PersistentState", "ChangedBuffer", "Demoted", "Widened", "Slot", "check_append_only"]
