@@ -217,16 +217,26 @@ class ModuleAttributes:
         """While user code runs on example values: attributes this call assigned (before
         the run, or in it: `written`) hold a value that refuses every use (code that DyCL
         runs as a captured block would read the module's value, not the call's)."""
-        installed = []
+        installed, buffers = [], []
         for name, attribute in self.by_name.items():
             if not _assigned(env.get(name, V.MISSING)) and name not in written:
                 continue
             owner = attribute.owner
+            if attribute.attr in owner._buffers:
+                # a buffer kept across calls: code run as one block reads and changes this
+                # call's value, which its example stands for (export: `capture.py`)
+                example = getattr(env.get(name), "example", None)
+                if isinstance(example, torch.Tensor) and name not in written:
+                    buffers.append((owner, attribute.attr, owner._buffers[attribute.attr]))
+                    owner._buffers[attribute.attr] = example
+                continue
             installed.append((owner, attribute.attr, owner.__dict__.get(attribute.attr, _ABSENT)))
             owner.__dict__[attribute.attr] = Poisoned(attribute.text)
         try:
             yield [owner.__dict__[attr] for owner, attr, _ in installed]
         finally:
+            for owner, attr, old in reversed(buffers):
+                owner._buffers[attr] = old
             for owner, attr, old in reversed(installed):
                 if old is _ABSENT:
                     owner.__dict__.pop(attr, None)

@@ -1925,6 +1925,7 @@ class FunctionCompiler:
                     return self.capturer.capture(run, fixed, dims, called, key, frozenset(k for k, d in sizes if d is None))
 
                 names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
+                self.capturer.state_values = self.state.buffer_values(self.attributes, env) if self.state else {}
                 captured, values = by_size.splice(self, stmts, captured, variant, flat_inputs, names)
             except (FrontendError, runs.SplitRun, SizeTest):
                 raise
@@ -1958,6 +1959,8 @@ class FunctionCompiler:
                 if memory[k] is not None and memory.count(memory[k]) > 1:
                     # another input of this run shares the memory, but export saw two values
                     raise self._path_dependent_alias(stmts[0], runs.bound_name(inputs, flat_inputs[k]))
+            if self.state is not None:  # (buffers kept across calls that a captured block changed)
+                values = self.state.rebind_buffers(self, env, live, stmts[0], captured, values)
             self._rebind_mutated(
                 env, live, stmts[0],
                 [

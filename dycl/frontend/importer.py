@@ -69,6 +69,7 @@ def import_module(
         first_refusal, bumps = None, 0
         while True:  # once more for each attribute found to outlive the call (state.py)
             capturer = RunCapturer(model)
+            capturer.state_buffers = state.buffer_paths()
             compiler = FunctionCompiler(model, capturer, state)
             with capturer.context, ir.Location.unknown(capturer.context):
                 try:

@@ -144,6 +144,36 @@ class CallState:
         """(id(module), name) of the registered buffers that are slots."""
         return {key for key, slot in self.slots.items() if slot.attr in slot.owner._buffers}
 
+    def buffer_paths(self) -> frozenset[str]:
+        """The state_dict keys of the registered buffers that are slots."""
+        return frozenset(slot.path for slot in self.slots.values() if slot.attr in slot.owner._buffers)
+
+    def buffer_values(self, attributes, env: dict) -> dict:
+        """path -> the IR value a buffer slot holds at this point of the call (what a
+        captured block that reads the buffer reads)."""
+        values = {}
+        for slot in self.slots.values():
+            value = env.get(attributes.state_variable(slot.owner, slot.attr))
+            if slot.attr in slot.owner._buffers and isinstance(value, V.Dyn):
+                values[slot.path] = value.value
+        return values
+
+    def rebind_buffers(self, compiler, env: dict, live, stmt, captured, values: list) -> list:
+        """`values` (what a run returned) without the new values of the buffer slots it
+        changed inside a captured block (its last results): those become the slots' values,
+        and the values of every variable bound to the same memory (`_rebind_mutated`)."""
+        if not captured.mutated_buffers:
+            return values
+        count = len(captured.mutated_buffers)
+        by_path = {slot.path: slot for slot in self.slots.values()}
+        mutations = []
+        for path, value, type_ in zip(captured.mutated_buffers, values[-count:], captured.result_types[-count:]):
+            slot = by_path[path]
+            old = env[compiler.attributes.state_variable(slot.owner, slot.attr)]
+            mutations.append((old, V.Dyn(value, type_, old.example)))
+        compiler._rebind_mutated(env, live, stmt, mutations)
+        return values[:-count]
+
     def changed_weight(self, name: str, refusal: FrontendError) -> BaseException:
         """What to raise for a run that changed the weight `name` (a state_dict key) in place:
         a buffer becomes a slot (compile again), a parameter is refused."""

@@ -118,3 +118,24 @@ def test_kv_cache_survives_save_and_load(tmp_path):
         assert _state_error(eager, loaded.state) <= TOLERANCE
     loaded.reset_state()
     assert all(not np.any(value) for value in loaded.state.values())
+
+
+def test_a_captured_block_changes_buffers_through_export(monkeypatch):
+    """A hooked submodule runs whole inside a captured block: the buffers it changes are the
+    run's `BUFFER_MUTATION` outputs, which become the slots' new values (never dropped, never
+    a weight read of the compile-time value)."""
+    from dycl.frontend import capture
+
+    seen = []
+    original = capture.RunCapturer._import
+
+    def spy(self, *args):
+        run = original(self, *args)
+        seen.extend(run.mutated_buffers)
+        return run
+
+    monkeypatch.setattr(capture.RunCapturer, "_import", spy)
+    factory, calls = SEQUENCES["captured_block"]
+    program = import_module(_build(factory), calls[0])
+    assert sorted(seen) == ["inner.count", "inner.mean"]
+    assert not any(op.name == "dycl.param" and "inner.mean" in str(op.attributes["name"]) for op in program.module.walk())
