@@ -25,6 +25,13 @@ owns these attributes and carries them exactly as PyTorch does:
   "present" flag in the program, so that `if self.h is None:` tells about `self.c` too
   (`present_with` in the record; the runtime refuses a state where they disagree).
 
+A registered buffer that forward changes in place or assigns (a KV cache,
+`self.cache_k[:bsz, start_pos:start_pos + seqlen] = xk`; `self.steps += 1`) is a tensor slot
+too, never a weight: found in the methods' text (`_changed_tensors`) or where a run changes it
+(`changed_weight`: `ChangedBuffer`, through an alias or a helper), and, in code run as one
+captured block, read and written through export's lifted buffer (`buffer_values`,
+`rebind_buffers`).
+
 Which attributes are state is found while compiling: `attributes.ModuleAttributes` raises
 `PersistentState` where an attribute is read from the module and assigned in the same call
 (or read after being assigned on some paths only), and the importer compiles again with that
