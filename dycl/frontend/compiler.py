@@ -27,7 +27,7 @@ from torch_mlir import ir
 from xdsl.ir import Attribute
 from dycl.frontend import aliases, asserts, binding, by_size, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
-from dycl.frontend.state import CallState, Widened
+from dycl.frontend.state import CallState, Widened, changed_weight
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, runs, structure, unentered
@@ -1937,7 +1937,7 @@ class FunctionCompiler:
                     raise runs.retry_with_ints(error, flat_inputs, at_two) from None
                 raise self._specialized_int(stmts[0], runs.bound_name(inputs, flat_inputs[error.position])) from None
             except WeightMutation as error:  # (a buffer: state kept across calls, compiled again with it as a slot)
-                raise self._changed_weight(error.name, self.error(
+                raise changed_weight(self.state, error.name, self.error(
                     stmts[0], f"{_quoted(stmts[0])}in-place change of the weight `{error.name}` in forward",
                     "module state must not change in forward: compute a new tensor instead "
                     "(`w = self.w * 2`, not `self.w.mul_(2)`)",
@@ -1959,8 +1959,7 @@ class FunctionCompiler:
                 if memory[k] is not None and memory.count(memory[k]) > 1:
                     # another input of this run shares the memory, but export saw two values
                     raise self._path_dependent_alias(stmts[0], runs.bound_name(inputs, flat_inputs[k]))
-            if self.state is not None:  # (buffers kept across calls that a captured block changed)
-                values = self.state.rebind_buffers(self, env, live, stmts[0], captured, values)
+            values = self.state.rebind_buffers(self, env, live, stmts[0], captured, values) if self.state else values
             self._rebind_mutated(
                 env, live, stmts[0],
                 [
@@ -2189,15 +2188,11 @@ class FunctionCompiler:
                 if self.state_guard.changed() is not None:
                     culprit = stmt
                     break
-        raise self._changed_weight(name.removeprefix("self."), self.error(
+        raise changed_weight(self.state, name.removeprefix("self."), self.error(
             culprit, f"{_quoted(culprit)}a change of the module's state `{name}` in forward (it outlives the call)",
             "module state must not change in forward: return the value (or keep a local "
             "list) instead, and compute new tensors rather than changing weights in place",
         ))
-
-    def _changed_weight(self, name: str, refusal: FrontendError) -> BaseException:
-        return refusal if self.state is None else self.state.changed_weight(name, refusal)
-
     def _shape_by_path_error(self, stmts, name: str, value: V.Dyn) -> FrontendError:
         """Tensor math on a value whose shape differs between paths (a variable assigned
         tensors of two shapes, the stack of a list whose length depends on the path). Only a

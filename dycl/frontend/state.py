@@ -371,6 +371,11 @@ _ABSENT = object()
 _SCALAR_EXAMPLES = {"int": 0, "float": 0.0, "bool": False}
 
 
+def changed_weight(state: CallState | None, name: str, refusal: FrontendError) -> BaseException:
+    """What the compiler raises for a run that changed the weight `name` in place."""
+    return refusal if state is None else state.changed_weight(name, refusal)
+
+
 def value_of(owner: torch.nn.Module, attr: str, default=None):
     """The module's value of an attribute kept across calls: a registered buffer, or an
     instance attribute."""
