@@ -447,7 +447,7 @@ def _keep_attributes(model, paths: Sequence[str]) -> list:
     for path in paths:
         owner_path, _, attr = path.rpartition(".")
         owner = model.get_submodule(owner_path) if owner_path else model
-        value = owner.__dict__.get(attr)
+        value = owner._buffers[attr] if attr in owner._buffers else owner.__dict__.get(attr)
         snapshot = value.detach().clone() if isinstance(value, torch.Tensor) else list(value) if isinstance(value, list) else None
         kept.append((owner, attr, value, snapshot))
     return kept
@@ -462,7 +462,10 @@ def _restore_attributes(kept: list) -> None:
                 value.copy_(snapshot)  # (a change in place, `self.hidden.zero_()`)
         elif isinstance(value, list):
             value[:] = snapshot  # (the caller's list object stays the module's)
-        owner.__dict__[attr] = value
+        if attr in owner._buffers:  # (a registered buffer forward changes)
+            owner._buffers[attr] = value
+        else:
+            owner.__dict__[attr] = value
 
 
 def compare_outputs(

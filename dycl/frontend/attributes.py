@@ -85,7 +85,7 @@ class ModuleAttributes:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Attribute):
                     owner = module_named(node.value, self_name, receiver)
-                    if owner is not None and _is_state(owner, node.attr):
+                    if owner is not None and self._is_state(owner, node.attr):
                         node.dycl_local = self._variable(owner, node.attr).name
                         if isinstance(node.ctx, ast.Store):
                             self.assigned.add(node.attr)
@@ -112,7 +112,7 @@ class ModuleAttributes:
                 for node in ast.walk(fdef):
                     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                         owner = module_named(node.value, self_name, module)
-                        if owner is not None and _is_state(owner, node.attr):
+                        if owner is not None and self._is_state(owner, node.attr):
                             self._variable(owner, node.attr)
                             self.assigned.add(node.attr)
 
@@ -123,6 +123,11 @@ class ModuleAttributes:
         if append:
             self.append_only.add(name)
         return name
+
+    def _is_state(self, owner: torch.nn.Module, attr: str) -> bool:
+        """An attribute with a variable: an instance attribute, or a registered buffer that
+        is state kept across calls (a slot: `state_variable` made its variable)."""
+        return _is_state(owner, attr) or attr in owner._buffers and (id(owner), attr) in self._by_key
 
     def variables(self) -> set[str]:
         return set(self.by_name)
@@ -212,16 +217,26 @@ class ModuleAttributes:
         """While user code runs on example values: attributes this call assigned (before
         the run, or in it: `written`) hold a value that refuses every use (code that DyCL
         runs as a captured block would read the module's value, not the call's)."""
-        installed = []
+        installed, buffers = [], []
         for name, attribute in self.by_name.items():
             if not _assigned(env.get(name, V.MISSING)) and name not in written:
                 continue
             owner = attribute.owner
+            if attribute.attr in owner._buffers:
+                # a buffer kept across calls: code run as one block reads and changes this
+                # call's value, which its example stands for (export: `capture.py`)
+                example = getattr(env.get(name), "example", None)
+                if isinstance(example, torch.Tensor) and name not in written:
+                    buffers.append((owner, attribute.attr, owner._buffers[attribute.attr]))
+                    owner._buffers[attribute.attr] = example
+                continue
             installed.append((owner, attribute.attr, owner.__dict__.get(attribute.attr, _ABSENT)))
             owner.__dict__[attribute.attr] = Poisoned(attribute.text)
         try:
             yield [owner.__dict__[attr] for owner, attr, _ in installed]
         finally:
+            for owner, attr, old in reversed(buffers):
+                owner._buffers[attr] = old
             for owner, attr, old in reversed(installed):
                 if old is _ABSENT:
                     owner.__dict__.pop(attr, None)

@@ -167,6 +167,9 @@ class CapturedRun:
     runtime_sizes: list[list[tuple[int, int]]] = field(default_factory=list)
     # per result: the value of a constant result (None for the others)
     constant_values: list = field(default_factory=list)
+    # the registered buffers that are state slots (state.py) the run changes in place, by
+    # path: their new values are its last results, after the user outputs
+    mutated_buffers: list[str] = field(default_factory=list)
     # per group of `runtime_sizes`: the sizes (lowest, highest or None) the run is right
     # for. Export compares a size with constants (`x[:, -4:]` is 4 long from 4 columns on)
     # and keeps the answer the example gives: the run holds only where that answer does.
@@ -264,6 +267,12 @@ class RunCapturer:
         self.cache = ExportCache(self.model)
         self.cache.bind_root(self.model)
         self.hooks.canonical = tied_names(self.model)
+        # Registered buffers that are state kept across calls (paths): a run reads their
+        # current value (`state_values`, path -> IR value, set before each run is spliced)
+        # where export lifted the buffer, and returns its new value where export reports a
+        # `BUFFER_MUTATION` (code DyCL runs as one captured block: a hooked submodule).
+        self.state_buffers: frozenset[str] = frozenset()
+        self.state_values: dict[str, ir.Value] = {}
 
     @property
     def module(self) -> ir.Module:
@@ -300,8 +309,8 @@ class RunCapturer:
             paths = self.cache.outermost(list(called_modules))
         cached = self.cache.get(key) if key is not None else None
         if cached is not None:
-            (program, mutated), old_paths = cached
-            return self._import(program, mutated, renaming(old_paths, paths))
+            (program, mutated, buffers), old_paths = cached
+            return self._import(program, mutated, renaming(old_paths, paths), buffers)
         skeleton = _skeleton(self.model, called_modules) if called_modules is not None else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -327,12 +336,12 @@ class RunCapturer:
             program = _functionalize(program)
             _retarget(program, {torch.ops.aten.alias.default}, torch.ops.aten.clone.default)
             program = self._decompose_unknown_ops(program)
-            mutated = _mutations_as_outputs(program)
+            mutated, buffers = _mutations_as_outputs(program, self.state_buffers)
             if any(isinstance(spec.arg, SymBoolArgument) for spec in program.graph_signature.output_specs):
                 raise SizeTest()
         if key is not None:
-            self.cache.put(key, (program, mutated), paths)
-        return self._import(program, mutated, {})
+            self.cache.put(key, (program, mutated, buffers), paths)
+        return self._import(program, mutated, {}, buffers)
 
     def computes_with(self, func_name: str, position: int) -> bool:
         """Whether a captured run does tensor math (not only views, copies and queries) with
@@ -369,8 +378,13 @@ class RunCapturer:
         func = self.importer.symbol_table[func_name]
         block = func.regions[0].blocks[0]
         host_scalars = [a for a in block.arguments if not _is_tensor(a)]
-        for op in block.operations:
+        for op in list(block.operations):
             name = op.operation.name
+            if name == "dycl.param" and ir.StringAttr(op.attributes["name"]).value in self.state_buffers:
+                # (a buffer kept across calls: its value in this call, never the weight)
+                op.result.replace_all_uses_with(self.state_values[ir.StringAttr(op.attributes["name"]).value])
+                op.operation.erase()
+                continue
             if name == "torch.operator":  # (an op torch-mlir has no named op for: `torch.operator "aten.is_same_size"`)
                 name = ir.StringAttr(op.attributes["name"]).value
                 name = name if name.startswith("torch.") else "torch." + name
@@ -391,7 +405,7 @@ class RunCapturer:
         self.importer.symbol_table.erase(func)
         return results
 
-    def _import(self, program, mutated: list[int], renames: dict[str, str]) -> CapturedRun:
+    def _import(self, program, mutated: list[int], renames: dict[str, str], buffers: list[str]) -> CapturedRun:
         self._count += 1
         name = f"run{self._count}"
         self.hooks.renames = renames
@@ -406,7 +420,8 @@ class RunCapturer:
         count = len(mutated)  # the first results are the mutated inputs' new values
         groups, ranges = _runtime_sizes(program)
         return CapturedRun(
-            name, result_types[count:], constant[count:], list(mutated), result_types[:count], groups, values[count:], ranges
+            name, result_types[count:], constant[count:], list(mutated), result_types[:count], groups, values[count:],
+            [rename(b, renames) for b in buffers], ranges,
         )
 
     def _decompose_unknown_ops(self, program):
@@ -648,13 +663,21 @@ def _functionalize(program):
     return program.run_decompositions({})
 
 
-def _mutations_as_outputs(program) -> list[int]:
+def _mutations_as_outputs(program, state_buffers: frozenset[str] = frozenset()) -> tuple[list[int], list[str]]:
     """Turn input mutations into plain outputs (the host rebinds the mutated variables);
-    returns the mutated user inputs' positions. A weight mutation is refused."""
+    returns the mutated user inputs' positions, and the paths of the buffers kept across
+    calls (`state_buffers`) the run changes, whose new values become its last outputs. Any
+    other weight mutation is refused."""
     signature = program.graph_signature
+    buffers = []
     for spec in signature.output_specs:
         if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
-            raise WeightMutation(spec.target.removeprefix(_MODEL_ATTR + "."))
+            name = spec.target.removeprefix(_MODEL_ATTR + ".")
+            if spec.kind != OutputKind.BUFFER_MUTATION or name not in state_buffers:
+                raise WeightMutation(name)
+            buffers.append(name)
+    if buffers:
+        _buffer_mutations_last(program)
     user_inputs = [spec.arg.name for spec in signature.input_specs if spec.kind == InputKind.USER_INPUT]
     mutated = []
     for position, spec in enumerate(signature.output_specs):
@@ -663,7 +686,21 @@ def _mutations_as_outputs(program) -> list[int]:
             assert position == len(mutated), "an input mutation after a user output"
             mutated.append(user_inputs.index(spec.target))
             spec.kind, spec.target = OutputKind.USER_OUTPUT, None
-    return mutated
+    return mutated, buffers
+
+
+def _buffer_mutations_last(program) -> None:
+    """Move the `BUFFER_MUTATION` outputs after the user outputs, as user outputs."""
+    signature = program.graph_signature
+    output = next(node for node in program.graph.nodes if node.op == "output")
+    values = list(output.args[0])
+    specs = list(signature.output_specs)
+    order = sorted(range(len(specs)), key=lambda k: specs[k].kind == OutputKind.BUFFER_MUTATION)
+    for k in order:
+        if specs[k].kind == OutputKind.BUFFER_MUTATION:
+            specs[k].kind, specs[k].target = OutputKind.USER_OUTPUT, None
+    signature.output_specs[:] = [specs[k] for k in order]
+    output.args = (tuple(values[k] for k in order),)
 
 
 # `.detach()` in code export sees (a helper, a submodule) and `detach_` (`torch.tensor(...)`

@@ -27,7 +27,7 @@ from torch_mlir import ir
 from xdsl.ir import Attribute
 from dycl.frontend import aliases, asserts, binding, by_size, callees
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
-from dycl.frontend.state import CallState, Widened
+from dycl.frontend.state import CallState, Widened, changed_weight
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, optional, runs, structure, unentered
@@ -1911,6 +1911,7 @@ class FunctionCompiler:
                     return self.capturer.capture(run, fixed, dims, called, key, frozenset(k for k, d in sizes if d is None))
 
                 names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
+                self.capturer.state_values = self.state.buffer_values(self.attributes, env) if self.state else {}
                 captured, values = by_size.splice(self, stmts, captured, variant, flat_inputs, names)
             except (FrontendError, runs.SplitRun, SizeTest):
                 raise
@@ -1921,12 +1922,12 @@ class FunctionCompiler:
                 if not ints_as_tensors:
                     raise runs.retry_with_ints(error, flat_inputs, at_two) from None
                 raise self._specialized_int(stmts[0], runs.bound_name(inputs, flat_inputs[error.position])) from None
-            except WeightMutation as error:
-                raise self.error(
+            except WeightMutation as error:  # (a buffer: state kept across calls, compiled again with it as a slot)
+                raise changed_weight(self.state, error.name, self.error(
                     stmts[0], f"{_quoted(stmts[0])}in-place change of the weight `{error.name}` in forward",
                     "module state must not change in forward: compute a new tensor instead "
                     "(`w = self.w * 2`, not `self.w.mul_(2)`)",
-                ) from None
+                )) from None
             except Exception as error:
                 raise self._capture_error(stmts, lines, error, flat_inputs, ints_as_tensors, at_two) from None
             mutated = len(captured.mutated_inputs)
@@ -1944,6 +1945,7 @@ class FunctionCompiler:
                 if memory[k] is not None and memory.count(memory[k]) > 1:
                     # another input of this run shares the memory, but export saw two values
                     raise self._path_dependent_alias(stmts[0], runs.bound_name(inputs, flat_inputs[k]))
+            values = self.state.rebind_buffers(self, env, live, stmts[0], captured, values) if self.state else values
             self._rebind_mutated(
                 env, live, stmts[0],
                 [
@@ -2172,12 +2174,11 @@ class FunctionCompiler:
                 if self.state_guard.changed() is not None:
                     culprit = stmt
                     break
-        raise self.error(
+        raise changed_weight(self.state, name.removeprefix("self."), self.error(
             culprit, f"{_quoted(culprit)}a change of the module's state `{name}` in forward (it outlives the call)",
             "module state must not change in forward: return the value (or keep a local "
             "list) instead, and compute new tensors rather than changing weights in place",
-        )
-
+        ))
     def _shape_by_path_error(self, stmts, name: str, value: V.Dyn) -> FrontendError:
         """Tensor math on a value whose shape differs between paths (a variable assigned
         tensors of two shapes, the stack of a list whose length depends on the path). Only a

@@ -74,6 +74,7 @@ def import_module(
         first_refusal, bumps, fixed_kinds = None, 0, False
         while True:  # once more for each attribute found to outlive the call (state.py)
             capturer = RunCapturer(model)
+            capturer.state_buffers = state.buffer_paths()
             compiler = FunctionCompiler(model, capturer, state)
             with capturer.context, ir.Location.unknown(capturer.context):
                 try:

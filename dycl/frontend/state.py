@@ -25,6 +25,13 @@ owns these attributes and carries them exactly as PyTorch does:
   "present" flag in the program, so that `if self.h is None:` tells about `self.c` too
   (`present_with` in the record; the runtime refuses a state where they disagree).
 
+A registered buffer that forward changes in place or assigns (a KV cache,
+`self.cache_k[:bsz, start_pos:start_pos + seqlen] = xk`; `self.steps += 1`) is a tensor slot
+too, never a weight: found in the methods' text (`_changed_tensors`) or where a run changes it
+(`changed_weight`: `ChangedBuffer`, through an alias or a helper), and, in code run as one
+captured block, read and written through export's lifted buffer (`buffer_values`,
+`rebind_buffers`).
+
 Which attributes are state is found while compiling: `attributes.ModuleAttributes` raises
 `PersistentState` where an attribute is read from the module and assigned in the same call
 (or read after being assigned on some paths only), and the importer compiles again with that
@@ -67,6 +74,15 @@ class PersistentState(Recompile):
 
 class Widened(Recompile):
     """A slot whose kind the call changes (a None that became a tensor): compile again."""
+
+
+class ChangedBuffer(Recompile):
+    """A run changed a registered buffer in place (export's `BUFFER_MUTATION`, or the example
+    run changed it): forward keeps state in it. Compile again with the buffer as a slot."""
+
+    def __init__(self, owner: torch.nn.Module, attr: str):
+        super().__init__(attr)
+        self.owner, self.attr = owner, attr
 
 
 class Demoted(Recompile):
@@ -123,11 +139,59 @@ class CallState:
         self.demoted: set[tuple[int, str]] = set()
         for owner, attr in _appended_lists(model):
             self.slots[(id(owner), attr)] = Slot(owner, attr, self._path(owner, attr), "append")
-        for owner, attr in _changed_tensors(model):  # (`self.running.mul_(0.9)`)
-            value = owner.__dict__[attr]
-            path = self._path(owner, attr)
-            self.slots[(id(owner), attr)] = Slot(owner, attr, path, "tensor", _type_of(value, path))
+        for owner, attr in _changed_tensors(model):  # (`self.running.mul_(0.9)`, `self.cache_k[:b, p:p + n] = xk`)
+            self._tensor_slot(owner, attr)
         self.attempts = 0
+
+    def _tensor_slot(self, owner: torch.nn.Module, attr: str) -> None:
+        value, path = value_of(owner, attr), self._path(owner, attr)
+        self.slots[(id(owner), attr)] = Slot(owner, attr, path, "tensor", _type_of(value, path))
+
+    def buffers(self) -> set[tuple[int, str]]:
+        """(id(module), name) of the registered buffers that are slots."""
+        return {key for key, slot in self.slots.items() if slot.attr in slot.owner._buffers}
+
+    def buffer_paths(self) -> frozenset[str]:
+        """The state_dict keys of the registered buffers that are slots."""
+        return frozenset(slot.path for slot in self.slots.values() if slot.attr in slot.owner._buffers)
+
+    def buffer_values(self, attributes, env: dict) -> dict:
+        """path -> the IR value a buffer slot holds at this point of the call (what a
+        captured block that reads the buffer reads)."""
+        values = {}
+        for slot in self.slots.values():
+            value = env.get(attributes.state_variable(slot.owner, slot.attr))
+            if slot.attr in slot.owner._buffers and isinstance(value, V.Dyn):
+                values[slot.path] = value.value
+        return values
+
+    def rebind_buffers(self, compiler, env: dict, live, stmt, captured, values: list) -> list:
+        """`values` (what a run returned) without the new values of the buffer slots it
+        changed inside a captured block (its last results): those become the slots' values,
+        and the values of every variable bound to the same memory (`_rebind_mutated`)."""
+        if not captured.mutated_buffers:
+            return values
+        count = len(captured.mutated_buffers)
+        by_path = {slot.path: slot for slot in self.slots.values()}
+        mutations = []
+        for path, value, type_ in zip(captured.mutated_buffers, values[-count:], captured.result_types[-count:]):
+            slot = by_path[path]
+            old = env[compiler.attributes.state_variable(slot.owner, slot.attr)]
+            mutations.append((old, V.Dyn(value, type_, old.example)))
+        compiler._rebind_mutated(env, live, stmt, mutations)
+        return values[:-count]
+
+    def changed_weight(self, name: str, refusal: FrontendError) -> BaseException:
+        """What to raise for a run that changed the weight `name` (a state_dict key) in place:
+        a buffer becomes a slot (compile again), a parameter is refused."""
+        owner_path, _, attr = name.rpartition(".")
+        try:
+            owner = self.model.get_submodule(owner_path) if owner_path else self.model
+        except AttributeError:
+            return refusal
+        if attr not in owner._buffers or (id(owner), attr) in self.slots:
+            return refusal
+        return ChangedBuffer(owner, attr)
 
     def _path(self, owner, attr: str) -> str:
         prefix = self._paths.get(id(owner), "")
@@ -138,7 +202,7 @@ class CallState:
     def add(self, found: PersistentState, error) -> None:
         """A new slot for the attribute `found` names, of the kind of its module value."""
         key = (id(found.owner), found.attr)
-        value = found.owner.__dict__.get(found.attr, _ABSENT)
+        value = value_of(found.owner, found.attr, _ABSENT)
         path = self._path(found.owner, found.attr)
         if key in self.slots or value is _ABSENT:
             raise error(found.node, f"`self.{path}` is module state that persists from one call to the next, "
@@ -190,7 +254,7 @@ class CallState:
         """(name, example) of the host function's extra arguments, slot by slot."""
         leaves = []
         for slot in self.slots.values():
-            value = slot.owner.__dict__.get(slot.attr)
+            value = value_of(slot.owner, slot.attr)
             if slot.kind == "tensor":
                 leaves += [(name, item.detach().clone()) for name, item in zip(slot.names(), slot.leaves(value))]
             elif slot.kind in ("int", "float", "bool"):
@@ -229,6 +293,8 @@ class CallState:
     def learn(self, found: Recompile, error) -> None:
         if isinstance(found, PersistentState):
             self.add(found, error)
+        elif isinstance(found, ChangedBuffer):
+            self._tensor_slot(found.owner, found.attr)
         elif isinstance(found, Demoted):
             self.demote(found)
 
@@ -301,11 +367,24 @@ class CallState:
 
     def initial_values(self) -> dict:
         """attribute path -> the module's value (what the compiled model starts from)."""
-        return {slot.path: copy.deepcopy(slot.owner.__dict__.get(slot.attr)) for slot in self.slots.values()}
+        return {slot.path: copy.deepcopy(value_of(slot.owner, slot.attr)) for slot in self.slots.values()}
 
 
 _ABSENT = object()
 _SCALAR_EXAMPLES = {"int": 0, "float": 0.0, "bool": False}
+
+
+def changed_weight(state: CallState | None, name: str, refusal: FrontendError) -> BaseException:
+    """What the compiler raises for a run that changed the weight `name` in place."""
+    return refusal if state is None else state.changed_weight(name, refusal)
+
+
+def value_of(owner: torch.nn.Module, attr: str, default=None):
+    """The module's value of an attribute kept across calls: a registered buffer, or an
+    instance attribute."""
+    if attr in owner._buffers:
+        return owner._buffers[attr]
+    return owner.__dict__.get(attr, default)
 
 
 def _kind_of(value) -> str | None:
@@ -446,23 +525,31 @@ def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]
 
 
 def _changed_tensors(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
-    """(module, attribute) of every tensor attribute (not a parameter or buffer) that a method
-    of the model's own classes changes in place: `self.running.mul_(0.9)`,
-    `self.memory.data.zero_()`, `self.buf[0] = v`, `self.buf[:, k] += v`."""
+    """(module, attribute) of every tensor attribute or registered buffer (not a parameter)
+    that a method of the model's own classes changes in place or assigns: `self.running.mul_(0.9)`,
+    `self.memory.data.zero_()`, `self.buf[0] = v`, `self.buf[:, k] += v`, `self.steps += 1`
+    on a buffer. (A change through another name, `k_out = self.k_cache; k_out[i] = v`, is
+    seen where it runs: `CallState.changed_weight`.)"""
     found = []
     for module, fdef, self_name in _methods(model):
         parents = {child: node for node in ast.walk(fdef) for child in ast.iter_child_nodes(node)}
         for node in ast.walk(fdef):
-            if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
+            if not isinstance(node, ast.Attribute):
                 continue
             owner = module_named(node.value, self_name, module)
-            if owner is None or not isinstance(owner.__dict__.get(node.attr), torch.Tensor):
+            if owner is None:
+                continue
+            is_buffer = isinstance(owner._buffers.get(node.attr), torch.Tensor)
+            if not (is_buffer or isinstance(owner.__dict__.get(node.attr), torch.Tensor)):
                 continue
             use = parents.get(node)
-            if isinstance(use, ast.Attribute) and use.attr == "data":
-                use = parents.get(use)
-            in_place = (isinstance(use, ast.Attribute) and use.attr.endswith("_") and not use.attr.startswith("_")
-                        or isinstance(use, ast.Subscript) and isinstance(use.ctx, ast.Store))
+            if isinstance(node.ctx, ast.Store):  # (a buffer assigned: `self.steps += 1`, `self.buf = ...`)
+                in_place = is_buffer
+            else:
+                if isinstance(use, ast.Attribute) and use.attr == "data":
+                    use = parents.get(use)
+                in_place = (isinstance(use, ast.Attribute) and use.attr.endswith("_") and not use.attr.startswith("_")
+                            or isinstance(use, ast.Subscript) and isinstance(use.ctx, ast.Store))
             if in_place and not any(o is owner and a == node.attr for o, a in found):
                 found.append((owner, node.attr))
     return found
@@ -526,4 +613,5 @@ def check_append_only(stmt: ast.stmt, names: set[str], describe, error) -> None:
             )
 
 
-__all__ = ["CallState", "UnsupportedState", "Recompile", "PersistentState", "Demoted", "Widened", "Slot", "check_append_only"]
+__all__ = ["CallState", "UnsupportedState", "Recompile", "PersistentState", "ChangedBuffer", "Demoted", "Widened", "Slot",
+           "check_append_only"]
