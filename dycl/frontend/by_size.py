@@ -175,9 +175,10 @@ _ONE_SIZE = ("is invalid for input of size",)
 
 def needs_example_sizes(error: Exception) -> bool:
     """Whether export failed because an op needs a runtime size to be one particular size
-    (a view whose shape is constant, `freqs[start : start + n].view(1, n, 1, d)`): that run
-    holds at its example's sizes only."""
-    return any(text in str(error) for text in _ONE_SIZE)
+    (a view whose shape is constant, `freqs[start : start + n].view(1, n, 1, d)`), or an
+    `assert` the example passes failed on the symbolic sizes (Llama's `assert
+    freqs_cis.shape == (x.shape[1], x.shape[-1])`): that run holds at its example's sizes only."""
+    return isinstance(error, AssertionError) or any(text in str(error) for text in _ONE_SIZE)
 
 
 def at_example_sizes(c, stmts, capture, flat_inputs, dynamic: list[list[int]], names: list[str], failure: Exception):
@@ -187,7 +188,10 @@ def at_example_sizes(c, stmts, capture, flat_inputs, dynamic: list[list[int]], n
     which raises at run time (eager's op raises there too, or computes what this capture
     cannot: never a run outside the sizes it holds for)."""
     stmt = stmts[0]
-    static = capture()
+    try:
+        static = capture()
+    except Exception:
+        raise failure from None
     dims = [(k, d) for k, ds in enumerate(dynamic) for d in ds]
     tests = []
     for k, d in dims:

@@ -166,6 +166,7 @@ class _Lowering:
         value = node.meta["val"]
         with self.fake_mode:
             node.meta["val"] = torch.view_as_real(value)
+        node.meta.pop("tensor_meta", None)  # (the importer reads it before `val`)
         self.rank[node], self.dtype[node] = value.dim(), value.dtype
         if spec is None:
             return
