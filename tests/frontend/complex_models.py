@@ -143,7 +143,7 @@ class ComplexExp(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.freqs_cis = precompute_freqs_cis(4, 8)
+        self.freqs_cis = precompute_freqs_cis(8, 8)
 
     def forward(self, x):
         y = x * 2
