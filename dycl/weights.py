@@ -19,10 +19,15 @@ class WeightStore(Mapping[str, np.ndarray]):
 
     @classmethod
     def from_module(cls, module) -> "WeightStore":
-        """Every parameter and buffer (persistent or not) of a torch module, by its dotted name."""
+        """Every parameter and buffer (persistent or not) of a torch module, by its dotted name;
+        a complex one as its real view (`torch.view_as_real`: a trailing dim of 2, real and
+        imaginary parts), as the IR types it (docs/conventions.md, "Complex values")."""
         arrays = {}
         for name, tensor in [*module.named_parameters(), *module.named_buffers()]:
-            arrays[name] = tensor.detach().cpu().numpy().copy()
+            array = tensor.detach().cpu().resolve_conj().numpy()
+            if np.iscomplexobj(array):
+                array = np.stack([array.real, array.imag], axis=-1)
+            arrays[name] = array.copy()
         return cls(arrays)
 
     def subset(self, names) -> "WeightStore":

@@ -168,3 +168,49 @@ def error_arm(c, stmt, failure: Exception, fixed: dict, names: list[str], genera
         values.append(c.builder.placeholder(type_, example).value)
     return values
 
+
+
+_ONE_SIZE = ("is invalid for input of size",)
+
+
+def needs_example_sizes(error: Exception) -> bool:
+    """Whether export failed because an op needs a runtime size to be one particular size
+    (a view whose shape is constant, `freqs[start : start + n].view(1, n, 1, d)`), or an
+    `assert` the example passes failed on the symbolic sizes (Llama's `assert
+    freqs_cis.shape == (x.shape[1], x.shape[-1])`): that run holds at its example's sizes only."""
+    return isinstance(error, AssertionError) or any(text in str(error) for text in _ONE_SIZE)
+
+
+def at_example_sizes(c, stmts, capture, flat_inputs, dynamic: list[list[int]], names: list[str], failure: Exception):
+    """A run export cannot capture with its runtime dims symbolic, since an op of it fixes
+    one (`needs_example_sizes`), captured at the example's sizes (`capture()`) and called
+    where each runtime dim has its example's size; any other size takes an `error_arm`,
+    which raises at run time (eager's op raises there too, or computes what this capture
+    cannot: never a run outside the sizes it holds for)."""
+    stmt = stmts[0]
+    try:
+        static = capture()
+    except Exception:
+        raise failure from None
+    dims = [(k, d) for k, ds in enumerate(dynamic) for d in ds]
+    tests = []
+    for k, d in dims:
+        size = c.builder.host_op("torch.aten.size.int", [flat_inputs[k], c.builder.constant(d)], V.INT, flat_inputs[k].example.shape[d])
+        n = flat_inputs[k].example.shape[d]
+        tests.append(c.builder.host_op("torch.aten.eq.int", [size, c.builder.constant(n)], V.BOOL, size.example == n))
+    condition = functools.reduce(
+        lambda a, b: c.builder.host_op("torch.aten.__and__.bool", [a, b], V.BOOL, a.example and b.example), tests)
+
+    def call() -> list[ir.Value]:
+        cast = [leaf.value for leaf in flat_inputs]
+        for k, leaf in enumerate(flat_inputs):
+            if dynamic[k]:
+                cast[k] = c.builder.cast(leaf, leaf.type.with_shape(list(leaf.example.shape) + list(leaf.type.shape[leaf.example.dim():]))).value
+        return c.capturer.splice(static.func_name, cast)
+
+    other = {(k, d): f"other than {flat_inputs[k].example.shape[d]}" for k, d in dims}
+    values = c.select(condition, call, lambda: error_arm(c, stmt, failure, other, names, static))
+    types = [V.parse_type(str(v.type)) for v in values]
+    count = len(static.mutated_inputs)
+    return CapturedRun(static.func_name, types[count:], static.constant, static.mutated_inputs, types[:count],
+                       constant_values=static.constant_values), values

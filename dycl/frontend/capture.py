@@ -24,6 +24,7 @@ from torch_mlir.extras.fx_importer import FxImporter, FxImporterHooks, InputInfo
 from xdsl.ir import Attribute
 
 from dycl.dialects.torch_ops import NO_VALUE, refused_random
+from dycl.frontend import complex_values
 from dycl.frontend.build import RandomOpRefused, check_host_op
 from dycl.frontend.export_cache import ExportCache, rename, renaming
 from dycl.frontend.hop import HopImporter
@@ -335,6 +336,7 @@ class RunCapturer:
             _retarget(program, _DETACHES, torch.ops.aten.alias.default)
             program = _functionalize(program)
             _retarget(program, {torch.ops.aten.alias.default}, torch.ops.aten.clone.default)
+            complex_values.lower(program)
             program = self._decompose_unknown_ops(program)
             mutated, buffers = _mutations_as_outputs(program, self.state_buffers)
             if any(isinstance(spec.arg, SymBoolArgument) for spec in program.graph_signature.output_specs):

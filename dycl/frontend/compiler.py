@@ -25,7 +25,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 
 from xdsl.ir import Attribute
-from dycl.frontend import aliases, asserts, binding, by_size, callees
+from dycl.frontend import aliases, asserts, binding, by_size, callees, complex_values
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
 from dycl.frontend.state import CallState, Widened, changed_weight
 from dycl.frontend import expressions as X
@@ -182,6 +182,11 @@ class FunctionCompiler:
                 raise self.error(where, "forward does not return a value on every path")
             if isinstance(item, V.Packed):
                 raise packed.refuse(self, where, "returns")
+            if isinstance(item, V.Dyn) and isinstance(item.example, torch.Tensor) and item.example.is_complex():
+                raise self.error(
+                    where, f"forward returns a complex tensor ({item.example.dtype})",
+                    "return its real view (`torch.view_as_real(z)`): DyCL computes complex values as their real views",
+                )
             outputs.append(self.builder.materialize(item))
             return len(outputs) - 1
 
@@ -1897,8 +1902,7 @@ class FunctionCompiler:
                 examples = runs.distinct_examples(flat_inputs, at_two)
                 if any(dynamic):  # (export specializes a dim whose example is 0 or 1)
                     examples = [runs.at_least_two(e, dims) for e, dims in zip(examples, dynamic)]
-                captured = runs.capture_past_frozen_sizes(self.capturer, run, examples, dynamic, called, cache_key)
-                self._refuse_size_by_path(stmts, input_specs, flat_inputs, captured)
+                names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
 
                 def variant(sizes: dict[tuple[int, int], int], resized: dict | None = None) -> CapturedRun:
                     """The run captured with the dims of `sizes` that size (0 or 1), and the
@@ -1910,9 +1914,20 @@ class FunctionCompiler:
                     key = (cache_key[0], (cache_key[1], tuple(sorted(sizes.items(), key=str)), tuple(sorted(resized.items(), key=str))))
                     return self.capturer.capture(run, fixed, dims, called, key, frozenset(k for k, d in sizes if d is None))
 
-                names = [runs.bound_name(inputs, leaf) for leaf in flat_inputs]
                 self.capturer.state_values = self.state.buffer_values(self.attributes, env) if self.state else {}
-                captured, values = by_size.splice(self, stmts, captured, variant, flat_inputs, names)
+                try:
+                    captured = runs.capture_past_frozen_sizes(self.capturer, run, examples, dynamic, called, cache_key)
+                except Exception as error:
+                    if not (any(dynamic) and by_size.needs_example_sizes(error)):
+                        raise
+                    # (a view that fixes a runtime size: `freqs[start : start + n].view(1, n, 1, d)`)
+                    at_example = runs.distinct_examples(flat_inputs, at_two)
+                    captured, values = by_size.at_example_sizes(
+                        self, stmts, lambda: self.capturer.capture(run, at_example, [[] for _ in at_example], called),
+                        flat_inputs, dynamic, names, error)
+                else:
+                    self._refuse_size_by_path(stmts, input_specs, flat_inputs, captured)
+                    captured, values = by_size.splice(self, stmts, captured, variant, flat_inputs, names)
             except (FrontendError, runs.SplitRun, SizeTest):
                 raise
             except DataDependentShape as error:
@@ -2228,6 +2243,13 @@ class FunctionCompiler:
             raise runs.SplitRun()  # (one run per statement: refused at the one that draws)
         if isinstance(error, NoHostTranslation):  # (from `splice`)
             return self.error(stmts[0], *error.explained(runs.statement_text(stmts).splitlines()[0]))
+        if isinstance(error, complex_values.ComplexOpRefused):  # (at the statement that computes it)
+            lines = [line for file, line in error.frames if file == self.scope.source.file]
+            at = next((s for line in reversed(lines) for s in stmts if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+            if at is None and len(stmts) > 1:
+                raise runs.SplitRun()
+            at = at or stmts[0]
+            return self.error(at, *error.explained(runs.statement_text([at]).splitlines()[0]))
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "Constraints violated" in text or "specialized integer from data-dependent" in text:
             # a runtime int used where the graph needs a constant (a size, an index it reads)

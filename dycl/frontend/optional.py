@@ -119,6 +119,12 @@ class Inputs:
                 self.fdef, f"forward input `{name}` is a {type(example).__name__}",
                 "pass tensors, Python ints/floats/bools, None, or lists and tuples of them",
             )
+        if isinstance(example, torch.Tensor) and example.is_complex():
+            raise self.compiler.error(
+                self.fdef, f"forward input `{name}` is a complex tensor ({example.dtype})",
+                f"pass its real view (`torch.view_as_real({name})`) and make it complex inside forward "
+                f"(`torch.view_as_complex({name})`): DyCL computes complex values as their real views",
+            )
         return self._leaf(name, example.clone() if isinstance(example, torch.Tensor) else example)
 
     def _leaf(self, name: str, example) -> int:

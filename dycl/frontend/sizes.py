@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 
+import torch
+
 from dycl.frontend import values as V
 
 _SIZE_METHODS = frozenset({"size", "numel", "nelement"})
@@ -26,6 +28,12 @@ def _runtime_tensor(env: dict, node: ast.expr) -> V.Dyn | None:
     if isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and value.type.shape is not None and None in value.type.shape:
         return value
     return None
+
+
+def _rank(tensor: V.Dyn) -> int:
+    """The rank the program sees: a complex tensor's type is its real view's, one dim more."""
+    example = tensor.example
+    return example.dim() if isinstance(example, torch.Tensor) and example.is_complex() else tensor.type.rank
 
 
 def _constant_dim(node: ast.expr, rank: int) -> int | None:
@@ -49,11 +57,12 @@ def _read(env: dict, node: ast.expr) -> tuple[V.Dyn, int | None] | None:
         if tensor is None:
             return None
         if node.func.attr != "size":
-            return (tensor, None) if not node.args and not node.keywords else None
+            # (a complex tensor is its real view: its numel is not the host's `numel`)
+            return (tensor, None) if not node.args and not node.keywords and _rank(tensor) == tensor.type.rank else None
         dims = [*node.args, *(k.value for k in node.keywords if k.arg == "dim")]
         if len(dims) != 1 or any(k.arg != "dim" for k in node.keywords):
             return None
-        dim = _constant_dim(dims[0], len(tensor.type.shape))
+        dim = _constant_dim(dims[0], _rank(tensor))
         return (tensor, dim) if dim is not None and tensor.type.shape[dim] is None else None
     if isinstance(node, ast.Subscript):
         whole = node.value
@@ -67,7 +76,7 @@ def _read(env: dict, node: ast.expr) -> tuple[V.Dyn, int | None] | None:
         tensor = _runtime_tensor(env, receiver)
         if tensor is None:
             return None
-        dim = _constant_dim(node.slice, len(tensor.type.shape))
+        dim = _constant_dim(node.slice, _rank(tensor))
         return (tensor, dim) if dim is not None and tensor.type.shape[dim] is None else None
     return None
 

@@ -24,6 +24,7 @@ from xdsl.ir import Attribute
 
 from dycl.dialects import dtypes
 from dycl.dialects.torch import BoolType, FloatType, IntType, ListType, NoneType, ValueTensorType
+from dycl.frontend import complex_values
 from dycl.frontend.errors import FrontendError
 from dycl.ir import DyclParser, make_context
 
@@ -127,7 +128,11 @@ _SCALAR_NAMES = {INT: "int", FLOAT: "float", BOOL: "bool"}
 
 
 def tensor_type(shape: Sequence[int | None] | None, dtype: torch.dtype) -> ValueTensorType:
-    """`!torch.vtensor` of a shape (None for an unknown dim; None for an unknown rank)."""
+    """`!torch.vtensor` of a shape (None for an unknown dim; None for an unknown rank). A
+    complex tensor's type is that of its real view (`complex_values`): one more dim of 2,
+    of the matching real dtype."""
+    if dtype.is_complex:
+        return ValueTensorType(None if shape is None else [*shape, 2], _element_type(complex_values.REAL_OF[dtype]))
     return ValueTensorType(shape, _element_type(dtype))
 
 
