@@ -122,6 +122,6 @@ class ComplexPhase(nn.Module):
 
 
 class ComplexPhaseInPlace(ComplexPhase):
-    def forward(self, x):  # line marker: complex-phase-in-place
-        self.phase.mul_(1j)
+    def forward(self, x):
+        self.phase.mul_(1j)  # line marker: complex-phase-in-place
         return x * self.phase.real
