@@ -87,6 +87,14 @@ def eager_method(model, method: str, args):
         return getattr(copy.deepcopy(model), method)(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
 
 
+def tiered(names, default) -> list:
+    """`names` as pytest params, those not in `default` in the slow tier (the default tier
+    keeps one compile per construct; the interpreter legs cover every case)."""
+    import pytest
+
+    return [name if name in default else pytest.param(name, marks=pytest.mark.slow) for name in sorted(names)]
+
+
 def seeded_model(factory):
     """`factory()` in eval mode, its weights drawn from seed 0."""
     torch.manual_seed(0)

@@ -13,7 +13,7 @@ import pytest
 import dycl
 from dycl.frontend import FrontendError, import_module
 from tests.frontend import keyword_call_models
-from tests.frontend.helpers import BranchCoverage, eager_method as _eager, if_ops, max_abs_error, run, seeded_model as _model
+from tests.frontend.helpers import BranchCoverage, eager_method as _eager, if_ops, max_abs_error, run, seeded_model as _model, tiered
 from tests.frontend.keyword_call_models import CASES, REFUSED
 
 
@@ -37,7 +37,7 @@ def _compiled_exactly(name, backend):
         assert max_abs_error(_eager(model, method, args), compiled(*args)) <= 1e-5
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", tiered(CASES, {"gpt_fast_generate", "hf_decorated_forward", "star_forwarding"}))
 def test_exact_on_onnxruntime(name):
     _compiled_exactly(name, "onnxruntime")
 
