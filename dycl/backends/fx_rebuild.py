@@ -339,13 +339,18 @@ def _as_tensor(value: Any) -> torch.Tensor:
 # The example size of a dim known only at run time: export specializes a dim whose example
 # is 0 or 1, and 3 is unlikely to equal a static dim by chance.
 _RUNTIME_DIM_EXAMPLE = 3
+# Larger ones, tried in turn when export fails at 3: a sub-DNN the frontend calls only for
+# sizes from some bound on (`x[:, -6:]` is declared 6 wide: the host tested the size) does
+# not trace at 3 columns. Export keeps the range the ops' declared sizes imply, which the
+# host's tests hold.
+_LARGER_RUNTIME_DIM_EXAMPLES = (17, 65)
 
 
-def example_inputs(subdnn: SubDNN) -> tuple[torch.Tensor, ...]:
+def example_inputs(subdnn: SubDNN, size: int = _RUNTIME_DIM_EXAMPLE) -> tuple[torch.Tensor, ...]:
     """Zeros of the argument signature: enough for export (no sub-DNN reads tensor values
     to decide anything)."""
     return tuple(
-        torch.zeros([_RUNTIME_DIM_EXAMPLE if d is None else d for d in spec.shape], dtype=getattr(torch, spec.dtype))
+        torch.zeros([size if d is None else d for d in spec.shape], dtype=getattr(torch, spec.dtype))
         for spec in subdnn.inputs
     )
 
@@ -366,11 +371,19 @@ def rebuild(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.f
 def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.export.ExportedProgram:
     """The sub-DNN as a `torch.export` program (what both exporters start from)."""
     module = rebuild(subdnn, weights, backend)
-    try:
-        with torch.no_grad():
-            program = torch.export.export(module, example_inputs(subdnn), strict=False, **dynamic_shapes([subdnn]))
-    except Exception as err:  # the op that failed is named in torch's own message
-        raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(err)}") from err
+    shapes = dynamic_shapes([subdnn])
+    # (not for a batched sub-DNN: its dim 0 takes every count of rows, whatever its ops imply)
+    sizes = (_RUNTIME_DIM_EXAMPLE, *(_LARGER_RUNTIME_DIM_EXAMPLES if shapes and subdnn.batch_rows is None else ()))
+    for attempt, size in enumerate(sizes):
+        try:
+            with torch.no_grad():
+                program = torch.export.export(module, example_inputs(subdnn, size), strict=False, **shapes)
+            break
+        except Exception as err:  # the op that failed is named in torch's own message
+            if attempt == 0:
+                first = err
+            if attempt == len(sizes) - 1:
+                raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(first)}") from first
     return _constants_for_empty_tensors(program)
 
 

@@ -110,6 +110,17 @@ class NegativeRemainder(nn.Module):
         return x
 
 
+class LastColumns(nn.Module):
+    """The last 4 columns of a sequence that starts 4 wide and grows: 4 wide on every call,
+    but a backend tracing the sub-DNN at 3 columns found 3 (its export failed)."""
+
+    def forward(self, x, steps: int):
+        seq = x
+        for _ in range(steps):
+            seq = torch.cat((seq, torch.tanh(seq[:, -1:] + 0.5)), 1)
+        return x + 0.1 * seq[:, -4:]
+
+
 def crop_inputs():
     idx = torch.tensor([[1, 2]])
     return [(idx, n) for n in (1, 0, 2, 3, 4, 5, 7)]

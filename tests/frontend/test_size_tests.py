@@ -12,6 +12,7 @@ from tests.frontend.helpers import eager_method as _eager, max_abs_error, run, s
 from tests.frontend.size_test_models import (
     CharGPT,
     GrowToLimit,
+    LastColumns,
     NegativeRemainder,
     ParityMixer,
     ShrinkingWindow,
@@ -29,6 +30,7 @@ CASES = {
     "shrinking_window": (ShrinkingWindow, lambda: row_inputs(6, (1, 0, 2, 3, 4, 5, 6)), "forward"),
     "shrinking_window_from_narrow": (ShrinkingWindow, lambda: row_inputs(6, (3, 0, 1, 2, 4, 5, 6)), "forward"),
     "negative_remainder": (NegativeRemainder, lambda: row_inputs(1, (0, 1, 2, 3, 4, 5, 6)), "forward"),
+    "last_columns": (LastColumns, lambda: row_inputs(4, (1, 0, 2, 3)), "forward"),
 }
 
 
@@ -42,7 +44,7 @@ def test_size_tests_are_exact_on_the_interpreter(name):
 
 
 @pytest.mark.parametrize("backend", ["onnxruntime", pytest.param("tvm", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("name", tiered(CASES, {"context_crop", "grow_to_limit", "shrinking_window", "sliding_queue"}))
+@pytest.mark.parametrize("name", tiered(CASES, {"context_crop", "grow_to_limit", "last_columns", "shrinking_window", "sliding_queue"}))
 def test_size_tests_compile_exactly(name, backend):
     factory, inputs, method = CASES[name]
     model = _model(factory)
