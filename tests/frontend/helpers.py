@@ -95,6 +95,21 @@ def tiered(names, default) -> list:
     return [name if name in default else pytest.param(name, marks=pytest.mark.slow) for name in sorted(names)]
 
 
+def assert_replays_after_reset(compiled, model, calls, state_error, tolerance: float) -> None:
+    """`reset_state()` takes a stateful compiled model back to the state it was compiled
+    with: it replays the first calls as a fresh copy of the module does, state included
+    (`state_error(module, compiled.state)`)."""
+    import copy
+
+    compiled.reset_state()
+    fresh = copy.deepcopy(model)
+    for args in calls[:3]:
+        with torch.no_grad():
+            expected = fresh(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        assert max_abs_error(expected, compiled(*args)) <= tolerance
+        assert state_error(fresh, compiled.state) <= tolerance
+
+
 def seeded_model(factory):
     """`factory()` in eval mode, its weights drawn from seed 0."""
     torch.manual_seed(0)

@@ -17,7 +17,7 @@ import dycl
 from dycl.frontend import import_module
 from dycl.interpreter import run_call
 from tests.frontend.buffer_state_models import BUFFERS, SEQUENCES
-from tests.frontend.helpers import max_abs_error
+from tests.frontend.helpers import assert_replays_after_reset, max_abs_error, seeded_model as _build
 
 TOLERANCE = 1e-5
 
@@ -36,11 +36,6 @@ def _state_error(eager_model, state: dict) -> float:
 def _eager_call(model, args):
     with torch.no_grad():
         return model(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
-
-
-def _build(factory):
-    torch.manual_seed(0)
-    return factory().eval()
 
 
 @pytest.mark.parametrize("name", sorted(SEQUENCES))
@@ -86,12 +81,7 @@ def _compiled_sequence(name, backend):
 @pytest.mark.parametrize("name", sorted(SEQUENCES))
 def test_buffer_sequence_on_onnxruntime(name):
     compiled, model, calls = _compiled_sequence(name, "onnxruntime")
-    # reset_state: back to the buffers it was compiled with, as a fresh module
-    compiled.reset_state()
-    fresh = copy.deepcopy(model)
-    for args in calls[:3]:
-        assert max_abs_error(_eager_call(fresh, args), compiled(*args)) <= TOLERANCE
-        assert _state_error(fresh, compiled.state) <= TOLERANCE
+    assert_replays_after_reset(compiled, model, calls, _state_error, TOLERANCE)
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ import dycl
 from dycl.frontend import FrontendError, import_module
 from dycl.interpreter import run_call
 from tests.frontend import state_models
-from tests.frontend.helpers import max_abs_error
+from tests.frontend.helpers import assert_replays_after_reset, max_abs_error
 from tests.frontend.state_models import REFUSED, SEQUENCES, MemoizedEncoder, StreamingGRU, memoized_calls
 
 TOLERANCE = 1e-5
@@ -102,12 +102,7 @@ def _compiled_sequence(name, backend):
 def test_call_sequence_on_onnxruntime(name):
     compiled, model, calls, worst = _compiled_sequence(name, "onnxruntime")
     print(f"{name}: max abs error {worst:.3g} over {len(calls)} calls")
-    # reset_state: back to the state it was compiled with, as a fresh module
-    compiled.reset_state()
-    fresh = copy.deepcopy(model)
-    for args in calls[:3]:
-        assert max_abs_error(_eager_call(fresh, args), compiled(*args)) <= TOLERANCE
-        assert _state_error(fresh, compiled.state) <= TOLERANCE
+    assert_replays_after_reset(compiled, model, calls, _state_error, TOLERANCE)
 
 
 @pytest.mark.slow
