@@ -326,8 +326,8 @@ def _fold_alpha(graph_module) -> None:
 def _wrap_negative_indices(graph_module) -> None:
     """`y[idx]` and `y[idx] = v` with an index tensor that may hold negative values (from the
     end, in PyTorch): Relax gathers with `take` in its fast mode, which reads out of bounds
-    there: garbage, a silent wrong answer. Each int index of a dim of static size `n` becomes
-    `idx % n` (the same position; Python's `%` is never negative)."""
+    there: garbage, a silent wrong answer. Each int index of a dim of size `n` (static, or the
+    dim's runtime size) becomes `idx % n` (the same position; Python's `%` is never negative)."""
     import torch
 
     aten = torch.ops.aten
@@ -342,12 +342,16 @@ def _wrap_negative_indices(graph_module) -> None:
         wrapped = list(indices)
         for k, index in enumerate(indices):
             meta = index.meta.get("val") if isinstance(index, torch.fx.Node) else None
-            if meta is None or meta.dtype == torch.bool or k >= tensor.dim() or not isinstance(tensor.shape[k], int):
+            if meta is None or meta.dtype == torch.bool or k >= tensor.dim():
                 continue
             if tensor.shape[k] == 0:
                 continue  # (no index is in bounds there, eager raises: `% 0` failed TVM's compile)
             with graph.inserting_before(node):
-                wrapped[k] = graph.call_function(aten.remainder.Scalar, (index, tensor.shape[k]))
+                size = tensor.shape[k]
+                if not isinstance(size, int):  # (a runtime dim: `x[:, [-1]]` of a sequence that grows)
+                    size = graph.call_function(aten.sym_size.int, (target, k))
+                    size.meta["val"] = tensor.shape[k]
+                wrapped[k] = graph.call_function(aten.remainder.Scalar, (index, size))
             wrapped[k].meta["val"] = meta.remainder(tensor.shape[k])
         node.args = (target, wrapped, *node.args[2:])
     graph_module.recompile()

@@ -121,6 +121,23 @@ class LastColumns(nn.Module):
         return x + 0.1 * seq[:, -4:]
 
 
+class LastTokenLogits(nn.Module):
+    """nanoGPT's `self.lm_head(x[:, [-1], :])` in a greedy loop: a list index from the end of
+    a length that grows (TVM's gather read index -1 of a runtime dim out of bounds)."""
+
+    def __init__(self, vocab_size=9, n_embd=8):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+
+    def forward(self, idx, max_new_tokens: int):
+        for _ in range(max_new_tokens):
+            x = self.wte(idx)
+            logits = self.lm_head(x[:, [-1], :])
+            idx = torch.cat((idx, logits[:, -1, :].argmax(dim=-1, keepdim=True)), dim=1)
+        return idx
+
+
 def crop_inputs():
     idx = torch.tensor([[1, 2]])
     return [(idx, n) for n in (1, 0, 2, 3, 4, 5, 7)]

@@ -13,6 +13,7 @@ from tests.frontend.size_test_models import (
     CharGPT,
     GrowToLimit,
     LastColumns,
+    LastTokenLogits,
     NegativeRemainder,
     ParityMixer,
     ShrinkingWindow,
@@ -31,6 +32,7 @@ CASES = {
     "shrinking_window_from_narrow": (ShrinkingWindow, lambda: row_inputs(6, (3, 0, 1, 2, 4, 5, 6)), "forward"),
     "negative_remainder": (NegativeRemainder, lambda: row_inputs(1, (0, 1, 2, 3, 4, 5, 6)), "forward"),
     "last_columns": (LastColumns, lambda: row_inputs(4, (1, 0, 2, 3)), "forward"),
+    "last_token_logits": (LastTokenLogits, crop_inputs, "forward"),
 }
 
 
