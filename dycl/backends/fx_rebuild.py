@@ -374,16 +374,16 @@ def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.ex
     shapes = dynamic_shapes([subdnn])
     # (not for a batched sub-DNN: its dim 0 takes every count of rows, whatever its ops imply)
     sizes = (_RUNTIME_DIM_EXAMPLE, *(_LARGER_RUNTIME_DIM_EXAMPLES if shapes and subdnn.batch_rows is None else ()))
-    for attempt, size in enumerate(sizes):
+    failures = []
+    for size in sizes:
         try:
             with torch.no_grad():
                 program = torch.export.export(module, example_inputs(subdnn, size), strict=False, **shapes)
             break
         except Exception as err:  # the op that failed is named in torch's own message
-            if attempt == 0:
-                first = err
-            if attempt == len(sizes) - 1:
-                raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(first)}") from first
+            failures.append(err)
+    else:
+        raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(failures[0])}") from failures[0]
     return _constants_for_empty_tensors(program)
 
 

@@ -99,8 +99,7 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
                     held = again.range_of(g)[0] <= example_size <= (again.range_of(g)[1] or example_size)
                 except Exception:  # (export made the size a constant: it holds at that size only)
                     held = False
-                if held:
-                    arms.append(again)
+                if held:  # (within_ranges records each run it calls in `arms`)
                     return within_ranges(again, fixed, {**resized, **where}, {**targets, g: piece})
 
                 def exactly() -> list[ir.Value]:
@@ -151,6 +150,7 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
     joined = CapturedRun(general.func_name, types[count:], constant, general.mutated_inputs, types[:count],
                          constant_values=general.constant_values)
     return joined, values
+
 
 def error_arm(c, stmt, failure: Exception, fixed: dict, names: list[str], general: CapturedRun) -> list[ir.Value]:
     """The arm of a run that could not be captured for some size (0 or 1) of a runtime

@@ -221,12 +221,7 @@ class DetachIsIdentity(ast.NodeTransformer):
 def at_least_two(example, dims: list[int]):
     """`example` with each of `dims` at least 2 long (export would take a dim of 0 or 1 for
     a constant): the values past the example's own are zeros, which export never reads."""
-    for dim in dims:
-        if example.shape[dim] < 2:
-            pad = list(example.shape)
-            pad[dim] = 2 - example.shape[dim]
-            example = torch.cat([example, example.new_zeros(pad)], dim)
-    return example
+    return resized(example, [(dim, 2) for dim in dims if example.shape[dim] < 2])
 
 
 def narrowed(example, sizes: list[tuple[int | None, int]]):
