@@ -15,7 +15,7 @@ import torch
 
 from dycl.bench import systems as S
 from dycl.bench.numerics import errors_against
-from dycl.bench.timing import interleaved, plan_rounds, sweep_seconds
+from dycl.bench.timing import interleaved, plan_rounds, sweep_seconds, unstable
 from dycl.runtime import RuntimeOptions
 
 
@@ -88,6 +88,7 @@ def bench_network(name: str, settings: Settings) -> dict:
             wanted.remove(system)
             record["failures"][system] = "not run on this network in this run (--limit)"
     attempt("eager", lambda: S.prepare_eager(model, path_inputs))
+    program = None
     if any(s.startswith("dycl-") for s in wanted):
         program, frontend_seconds = S.import_program(model, entry.example_inputs())
         record["frontend_seconds"] = frontend_seconds
@@ -113,7 +114,7 @@ def bench_network(name: str, settings: Settings) -> dict:
     if settings.throughput != "only":
         _latency(record, prepared, path_inputs, settings)
     if settings.throughput in ("on", "only"):
-        _throughput(record, entry, model, prepared, path_inputs, settings, cache_dir)
+        _throughput(record, entry, model, program, prepared, path_inputs, settings, cache_dir)
     for p in prepared.values():
         p.handle = None
     return record
@@ -153,10 +154,12 @@ def _latency(record: dict, prepared: dict[str, S.Prepared], path_inputs: list, s
     _say(settings, f"{name}: {summary}")
 
 
-def _throughput(record: dict, entry, model, prepared: dict[str, S.Prepared], path_inputs: list,
+def _throughput(record: dict, entry, model, program, prepared: dict[str, S.Prepared], path_inputs: list,
                 settings: Settings, cache_dir: str) -> None:
     """The throughput table's part of the record (dycl.bench.throughput); a system that
-    cannot run it, or a wrong answer, is a failure of the record's "throughput"."""
+    cannot run it, or a wrong answer, is a failure of the record's "throughput". run_many
+    is timed on the artifact dycl-serve would load: compiled again with its run-many form
+    (its extra compile cost is `throughput_details["served"]`)."""
     from dycl.bench.static import static_variant
     from dycl.bench.throughput import measure
 
@@ -166,12 +169,16 @@ def _throughput(record: dict, entry, model, prepared: dict[str, S.Prepared], pat
         return
     start = time.perf_counter()
     try:
+        served, served_cost, artifact = S.prepare_served(program, settings.runtime, cache_dir)  # noqa: F841 (owns the directory)
+        _say(settings, f"{name}: run-many form: {served_cost['run_many_subdnn_count']} more sub-DNNs, "
+                       f"compiled in {served_cost['compile_seconds']:.1f} s")
         record.update(measure(
-            name, model, static_variant(entry.family, model), prepared["dycl-ort"].handle, path_inputs,
+            name, model, static_variant(entry.family, model), prepared["dycl-ort"].handle, served, path_inputs,
             settings.runtime, Path(cache_dir), sizes=settings.throughput_sizes, requests=settings.throughput_requests,
             budget_seconds=settings.throughput_budget_seconds, min_rounds=settings.min_rounds,
             max_rounds=max(settings.min_rounds, settings.throughput_max_rounds), breakdown=settings.breakdown,
             say=lambda text: _say(settings, text)))
+        record["throughput_details"]["served"] = served_cost
     except Exception as err:  # a wrong answer (WrongAnswer) included: no table for this network
         record["failures"]["throughput"] = f"{type(err).__name__}: {str(err).strip()[:400]}"
         _say(settings, f"{name}: throughput FAILED: {record['failures']['throughput']}")
@@ -207,6 +214,31 @@ def derive(record: dict) -> None:
     ratios["merge_calls_speedup"] = _median(record, "dycl-ort") / _median(record, "dycl-ort-merge")
     ratios["keep_branches_speedup"] = _median(record, "dycl-ort-split") / _median(record, "dycl-ort")
     record["ratios"] = {k: v for k, v in ratios.items()}
+    flagged = unstable_systems(record)
+    record["unstable_systems"] = flagged
+    record["unstable_ratios"] = sorted(k for k in ratios if _ratio_systems(k) & set(flagged))
+
+
+def unstable_systems(record: dict) -> list[str]:
+    """The systems of a record whose rounds did not measure one thing (`timing.unstable`)."""
+    return [system for system, entry in record["systems"].items()
+            if "time" in entry and unstable(entry["time"]["median_ms"], entry["time"]["q1_ms"], entry["time"]["q3_ms"])]
+
+
+def _ratio_systems(key: str) -> set[str]:
+    """The systems a ratio of `derive` divides."""
+    if "/" in key:
+        system, versus = key.split("/")
+        return {system, "eager" if versus.endswith("eager") else "torch.compile"}
+    return {
+        "dynamism_overhead_ort": {"dycl-ort", "oracle-ort"},
+        "overhead_past_decisions_ort": {"dycl-ort", "oracle-ort-decided"},
+        "dynamism_overhead_tvm": {"dycl-tvm", "oracle-tvm"},
+        "tvm_tuned_vs_ort": {"dycl-tvm-tuned", "dycl-ort"},
+        "hoist_free_speedup": {"dycl-ort-nohoist", "dycl-ort"},
+        "merge_calls_speedup": {"dycl-ort", "dycl-ort-merge"},
+        "keep_branches_speedup": {"dycl-ort-split", "dycl-ort"},
+    }[key]
 
 
 def bench(names: Sequence[str], settings: Settings, on_record=None) -> list[dict]:

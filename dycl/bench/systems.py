@@ -209,6 +209,31 @@ def prepare_dycl(
     return Prepared(name, calls, cost, {}, compiled)
 
 
+def prepare_served(program, runtime: RuntimeOptions, cache_dir: str | os.PathLike) -> tuple[Any, dict[str, Any], Any]:
+    """DyCL+ORT as dycl-serve runs it, for the throughput table: compiled with the run-many
+    form (`run_many_form=True`: gates in the host, exit tests split out), and loaded back from
+    its directory with `dycl.load`, as a replica loads it. (served model, cost, artifact): the
+    cost says the seconds the compile took and how many sub-DNNs the second form adds (0
+    where the network has no form of its own and `run_many` runs the one-request form); the
+    artifact owns the directory (deleted with it), so the caller keeps it while serving."""
+    from dycl.api import compile_module
+    from dycl.runtime import load
+
+    start = time.perf_counter()
+    compiled = compile_module(program.module.clone(), program.weights, "onnxruntime", entry=program.function_name,
+                              runtime=runtime, cache_dir=cache_dir, progress=False, run_many_form=True)
+    report = compiled.compile_report
+    cost = {
+        "compile_seconds": time.perf_counter() - start,
+        "backend_seconds": report["backend_seconds"],
+        "subdnn_count": report["subdnn_count"],
+        "run_many_subdnn_count": report["run_many_subdnn_count"],
+        "run_many_form": "run_many" in compiled.manifest,
+        "artifact_bytes": directory_bytes(compiled.directory),
+    }
+    return load(compiled.directory, runtime=runtime), cost, compiled
+
+
 def host_profile(prepared: Prepared, path_inputs: Sequence[tuple], repeat: int = 20) -> dict[str, float]:
     """Mean over path inputs of dycl.runtime.profile.host_overhead: sub-DNN calls per
     inference, host microseconds per inference and per sub-DNN call."""

@@ -6,7 +6,9 @@ them), in a seeded random order. At each N the requests arrive in groups of N:
 
     eager               PyTorch eager, one request at a time
     dycl-ort            DyCL+ORT, `compiled(*args)` one request at a time
-    dycl-ort-run_many   DyCL+ORT, `compiled.run_many(group)` on each group of N
+    dycl-ort-run_many   DyCL+ORT as dycl-serve runs it: the artifact compiled with its run-many
+                        form (`run_many_form=True`) and loaded back with `dycl.load`,
+                        `served.run_many(group)` on each group of N
     static-batched-ort  the network without its dynamism at batch N, compiled whole by ORT
                         (`dycl.bench.static`), one call per group
 
@@ -46,7 +48,7 @@ import numpy as np
 import torch
 
 from dycl.bench.numerics import leaves, max_abs_error
-from dycl.bench.timing import interleaved, plan_rounds, quartiles
+from dycl.bench.timing import interleaved, plan_rounds, quartiles, unstable
 from dycl.runtime import RuntimeOptions
 
 SYSTEMS = ("eager", "dycl-ort", "dycl-ort-run_many", "static-batched-ort")
@@ -142,6 +144,7 @@ def measure(
     model: torch.nn.Module,
     static_model: torch.nn.Module,
     compiled,
+    served,
     path_inputs: Sequence[tuple],
     runtime: RuntimeOptions,
     static_dir: Path,
@@ -156,34 +159,39 @@ def measure(
 ) -> dict[str, Any]:
     """The throughput part of one network's record: `{"throughput": {"<system>@<N>": rps},
     "throughput_details": {...}}` (see the module docstring). `compiled` is the DyCL+ORT
-    `CompiledModel`; `static_model` the network without its dynamism
+    `CompiledModel` one request at a time, `served` the artifact dycl-serve would load (its
+    run-many form, `dycl.bench.systems.prepare_served`); `static_model` the network without its dynamism
     (`dycl.bench.static`), compiled here per N."""
     sizes = sorted(set(sizes))
     if any(requests % n for n in sizes):
         raise ValueError(f"{requests} requests do not split into groups of {sizes}")
     torch_requests = request_mix(path_inputs, requests)
     arrays = [_numpy(args) for args in torch_requests]
-    served = _checked_systems(network, model, static_model, compiled, torch_requests, arrays, sizes, runtime,
-                              static_dir, say)
+    systems = _checked_systems(network, model, static_model, compiled, served, torch_requests, arrays, sizes, runtime,
+                               static_dir, say)
 
     sweeps = {}
-    for name, calls in served.calls.items():
+    for name, calls in systems.calls.items():
         start = time.perf_counter()
         for call in calls:
             call()
         sweeps[name] = time.perf_counter() - start
     rounds, strides = plan_rounds(sweeps, budget_seconds, min_rounds, max_rounds)
     say(f"{network}: throughput: timing {rounds} rounds of {requests} requests per system and N; strides {strides}")
-    timings = interleaved(served.calls, rounds, strides)  # a slow system (eager) every k-th round, at least min_rounds
+    timings = interleaved(systems.calls, rounds, strides)  # a slow system (eager) every k-th round, at least min_rounds
 
     throughput, latency_ms, per_round = _rates(timings, sizes, requests)
     ran = {name: [r for r in range(rounds) if r % strides.get(name, 1) == 0] for name in timings}
     by_round = {k: dict(zip(ran[_timed_as(k)], values)) for k, values in per_round.items()}
     top = sizes[-1]
     rate = lambda system, n: throughput[key(system, n)]  # noqa: E731
-    ratios = {f"run_many_vs_one_at_a_time@{n}": rate("dycl-ort-run_many", n) / rate("dycl-ort", n) for n in sizes}
-    ratios |= {f"run_many_vs_static@{n}": rate("dycl-ort-run_many", n) / rate("static-batched-ort", n) for n in sizes}
-    ratios[f"run_many_vs_eager@{top}"] = rate("dycl-ort-run_many", top) / rate("eager", top)
+    divides = {f"run_many_vs_one_at_a_time@{n}": ("dycl-ort", n) for n in sizes}
+    divides |= {f"run_many_vs_static@{n}": ("static-batched-ort", n) for n in sizes}
+    divides[f"run_many_vs_eager@{top}"] = ("eager", top)
+    ratios = {name: rate("dycl-ort-run_many", n) / rate(other, n) for name, (other, n) in divides.items()}
+    unstable_rows = sorted(k for k, values in per_round.items() if unstable(throughput[k], *quartiles(values)))
+    unstable_ratios = sorted(name for name, (other, n) in divides.items()
+                             if {key("dycl-ort-run_many", n), key(other, n)} & set(unstable_rows))
     # The same ratios within each round that timed both, median over rounds: robust to drift
     # in the machine's load from one round to the next.
     paired = {}
@@ -201,15 +209,17 @@ def measure(
         "latency_ms": latency_ms,
         "throughput_iqr": {k: list(quartiles(v)) for k, v in per_round.items()},
         "throughput_per_round": per_round,
-        "mean_batch": served.mean_batch,
-        "max_abs_error": served.errors,
-        "static": served.static_cost,
+        "mean_batch": systems.mean_batch,
+        "max_abs_error": systems.errors,
+        "static": systems.static_cost,
         "ratios": ratios,
         "paired_ratios": paired,
+        "unstable": unstable_rows,  # IQR over rounds > timing.UNSTABLE_IQR x median: flagged, not averaged in
+        "unstable_ratios": unstable_ratios,
     }
     if breakdown:
         try:
-            details["breakdown"] = {"n": top, **run_many_breakdown(compiled, _groups(arrays, top)[0], breakdown_repeat)}
+            details["breakdown"] = {"n": top, **run_many_breakdown(served, _groups(arrays, top)[0], breakdown_repeat)}
         except Exception as err:  # a profile that cannot run is reported, not fatal
             details["breakdown"] = {"n": top, "error": f"{type(err).__name__}: {err}"}
     return {"throughput": throughput, "throughput_details": details}
@@ -223,8 +233,8 @@ class _Served:
     static_cost: dict[str, Any]
 
 
-def _checked_systems(network, model, static_model, compiled, torch_requests, arrays, sizes, runtime, static_dir,
-                     say) -> _Served:
+def _checked_systems(network, model, static_model, compiled, served_model, torch_requests, arrays, sizes, runtime,
+                     static_dir, say) -> _Served:
     """Every system's calls over the workload, each answer checked first (`WrongAnswer`);
     run_many's batches and the static graphs' compile costs on the way."""
     from dycl.bench.static import batch_of, compile_static
@@ -244,11 +254,11 @@ def _checked_systems(network, model, static_model, compiled, torch_requests, arr
     for n in sizes:
         groups, torch_groups = _groups(arrays, n), _groups(torch_requests, n)
         system = key("dycl-ort-run_many", n)
-        compiled.batch_stats.clear()
-        answers = [answer for group in groups for answer in compiled.run_many(group)]
+        served_model.batch_stats.clear()
+        answers = [answer for group in groups for answer in served_model.run_many(group)]
         served.errors[system] = check_answers(system, expected, answers)
-        served.mean_batch[str(n)] = _mean_batch(compiled.batch_stats)
-        served.calls[system] = [(lambda g=g: compiled.run_many(g)) for g in groups]
+        served.mean_batch[str(n)] = _mean_batch(served_model.batch_stats)
+        served.calls[system] = [(lambda g=g: served_model.run_many(g)) for g in groups]
 
         system = key("static-batched-ort", n)
         start = time.perf_counter()
@@ -353,15 +363,15 @@ def run_many_breakdown(compiled, requests: Sequence[tuple], repeat: int = 5) -> 
             counts["host_steps"] += 1
             value = yield call
 
-    runners = {name: timed_runner(run) for name, run in compiled.subdnn_calls.items()}
-    records = compiled.manifest["subdnns"]
+    # the form run_many runs: the artifact's run-many form where it has one
+    stepwise, calls, records = compiled._run_many_form()
+    runners = {name: timed_runner(run) for name, run in calls.items()}
     timed_answer = "answer" in vars(Scheduler)
 
     def replay():
         start = clock()
         prepared = [compiled._checked_inputs(tuple(args)) for args in requests]
         checked = clock()
-        stepwise = compiled._host_module.bind_stepwise(compiled._constants)
         programs = []
         for args, _ in prepared:
             made = clock()

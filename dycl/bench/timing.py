@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import psutil
+
 Call = Callable[[], object]
 
 
@@ -26,6 +28,7 @@ class Timing:
 
     sweeps_ms: list[float] = field(default_factory=list)  # mean per inference, one per round
     per_input_ms: list[list[float]] = field(default_factory=list)  # [input][round]
+    foreign_cores: list[float] = field(default_factory=list)  # other processes' CPU during each turn (cores)
 
     @property
     def median_ms(self) -> float:
@@ -43,7 +46,19 @@ class Timing:
             "q3_ms": q3,
             "rounds": len(self.sweeps_ms),
             "per_input_median_ms": [statistics.median(t) for t in self.per_input_ms],
+            "foreign_cores_median": statistics.median(self.foreign_cores) if self.foreign_cores else math.nan,
+            "foreign_cores_max": max(self.foreign_cores, default=math.nan),
         }
+
+
+UNSTABLE_IQR = 2.0
+"""A system whose interquartile range over rounds exceeds this many times its median did
+not measure one thing (the machine's load changed under it): the report flags its row and
+leaves every ratio it takes part in out of the geomeans."""
+
+
+def unstable(median: float, q1: float, q3: float) -> bool:
+    return math.isfinite(median) and median > 0 and q3 - q1 > UNSTABLE_IQR * median
 
 
 def quartiles(values: Sequence[float]) -> tuple[float, float]:
@@ -87,7 +102,12 @@ def interleaved(
 
     `pause_s` of sleep separates two systems' turns: ONNX Runtime's intra-op worker threads
     (one pool per session, so one per DyCL sub-DNN) spin-wait after a run and measurably
-    slow down whatever runs next on a 2-core machine; the pause lets them go to sleep."""
+    slow down whatever runs next on a 2-core machine; the pause lets them go to sleep.
+
+    Each turn also records the CPU other processes used meanwhile (`foreign_cores`: their
+    CPU seconds over the turn's wall seconds): a system whose threads meet at barriers
+    (torch's OpenMP pool) slows down many times over when another process takes a core,
+    and this says whether a slow round had company."""
     names = list(systems)
     strides = strides or {}
     timings = {name: Timing(per_input_ms=[[] for _ in systems[name]]) for name in names}
@@ -104,16 +124,29 @@ def interleaved(
                     time.sleep(pause_s)
                 timing = timings[name]
                 total = 0.0
+                before = _cpu_seconds()
+                turn = clock()
                 for i, call in enumerate(systems[name]):
                     start = clock()
                     call()
                     elapsed = clock() - start
                     timing.per_input_ms[i].append(elapsed * 1e3)
                     total += elapsed
+                turn = clock() - turn
+                after = _cpu_seconds()
                 timing.sweeps_ms.append(total * 1e3 / len(systems[name]))
+                timing.foreign_cores.append(max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / turn)
         finally:
             gc.enable()
     return timings
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    """(CPU seconds the whole machine has been busy, CPU seconds of this process)."""
+    machine = psutil.cpu_times()
+    own = psutil.Process().cpu_times()
+    busy = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+    return busy, own.user + own.system
 
 
 def geomean(values: Sequence[float]) -> float:

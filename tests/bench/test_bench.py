@@ -85,6 +85,22 @@ def test_report_writes_strict_json_markdown_and_chart(tmp_path):
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"
 
 
+def test_an_unstable_row_is_flagged_and_left_out_of_the_geomeans():
+    """Eager's rounds on net_b spread from 5 ms to 800 ms (a loaded machine): its row is
+    flagged and its speed-ups stay out of the geomean, which is net_a's alone."""
+    steady, swinging = _fake_record("net_a", 1.0), _fake_record("net_b", 1.0)
+    swinging["systems"]["eager"]["time"].update(q1_ms=5.0, q3_ms=800.0)
+    derive(swinging)
+    assert swinging["unstable_systems"] == ["eager"]
+    assert "dycl-ort/speedup_vs_eager" in swinging["unstable_ratios"]
+    assert "dynamism_overhead_ort" not in swinging["unstable_ratios"]
+    summary = report.summary([steady, swinging])
+    assert math.isclose(summary["targets"]["dycl_ort_geomean_speedup_vs_eager"]["value"], 5.0)
+    result = {"machine": report.machine(), "config": {"threads": 2}, "networks": [steady, swinging], "summary": summary}
+    row = next(line for line in report.markdown(result).splitlines() if line.startswith("| `net_b`"))
+    assert row.count(report.UNSTABLE_MARK.strip()) >= 2  # eager's IQR and the ratios over it
+
+
 def test_geomean_ignores_missing():
     assert math.isclose(geomean([2.0, 8.0, math.nan, None]), 4.0)
     assert math.isnan(geomean([]))

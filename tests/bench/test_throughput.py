@@ -54,11 +54,18 @@ def _path_inputs(model):
 
 @pytest.fixture(scope="module")
 def network(tmp_path_factory):
+    """The model, its path inputs, DyCL+ORT one request at a time, and the artifact
+    dycl-serve would load (the run-many form, loaded back from its directory)."""
+    from dycl.bench.systems import prepare_served
+    from dycl.frontend import import_module
+
     model = _ExitOrDeeper().eval()
     inputs = _path_inputs(model)
-    compiled = dycl.compile(model, inputs[0], backend="onnxruntime", threads=1,
-                            cache_dir=tmp_path_factory.mktemp("cache"), progress=False)
-    return model, inputs, compiled
+    cache = tmp_path_factory.mktemp("cache")
+    compiled = dycl.compile(model, inputs[0], backend="onnxruntime", threads=1, cache_dir=cache, progress=False)
+    served, cost, artifact = prepare_served(import_module(model, inputs[0]), RuntimeOptions(threads=1), cache)
+    yield model, inputs, compiled, served, cost
+    del artifact
 
 
 def test_request_mix_takes_every_path_input_equally_often():
@@ -82,9 +89,9 @@ def test_check_answers_refuses_a_wrong_answer():
 def test_throughput_table_structure(network, tmp_path):
     """Every system at every N has requests/s and latency; run_many's answers were checked
     against eager inside measure; the record renders as a table."""
-    model, inputs, compiled = network
+    model, inputs, compiled, served, _ = network
     sizes = (1, 2)
-    part = measure("exit_or_deeper", model, _EveryLayer(model).eval(), compiled, inputs, RuntimeOptions(threads=1),
+    part = measure("exit_or_deeper", model, _EveryLayer(model).eval(), compiled, served, inputs, RuntimeOptions(threads=1),
                    tmp_path, sizes=sizes, requests=4, budget_seconds=0.5, min_rounds=2, max_rounds=2, breakdown_repeat=2)
     throughput, details = part["throughput"], part["throughput_details"]
     assert set(throughput) == {f"{s}@{n}" for s in SYSTEMS for n in sizes}
@@ -98,6 +105,8 @@ def test_throughput_table_structure(network, tmp_path):
     assert len(details["throughput_per_round"]["eager@1"]) == details["rounds"]["eager"]
     batches = details["mean_batch"]
     assert batches["1"]["overall"] == 1.0 and batches["2"]["backend_calls"] > 0
+    # run_many was timed on the served artifact's run-many form (its sub-DNNs are many_*)
+    assert batches["2"]["per_subdnn"] and all(name.startswith("many_") for name in batches["2"]["per_subdnn"])
     assert details["static"]["2"]["batch"] == 2
     breakdown = details["breakdown"]
     assert breakdown["n"] == 2 and breakdown["backend_calls"] > 0
@@ -108,10 +117,18 @@ def test_throughput_table_structure(network, tmp_path):
     assert "| `exit_or_deeper` |" in lines and "static batched ORT" in lines and "backend" in lines
 
 
+def test_served_artifact_has_the_run_many_form(network):
+    """The bench serves what dycl-serve loads: an artifact with a run-many form of its own
+    (the exit test split out of the row-wise layers), its extra compile cost reported."""
+    *_, served, cost = network
+    assert cost["run_many_form"] and cost["run_many_subdnn_count"] > 0 and cost["compile_seconds"] > 0
+    assert "run_many" in served.manifest
+
+
 def test_breakdown_replays_run_many(network):
-    model, inputs, compiled = network
+    model, inputs, compiled, served, _ = network
     arrays = [tuple(t.numpy() for t in args) for args in inputs]
-    parts = run_many_breakdown(compiled, arrays, repeat=1)
+    parts = run_many_breakdown(served, arrays, repeat=1)
     assert parts["requests"] == 3 and parts["host_steps"] >= parts["backend_calls"] > 0
     assert parts["backend_ms"] <= parts["instrumented_ms"]
 
@@ -143,3 +160,24 @@ def test_cli_throughput_only_on_a_zoo_network(tmp_path):
     assert result["summary"]["throughput"]["n"] == 2
     text = (tmp_path / "t.md").read_text()
     assert "### Throughput" in text and "| `blockdrop` |" in text and "### Speed" not in text
+
+
+def _throughput_record(network: str, vs_one: float, vs_static: float, unstable=()) -> dict:
+    ratios = {"run_many_vs_one_at_a_time@32": vs_one, "run_many_vs_static@32": vs_static, "run_many_vs_eager@32": 9.0}
+    return {"network": network, "throughput": {},
+            "throughput_details": {"sizes": [1, 32], "ratios": ratios, "paired_ratios": {}, "unstable_ratios": list(unstable)}}
+
+
+def test_throughput_targets_leave_unstable_rows_out_and_exempt_skipnet_from_static():
+    """The targets of the throughput table: run_many >= 1.6x one at a time (geomean), and
+    >= static batched on every network whose requests skip work (not SkipNet's)."""
+    records = [_throughput_record("sdn_vgg", 2.0, 1.2), _throughput_record("blockdrop", 1.28, 1.1),
+               _throughput_record("skipnet_ff", 1.6, 0.5),
+               _throughput_record("caption_resnext", 100.0, 0.1, unstable=["run_many_vs_one_at_a_time@32",
+                                                                            "run_many_vs_static@32"])]
+    summary = report.throughput_summary(records)
+    one = summary["targets"]["run_many_vs_one_at_a_time_geomean@32"]
+    assert math.isclose(one["value"], (2.0 * 1.28 * 1.6) ** (1 / 3)) and one["met"] is True
+    static = summary["targets"]["run_many_vs_static_min_skipping@32"]
+    assert math.isclose(static["value"], 1.1) and static["met"] is True  # SkipNet's 0.5 reported, not required
+    assert math.isclose(summary["run_many_vs_static_min@32"], 0.5)
