@@ -26,8 +26,8 @@ from torch_mlir import ir
 from xdsl.ir import Attribute
 
 from dycl.frontend import aliases, asserts, binding, by_size, callees, complex_values, data_sizes, desugar, dispatch
-from dycl.frontend import host_builtins, host_expressions, host_numpy, joins, lists, loops, nodes, optional, packed
-from dycl.frontend import predicates, runs, sizes, structure, unentered
+from dycl.frontend import host_builtins, host_expressions, host_numpy, host_statements, joins, lists, loops, nodes
+from dycl.frontend import optional, packed, predicates, runs, sizes, structure, unentered
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
 from dycl.frontend.attributes import PARTIAL, ModuleAttributes
@@ -39,7 +39,7 @@ from dycl.frontend.errors import DataSize, FrontendError, RuntimeSize
 from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import SourceFunction, changes_an_argument_list, fresh_id, has_control_flow, inline_call, lower, parse_function, unroll
 from dycl.frontend.nodes import OPERAND_PREFIX, RESULT_PREFIX, RETURN_VAR, replace_nodes
-from dycl.dialects.torch_ops import LIST_APPEND, LIST_ITEM, LIST_LENGTH
+from dycl.dialects.torch_ops import LIST_ITEM, LIST_LENGTH
 from dycl.frontend.joins import BY_SIZE  # noqa: F401 (tests import it from here)
 
 # Functions from these packages are never inlined (their control flow is on Python values).
@@ -399,185 +399,20 @@ class FunctionCompiler:
     _conditional = joins.conditional
 
 
-    # ----- host statements -------------------------------------------------------------
+    host_statement = host_statements.host_statement
+    host_Expr = host_statements.host_Expr
+    host_Assign = host_statements.host_Assign
+    host_AugAssign = host_statements.host_AugAssign
+    host_AnnAssign = host_statements.host_AnnAssign
+    host_Delete = host_statements.host_Delete
+    _list_value = host_statements.list_value
+    _list_method = host_statements.list_method
+    receiver_value = host_statements.receiver_value
+    container_changes = host_statements.container_changes
+    _refuse_identity_test = host_statements.refuse_identity_test
+    _refuse_container_change = host_statements.refuse_container_change
+    _runtime_append = host_statements.runtime_append
 
-    def host_statement(self, stmt: ast.stmt, env: dict) -> None:
-        """A statement the host program runs: `host_<statement class>`."""
-        if self.mutates_tensor(stmt, env):
-            self.compile_mutation_with_host_operands(stmt, env)
-            return
-        handler = getattr(self, f"host_{type(stmt).__name__}", None)
-        if handler is None:
-            raise self.error(stmt, f"`{type(stmt).__name__}` statement", "")
-        handler(stmt, env)
-
-    def host_Expr(self, stmt: ast.Expr, env: dict) -> None:
-        if isinstance(stmt.value, ast.Constant):
-            return  # a docstring
-        if self._list_method(stmt.value, env) is not None:
-            lists.mutate(self, stmt.value, env)
-            return
-        self.expression(stmt.value, env)  # evaluated for its errors; the value is dropped
-
-    def host_Assign(self, stmt: ast.Assign, env: dict) -> None:
-        value = self.expression(stmt.value, env)
-        if len(stmt.targets) > 1 and all(isinstance(t, ast.Name) for t in stmt.targets):
-            value = lists.bound_list(self, value, env)  # `a = b = []`: one list, two names
-        for target in stmt.targets:
-            self._assign(target, value, env)
-
-    def host_AugAssign(self, stmt: ast.AugAssign, env: dict) -> None:
-        binop = ast.copy_location(ast.BinOp(left=_load(stmt.target), op=stmt.op, right=stmt.value), stmt)
-        value = self.expression(binop, env)
-        old = env.get(stmt.target.id) if isinstance(stmt.target, ast.Name) else None
-        if lists.is_list(old) and isinstance(stmt.op, (ast.Add, ast.Mult)):
-            # `lst += [x]` extends the list in place: every name bound to it sees the change
-            lists.rebind(self, env, stmt.target.id, old, lists.bound_list(self, value, {}), stmt, f"`{source_text(stmt)}`")
-            return
-        self._assign(stmt.target, value, env)
-
-    def host_AnnAssign(self, stmt: ast.AnnAssign, env: dict) -> None:
-        if stmt.value is not None:
-            self._assign(stmt.target, self.expression(stmt.value, env), env)
-
-    def host_Delete(self, stmt: ast.Delete, env: dict) -> None:
-        lists.delete(self, stmt, env)  # one target each (desugar.split_delete)
-
-    def _assign(self, target: ast.expr, value: V.EnvValue, env: dict) -> None:
-        if isinstance(target, ast.Name) and target.id == RETURN_VAR:
-            host_numpy.refuse_numpy_result(self, target, value)
-        self.refuse_truth_value(target, value)
-        if isinstance(target, ast.Name):
-            env[target.id] = lists.bound_list(self, value, env)
-            return
-        if isinstance(target, (ast.Tuple, ast.List)):
-            if isinstance(value, V.Const):
-                # `outs, confs = [], []`: each `[]` is a new list, as `outs = []` makes one
-                items = [V.Tup((), "list") if type(v) is list and not v else V.Const(v) for v in value.value]
-            elif isinstance(value, V.Tup):
-                items = list(value.items)
-            elif isinstance(value, V.Packed) and len(target.elts) == 4:  # (data, batch_sizes, sorted_indices, unsorted_indices)
-                items = [packed.read(self, target, value, k) for k in range(4)]
-            else:
-                raise self.error(target, "unpacking a runtime value", "index it explicitly")
-            if len(items) != len(target.elts):
-                raise self.error(target, "unpacking a tuple of the wrong length")
-            for sub, item in zip(target.elts, items):
-                self._assign(sub, item, env)
-            return
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and lists.is_list(env.get(target.value.id)):
-            lists.store(self, target, value, env)
-            return
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and lists.is_dict(env.get(target.value.id)):
-            lists.dict_store(self, target, value, env)
-            return
-        raise self.error(target, "assignment to an attribute or item", "assign to a local variable (module state cannot change in forward)")
-
-    def _list_value(self, value: V.Tup) -> V.EnvValue:
-        """What a Python list bound to a name becomes: constants stay one Python list; a
-        list of tensors (or `[]`) becomes a runtime list, which may grow under runtime
-        conditions (its items stay known while it is built in straight-line code:
-        `lists.StaticList`); any other mix (`[logits, count]`) keeps its structure, like a tuple."""
-        if value.items and all(isinstance(i, V.Const) for i in value.items):
-            return V.Const([i.value for i in value.items])
-        if all(isinstance(i, V.Dyn) and V.is_tensor_type(i.type) for i in value.items):
-            return lists.static_list(self, value.items)
-        return value
-
-    def _list_method(self, expr: ast.expr, env) -> str | None:
-        """The method of a bare `name.method(...)` (or `rows[0].method(...)`) statement that
-        changes a host list (or a container the host holds: those are refused when compiled)."""
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-            holder = self.receiver_value(expr.func.value, env)
-            method = expr.func.attr
-            if lists.is_list(holder) and method in lists.LIST_METHODS:
-                return method
-            if isinstance(holder, V.Const) and method in lists.CONTAINER_MUTATORS.get(type(holder.value), ()):
-                return method
-        return None
-
-    def receiver_value(self, receiver: ast.expr, env) -> V.EnvValue | None:
-        """The value a list method is called on, found without running anything: a name, or
-        an item of a list known here (`rows[0]`); None when it takes computing."""
-        if isinstance(receiver, ast.Name):
-            return env.get(receiver.id)
-        if not isinstance(receiver, ast.Subscript):
-            return None
-        constant = self._try_constant(receiver, env, quiet=True)
-        if constant is not V.MISSING:
-            return V.Const(constant)
-        key = self._try_constant(receiver.slice, env, quiet=True)  # `rows[i % 3]` in an unrolled loop
-        if isinstance(key, int) and not isinstance(receiver.slice, ast.Constant):
-            receiver = ast.copy_location(ast.Subscript(value=receiver.value, slice=ast.Constant(key), ctx=ast.Load()), receiver)
-        shaped = self.try_structure(receiver, env)
-        return None if shaped is V.MISSING else structure.as_env_value(shaped)
-
-    def container_changes(self, stmt: ast.stmt, env):
-        """(call, receiver, held value, whether a runtime index picks it) of each list, dict
-        or set method in `stmt` that changes its receiver, but a statement of its own on a list
-        the frontend follows (`lst.append(x)`, `rows[0].append(x)`)."""
-        top = stmt.value if isinstance(stmt, ast.Expr) and self._list_method(stmt.value, env) else None
-        for node in ast.walk(stmt):
-            if node is top or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-                continue
-            if node.func.attr not in lists.CONTAINER_METHOD_NAMES:
-                continue
-            receiver = node.func.value
-            holder, picked = self.receiver_value(receiver, env), False
-            if holder is None and isinstance(receiver, ast.Subscript):
-                root = _root_of(receiver)
-                holder, picked = (env.get(root.id) if isinstance(root, ast.Name) else None), True
-            if lists.is_list(holder) or (isinstance(holder, V.Const) and isinstance(holder.value, (dict, set))):
-                yield node, receiver, holder, picked
-
-    def _refuse_identity_test(self, node: ast.AST, env) -> None:
-        """`y is x` of runtime values: whether two names hold one object, which depends on the
-        path taken and is not a value DyCL computes (`v is None` is: values.Maybe)."""
-        for sub in ast.walk(node):
-            if not (isinstance(sub, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in sub.ops)):
-                continue
-            operands = [sub.left, *sub.comparators]
-            if any(isinstance(o, ast.Constant) and o.value is None for o in operands):
-                continue
-            if all(self._try_constant(o, env, quiet=True) is not V.MISSING for o in operands):
-                continue
-            raise self.error(
-                sub, f"`{source_text(sub)}` tests whether two names hold one tensor or value object",
-                "keep a bool that records which value was assigned (`changed = True` where the new one is)",
-            )
-
-    def _refuse_container_change(self, stmt: ast.stmt, env) -> None:
-        """Evaluating such a change here would change the import's own copy of the list, not
-        the program's (`container_changes`)."""
-        for node, receiver, holder, picked in self.container_changes(stmt, env):
-            text, method = source_text(node), node.func.attr
-            if picked:
-                raise self.error(
-                    node, f"`{text}` changes a list picked by a runtime index",
-                    f"pick it with an `if` instead, each branch changing one list at a constant index "
-                    f"(`if k == 0: {source_text(_root_of(receiver))}[0].{method}(...)`)",
-                )
-            raise self.error(
-                node, f"`{text}` changes a {V.kind_of(holder)} inside an expression",
-                f"bind it to a name and change it in a statement of its own: `item = {source_text(receiver)}`, "
-                f"then `item.{method}(...)`",
-            )
-
-    def _runtime_append(self, holder: V.Dyn, item: V.EnvValue, expr: ast.Call) -> V.EnvValue:
-        if isinstance(holder, lists.StaticList) and lists.list_type_of_item(item) != holder.type:
-            # items known: a list of tensors meeting a Python value keeps a fixed structure
-            # (`[x, 3]`); an empty one or one of Python values stays a Python list for now
-            # (a join with a list of another length makes it a runtime list of its kind)
-            return V.Tup(holder.items + (item,), "list")
-        lists.check_item_kind(self, holder, item, expr, "`append`")
-        item = self._materialize(item, "list item")
-        op = ir.Operation.create(LIST_APPEND, results=[self.builder.type(holder.type)], operands=[holder.value, item.value])
-        if isinstance(holder, lists.StaticList):
-            return lists.StaticList(op.result, holder.type, holder.example + [item.example], items=holder.items + (item,))
-        appended = V.Dyn(op.result, holder.type, holder.example + [item.example])
-        if isinstance(holder, lists.KnownLengths):  # one longer, whichever length it had
-            return lists.KnownLengths(appended.value, appended.type, appended.example, lengths=frozenset(n + 1 for n in holder.lengths))
-        return appended
 
     # ----- expressions -----------------------------------------------------------------
 
@@ -2718,14 +2553,6 @@ def _called_name(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
-def _load(target: ast.expr) -> ast.expr:
-    if isinstance(target, ast.Name):
-        return ast.copy_location(ast.Name(target.id, ast.Load()), target)
-    if isinstance(target, ast.Subscript):  # `lst[k] += v` on a list (`_assign` stores it)
-        return ast.copy_location(ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load()), target)
-    raise FrontendError("augmented assignment to an attribute or item")
-
-
 def _replace_value(stmt: ast.stmt, value: ast.expr) -> ast.stmt:
     value = ast.copy_location(value, stmt)
     if isinstance(stmt, ast.Assign):
@@ -2735,12 +2562,6 @@ def _replace_value(stmt: ast.stmt, value: ast.expr) -> ast.stmt:
     else:
         new = ast.Expr(value=ast.Constant(None))
     return ast.copy_location(new, stmt)
-
-
-def _root_of(expr: ast.expr) -> ast.expr:
-    while isinstance(expr, ast.Subscript):
-        expr = expr.value
-    return expr
 
 
 def _quoting(error: FrontendError, rewritten: ast.expr, written: ast.expr) -> FrontendError:
