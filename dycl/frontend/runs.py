@@ -87,6 +87,11 @@ def statement_text(stmts) -> str:
     return text + (f" (and {len(stmts) - 1} more line(s))" if len(stmts) > 1 else "")
 
 
+def quoted(stmt) -> str:
+    """"`<the statement>`: " for a refusal's message (which must quote the user's statement at its line)."""
+    return "" if stmt is None else f"`{statement_text([stmt])}`: "
+
+
 @contextlib.contextmanager
 def record_calls(model: torch.nn.Module, called: list):
     """Collect the modules of `model` a run calls (its wrapper then lifts only their
