@@ -1,12 +1,18 @@
 """Compile a forward's (rewritten) statements into the host function.
 
-Walks each statement list with an environment of `values.Const/Dyn/Tup/UNDEF`:
-- maximal runs of tensor statements are captured (`capture.py`) and called;
-- host statements (Python scalars and lists that depend on tensor data) become scalar/list ops;
+Walks each statement list with an environment of `values.Const/Dyn/Tup/UNDEF`, and hands
+each construct to the module that owns it (each takes the compiler as its context):
+- maximal runs of tensor statements are captured (`capture.py`) and called
+  (`run_compiler.py`; what they change in place, `mutation.py`);
+- host statements (Python scalars and lists that depend on tensor data) become scalar/list
+  ops (`host_statements.py`; the expressions they need, `host_values.py`, `host_slices.py`);
 - `if` on a runtime condition becomes `scf.if`; both branches are compiled on the same
-  example values, and variables that differ are yielded with joined types;
+  example values, and variables that differ are yielded with joined types (`joins.py`);
 - loops over things known at import time are unrolled, `for range(N)` whose index is unused
-  becomes `scf.for`, bounded `while` loops and loops that `break`/`return` become `scf.while`.
+  becomes `scf.for`, bounded `while` loops and loops that `break`/`return` become `scf.while`
+  (`loop_compiler.py`);
+- calls of helpers DyCL compiles (control flow, attributes forward assigns) are inlined
+  (`inlining.py`).
 """
 
 from __future__ import annotations
@@ -20,21 +26,23 @@ import torch
 import torch.utils._pytree as pytree
 from torch_mlir import ir
 
-from dycl.frontend import aliases, asserts, binding, callees, data_sizes, desugar, dispatch, host_builtins, host_numpy
-from dycl.frontend import host_slices, host_statements, host_values, inlining, joins, lists, loop_compiler, mutation
-from dycl.frontend import nodes, optional, packed, predicates, run_compiler, runs, sizes, structure, unentered
+from dycl.frontend import aliases, asserts, binding, callees, data_sizes, desugar, dispatch, lists, nodes, optional, packed
+from dycl.frontend import host_builtins, host_numpy, predicates, runs, sizes, structure, unentered
+from dycl.frontend import host_slices, host_statements, host_values, inlining, joins, loop_compiler, mutation, run_compiler
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
 from dycl.frontend.attributes import ModuleAttributes
-from dycl.frontend.state import CallState, Widened
 from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.errors import FrontendError, RuntimeSize
-from dycl.frontend.liveness import live_before, names_read, written_in
-from dycl.frontend.rewrite import SourceFunction, fresh_id, lower
-from dycl.frontend.nodes import RETURN_VAR
 from dycl.frontend.inlining import SwitchScope
 from dycl.frontend.joins import BY_SIZE  # noqa: F401 (tests import it from here)
+from dycl.frontend.liveness import live_before, names_read, written_in
+from dycl.frontend.nodes import RETURN_VAR
+from dycl.frontend.rewrite import SourceFunction, fresh_id, lower
+from dycl.frontend.state import CallState, Widened
+
+
 
 class _Scope:
     """The source being compiled (for error locations and global names)."""
@@ -50,8 +58,12 @@ class FunctionCompiler:
     Statements dispatch by node type to `visit_<node>` (control flow: `If`, `Loop`, ...) or,
     for statements on host values, `host_<node>` (`host_Assign`, ...); expressions that need
     the host dispatch to `host_<node>` (`host_Call`, `host_Compare`, ...). Tensor code is
-    captured as runs. Builtins and numpy functions are tables of handlers keyed by the
-    function (`host_builtins`, `host_numpy`) that take this compiler as their context."""
+    captured as runs. Each family of constructs is a module of its own whose functions take
+    this compiler as their context (`joins`, `loop_compiler`, `inlining`, `run_compiler`,
+    `mutation`, `host_statements`, `host_values`, `host_slices`; builtins and numpy functions
+    are tables of handlers keyed by the function, `host_builtins`, `host_numpy`). The class
+    binds a family's entry points and the functions other modules call as its methods
+    (`compile_run = run_compiler.compile_run`): a family reaches another through them."""
 
     def __init__(self, model: torch.nn.Module, capturer: RunCapturer, state: CallState | None = None):
         self.model = model
@@ -62,7 +74,7 @@ class FunctionCompiler:
         self.scope: _Scope | None = None
         self._join_node: ast.AST | None = None
         self.runtime_loop_depth = 0  # (a loop the pipeline unrolls may make shapes static again)
-        self.sizes_at_run_time = False  # (see _refuse_size_by_path)
+        self.sizes_at_run_time = False  # (see run_compiler._refuse_size_by_path)
         self._scopes: dict[str, _Scope] = {}
         # Memory that runs must not mutate (aliases.py): the weights, the caller's inputs.
         self.state_guard = aliases.StateGuard(model)
@@ -72,7 +84,7 @@ class FunctionCompiler:
         self.attributes = ModuleAttributes(keeps_state=state is not None)  # module attributes forward assigns
         self._length_chains: list[_LengthChain] = []
         # The runtime loops being compiled, innermost last: (their break and return flags,
-        # the names read after them), for the joins of their bodies (see _join_if).
+        # the names read after them), for the joins of their bodies (see joins._join_if).
         self._loop_exits: list[tuple[frozenset[str], set[str]]] = []
         self.unentered = unentered.Loops()  # (runtime loops the example does not enter)
         self.optional_inputs = False  # (some input compiled for None and a value: optional.py)
@@ -385,6 +397,7 @@ class FunctionCompiler:
     select = joins.select
     _conditional = joins.conditional
 
+    # ----- host statements (host_statements.py) ----------------------------------------
 
     host_statement = host_statements.host_statement
     host_Expr = host_statements.host_Expr
@@ -399,7 +412,6 @@ class FunctionCompiler:
     _refuse_identity_test = host_statements.refuse_identity_test
     _refuse_container_change = host_statements.refuse_container_change
     _runtime_append = host_statements.runtime_append
-
 
     # ----- expressions -----------------------------------------------------------------
 
@@ -550,14 +562,9 @@ class FunctionCompiler:
     _expand_call = inlining.expand_call
     _callee = inlining.callee
 
+    # ----- loops (loop_compiler.py) ----------------------------------------------------
 
     compile_loop = loop_compiler.compile_loop
-
-    # Unrolled when they iterate over import-time values (or use their index), `scf.for`
-    # for `range(N)` with an unused index, `scf.for`/`scf.while` otherwise. Carried variables
-    # reach a fixed point: the body is compiled with the types they have on entry, and again
-    # with joined types when the end of the body disagrees (a tensor that grows becomes
-    # `[1,?]`); constants that change in the body become carried IR values.
 
     # ----- runs (run_compiler.py), in-place changes (mutation.py) ----------------------
 
@@ -573,7 +580,6 @@ class FunctionCompiler:
     compile_mutation_with_host_operands = mutation.compile_mutation_with_host_operands
     _rebind_mutated = mutation.rebind_mutated
     _path_dependent_alias = mutation.path_dependent_alias
-
 
     # ----- host expressions (host_values.py, host_slices.py) ---------------------------
 
@@ -596,7 +602,6 @@ class FunctionCompiler:
 
     _sliced_on_host = host_slices.sliced_on_host
     _store_on_host = host_slices.store_on_host
-
 
     # ----- errors ----------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
-"""Helpers of `FunctionCompiler`'s runs (its "Runs" section): how a run's statements are
-rewritten for export (masked updates, stores, `.detach()`), its example values, and its
-results as environment values.
+"""Helpers of the runs (`run_compiler.py`): how a run's statements are rewritten for
+export (masked updates, stores, `.detach()`), its example values, and its results as
+environment values.
 """
 
 from __future__ import annotations
