@@ -1,6 +1,5 @@
-"""Helpers of `FunctionCompiler`'s host expressions (its "Host expressions" section):
-operand slots, the truth value of a mixed `and`/`or`, what a `v is None` test tells each
-branch.
+"""Helpers of the host expressions (`host_values.py`): operand slots, the truth value of a
+mixed `and`/`or`, what a `v is None` test tells each branch.
 """
 
 from __future__ import annotations

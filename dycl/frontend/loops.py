@@ -1,5 +1,5 @@
-"""Helpers of `FunctionCompiler`'s loops (its "Loops" section): carried variables, the
-unrolling limit, and what a loop body does to the lists it touches.
+"""Helpers of the loops (`loop_compiler.py`): carried variables, the unrolling limit, and
+what a loop body does to the lists it touches.
 """
 
 from __future__ import annotations

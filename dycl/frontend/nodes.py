@@ -21,6 +21,8 @@ ATTRIBUTE_PREFIX = "__attr"  # a module attribute forward assigns (attributes.py
 OPERAND_PREFIX = "__operand"  # a sub-expression computed before the run that uses it
 RESULT_PREFIX = "__result"  # an inlined helper's return value
 
+RETURN_VAR = "__dycl_return"  # the variable the forward's `return`s assign (`ReturnTo`)
+
 _fresh = itertools.count()
 
 

@@ -49,6 +49,14 @@ _PACKED_ONLY = (
 )
 
 
+PACKING = {"pack_padded_sequence", "pack_sequence"}
+
+
+def called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
 def _describe(node: ast.AST) -> str:
     return f"`{source_text(node)}`"
 

@@ -1,6 +1,6 @@
-"""Helpers of `FunctionCompiler`'s runs (its "Runs" section): how a run's statements are
-rewritten for export (masked updates, stores, `.detach()`), its example values, and its
-results as environment values.
+"""Helpers of the runs (`run_compiler.py`): how a run's statements are rewritten for
+export (masked updates, stores, `.detach()`), its example values, and its results as
+environment values.
 """
 
 from __future__ import annotations
@@ -85,6 +85,11 @@ def statement_text(stmts) -> str:
     text = source_text(stmts[0]).splitlines()[0]
     text = text if len(text) <= 60 else text[:57] + "..."
     return text + (f" (and {len(stmts) - 1} more line(s))" if len(stmts) > 1 else "")
+
+
+def quoted(stmt) -> str:
+    """"`<the statement>`: " for a refusal's message (which must quote the user's statement at its line)."""
+    return "" if stmt is None else f"`{statement_text([stmt])}`: "
 
 
 @contextlib.contextmanager

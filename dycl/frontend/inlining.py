@@ -1,0 +1,203 @@
+"""Calls of helpers that DyCL compiles itself (`callee`: control flow, module attributes forward
+assigns, ...), and Python's order of evaluation around them.
+
+Called as a statement of its own, such a helper is inlined (`expand_call`: its arguments
+bound by `binding.py`, its body between two `SwitchScope`s); inside an expression, its call
+becomes a statement of its own right before when Python evaluates it first and
+unconditionally (`_hoist_nested_call`), and is refused otherwise. What a call runs is
+`callees.py`'s. Each function takes the compiler as its context.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from dycl.frontend import binding, callees, data_sizes, desugar, nodes, packed
+from dycl.frontend import values as V
+from dycl.frontend.errors import FrontendError
+from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
+from dycl.frontend.rewrite import SourceFunction, changes_an_argument_list, fresh_id, has_control_flow, inline_call, parse_function
+
+# Functions from these packages are never inlined (their control flow is on Python values).
+_LIBRARY_MODULES = {"torch", "numpy", "functools", "typing", "math"}
+
+
+def hoist_test_call(c, stmt: ast.If, env) -> list[ast.stmt] | None:
+    """`if self.decide(x):`, `if self.score(x) > t:` with a helper DyCL compiles: its
+    call becomes a statement of its own right before the `if` (Python evaluates the test
+    once, first); the test itself (or under `not`) is a call as a statement would be."""
+    return _hoist_nested_call(c, stmt, stmt.test, env, nested=False)
+
+
+def calls_compiled_helper(c, stmt: ast.stmt, env) -> bool:
+    """Whether the statement calls a helper that DyCL compiles itself (`_expand_call`
+    inlines it, or refuses it inside an expression): it starts a new step, not a run."""
+    top = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr, ast.AugAssign)) else None
+    return any(
+        isinstance(sub, ast.Call) and callee(c, sub, env, nested=sub is not top) is not None
+        for sub in ast.walk(stmt)
+    )
+
+
+def expand_call(c, stmt: ast.stmt, env) -> list[ast.stmt] | None:
+    """Inline `x = helper(...)`/`helper(...)` when the helper has control flow."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        value = stmt.value
+    elif isinstance(stmt, (ast.Expr, ast.AugAssign)):
+        value = stmt.value
+    else:
+        return None
+    found = callee(c, value, env) if isinstance(value, ast.Call) else None
+    if found is None:
+        hoisted = _hoist_nested_call(c, stmt, value, env)
+        if hoisted is not None:
+            return hoisted
+        _reject_nested_helpers(c, value, env)
+        return None
+    function, receiver = found
+    result_var = f"{RESULT_PREFIX}{fresh_id()}"
+    bind = binding.binder(c, function, receiver, value, env)
+    arguments, body, bindings = inline_call(function, value, result_var, bind, c.attributes.annotate)
+    binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
+    arguments = [nodes.written_as(argument, stmt) for argument in arguments]
+    replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
+    return [*binds, *arguments, SwitchScope(function), *body, SwitchScope(c.scope.source), replaced]
+
+
+def callee(c, call_node: ast.Call, env, nested: bool = False):
+    """(source, receiver) of a helper that DyCL compiles (inlines) rather than running it
+    inside a captured block: one with control flow or module attributes forward assigns
+    (always), or, called as a statement of its own (not `nested` in an expression), one
+    that uses what only DyCL's desugaring compiles (`_desugared`)."""
+    func = c._try_constant(call_node.func, env, quiet=True)
+    if func is V.MISSING:
+        return None
+    resolved = callees.function_of(func)
+    if resolved is None:
+        return None
+    function, receiver = resolved
+    if (getattr(function, "__module__", None) or "").partition(".")[0] in _LIBRARY_MODULES:
+        return None
+    try:
+        source = parse_function(function)
+    except FrontendError:
+        return None
+    bodies = [source.node, *binding.wrapped_bodies(function, _LIBRARY_MODULES)]  # (a wrapper runs them too)
+    must = _passes_runtime_scalars(call_node, env) or any(
+        has_control_flow(n) or c.attributes.concerns(n) or changes_an_argument_list(n) or _packs_sequences(n)
+        or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(c, source, receiver, call_node, env)
+    if not must and (nested or not any(_desugared(n) for n in bodies)):
+        return None  # runs inside a captured block
+    return source, receiver
+
+
+def _passes_runtime_scalars(call: ast.Call, env) -> bool:
+    """Whether a call passes Python numbers known only at run time (`ks(x, lengths)` with
+    `lengths` a list argument): inlined, they stay numbers (a size, an index), where a
+    captured block would take them as tensors."""
+    def runtime_scalar(leaf) -> bool:
+        return isinstance(leaf, V.Dyn) and not V.is_tensor_type(leaf.type) and not V.is_list_type(leaf.type) and leaf.type != V.NONE
+    names = [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
+    return any(runtime_scalar(leaf) for n in names if n in env for leaf in V.leaves(env[n]))
+
+
+def _hoist_nested_call(c, stmt: ast.stmt, expr: ast.expr, env, nested: bool = True) -> list[ast.stmt] | None:
+    """`return self.forward_single(x, p), p`: a call of a helper DyCL compiles, inside an
+    expression, becomes a statement of its own right before (`__hoist = ...`) when Python
+    evaluates it unconditionally and calls nothing before it (so that the order of effects
+    is kept); None otherwise."""
+    call, _ = _evaluation_order_search(c, expr, env, nested)
+    if not isinstance(call, ast.Call):
+        return None
+    name = f"__hoist{fresh_id()}"
+    assign = ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call), stmt)
+    return [assign, replace_nodes(stmt, {id(call): name})]
+
+
+def _evaluation_order_search(c, node: ast.AST, env, nested: bool = True):
+    """(the compiled helper call evaluated first, or None, or False when one exists but
+    cannot move; whether any call is evaluated in `node`), in Python's evaluation order
+    through the expressions whose order is fixed and unconditional. `nested=False`: `node`
+    (or the operand of a `not` at its top) is a call at statement level (`_callee`)."""
+    if isinstance(node, ast.Call) and callee(c, node, env, nested=nested) is not None:
+        return node, True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        children = node.elts
+    elif isinstance(node, ast.BinOp):
+        children = [node.left, node.right]
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and not nested:
+        return _evaluation_order_search(c, node.operand, env, nested)
+    elif isinstance(node, (ast.UnaryOp, ast.Starred)):
+        children = [getattr(node, "operand", None) or node.value]
+    elif isinstance(node, (ast.Attribute, ast.Subscript)):
+        children = [node.value] + ([node.slice] if isinstance(node, ast.Subscript) else [])
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        children = [node.left, *node.comparators]
+    elif isinstance(node, ast.Call):
+        children = [node.func, *node.args, *(k.value for k in node.keywords)]
+    else:  # conditional or scoped evaluation (`a if c else b`, `and`, comprehensions)
+        inner = any(isinstance(n, ast.Call) and callee(c, n, env, nested=True) is not None for n in ast.walk(node))
+        return (False if inner else None), any(isinstance(n, ast.Call) for n in ast.walk(node))
+    called = False
+    for child in children:
+        found, child_called = _evaluation_order_search(c, child, env)
+        if found is not None:
+            return (False if called or found is False else found), True
+        called |= child_called
+    return None, called or isinstance(node, ast.Call)
+
+
+def _reject_nested_helpers(c, expr: ast.expr, env) -> None:
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.Call) and sub is not expr and callee(c, sub, env, nested=True) is not None:
+            raise c.error(
+                sub,
+                f"call of `{desugar.source_text(sub.func)}` inside an expression (DyCL compiles that "
+                "helper itself: it has control flow, or uses module attributes that forward assigns)",
+                "assign its result to a variable first: `y = self.helper(x)`",
+            )
+
+
+class SwitchScope(nodes.FrontendStmt):
+    """Marks where inlined code of another source file starts/ends (for error locations)."""
+
+    _fields = ()
+    _shared = ("source",)
+
+    def __init__(self, source: SourceFunction):
+        super().__init__()
+        self.source = source
+        self.lineno = 0
+
+
+def _desugared(fdef: ast.FunctionDef) -> bool:
+    """A helper using what DyCL's own rewriting compiles and torch.export alone may not:
+    `with torch.no_grad():`, `.data`, `.numpy()`, a call of a picked module (`heads[k](x)`),
+    subscript stores (a masked read-modify-write `x[m] = x[m] * 0.5` has a data-dependent
+    size inside export)."""
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.With) or isinstance(n, ast.Attribute) and n.attr in ("data", "numpy"):
+            return True  # (`.numpy()`: numpy on a tensor is host code, never a captured block)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript):
+            return True  # `self.experts[k](x)`: a pick by a runtime index is DyCL's (dispatch.py)
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        if any(isinstance(t, ast.Subscript) for t in targets):
+            return True
+    return False
+
+
+def _packs_sequences(fdef: ast.FunctionDef) -> bool:
+    """A helper that packs sequences: their lengths may be runtime values, which only DyCL's
+    lowering of packed sequences (packed.py) compiles, never one captured block."""
+    return any(isinstance(n, ast.Call) and packed.called_name(n) in packed.PACKING for n in ast.walk(fdef))
+
+
+def _replace_value(stmt: ast.stmt, value: ast.expr) -> ast.stmt:
+    value = ast.copy_location(value, stmt)
+    if isinstance(stmt, ast.Assign):
+        new = ast.Assign(targets=stmt.targets, value=value)
+    elif isinstance(stmt, ast.AugAssign):
+        new = ast.AugAssign(target=stmt.target, op=stmt.op, value=value)
+    else:
+        new = ast.Expr(value=ast.Constant(None))
+    return ast.copy_location(new, stmt)
