@@ -31,6 +31,7 @@ from dycl.frontend.state import CallState, Widened, changed_weight
 from dycl.frontend import expressions as X
 from dycl.frontend import data_sizes, host_builtins, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import desugar, dispatch, host_expressions, loops, nodes, optional, runs, structure, unentered
+from dycl.frontend import exceptions, nested_functions
 from dycl.frontend import values as V
 from dycl.frontend.build import HostBuilder, NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, RunCapturer, SizeTest, SpecializedInput, WeightMutation
@@ -38,6 +39,7 @@ from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import DataSize, FrontendError, RuntimeSize
 from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
 from dycl.frontend.rewrite import (
+    NO_RECEIVER,
     SourceFunction,
     changes_an_argument_list,
     fresh_id,
@@ -138,6 +140,7 @@ class FunctionCompiler:
             self.state.bind(self.attributes, env, arguments[user_leaves:])
         self.attributes.annotate(statements, parameters.self_name, receiver)
         desugar.check_deletes(source)
+        nested_functions.prepare(source, statements)
         body = lower(source, statements, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
         with ir.InsertionPoint(entry):
             final = self.compile_block(body, env, {RETURN_VAR})
@@ -198,6 +201,8 @@ class FunctionCompiler:
         """Compile statements at the current insertion point; returns the environment at the end."""
         block = Block(list(stmts), env, live_out | self.attributes.variables())  # (a later helper may read them)
         while block.i < len(block.stmts):
+            if exceptions.skipped(self, block, SwitchScope):  # (after a `raise`: exceptions.py)
+                continue
             self._name_values(block.env)
             stmt = block.stmts[block.i] = self.attributes.bind(block.stmts[block.i], block.env, self.error)
             if getattr(stmt, "lineno", 0):
@@ -237,6 +242,18 @@ class FunctionCompiler:
     def visit_Assert(self, stmt: ast.Assert, block: Block) -> None:
         if self._per_length_on_failure(lambda: asserts.compile_assert(self, stmt, block.env), block, 1):
             block.i += 1
+
+    def visit_Raise(self, stmt: ast.Raise, block: Block) -> None:
+        exceptions.compile_raise(self, stmt, block)
+
+    def visit_Raised(self, stmt: exceptions.Raised, block: Block) -> None:
+        exceptions.compile_raised(self, stmt, block)
+
+    def visit_Carry(self, stmt: exceptions.Carry, block: Block) -> None:
+        exceptions.compile_carry(self, stmt, block)
+
+    def visit_Catch(self, stmt: exceptions.Catch, block: Block) -> None:
+        exceptions.compile_catch(self, stmt, block)
 
     def visit_Loop(self, stmt: nodes.Loop, block: Block) -> None:
         self._per_length_on_failure(
@@ -431,7 +448,10 @@ class FunctionCompiler:
         return rest, env
 
     def _join_if(self, draft, flag, branch_envs, live, env_before):
-        then_env, else_env = branch_envs
+        if all(map(exceptions.dead, branch_envs)):  # (both paths raise: nothing after runs)
+            self._close_if(draft, [r.blocks[0] for r in draft.regions], ([], []), [])
+            return {**env_before, exceptions.DEAD: V.Const(True)}
+        then_env, else_env = exceptions.for_join(branch_envs)
         joined = dict(env_before)
         yields: list[tuple[str, list, list]] = []  # (name, then leaves, else leaves)
         blocks = [draft.regions[0].blocks[0], draft.regions[1].blocks[0]]
@@ -995,9 +1015,9 @@ class FunctionCompiler:
         function, receiver = callee
         result_var = f"{RESULT_PREFIX}{fresh_id()}"
         bind = binding.binder(self, function, receiver, value, env)
-        arguments, body, bindings = inline_call(function, value, result_var, bind, self.attributes.annotate)
+        arguments, body, bindings = inline_call(function, value, result_var, bind, self.attributes.annotate, caller=stmt)
         binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
-        arguments = [nodes.written_as(argument, stmt) for argument in arguments]
+        arguments = [exceptions.same_scope(nodes.written_as(argument, stmt), stmt) for argument in arguments]
         replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
         return [*binds, *arguments, SwitchScope(function), *body, SwitchScope(self.scope.source), replaced]
 
@@ -1009,6 +1029,8 @@ class FunctionCompiler:
         func = self._try_constant(call_node.func, env, quiet=True)
         if func is V.MISSING:
             return None
+        if isinstance(func, nested_functions.NestedFunction):
+            return func.source, NO_RECEIVER  # (always inlined: a closure over this code's variables)
         resolved = callees.function_of(func)
         if resolved is None:
             return None
@@ -1047,7 +1069,7 @@ class FunctionCompiler:
             return None
         name = f"__hoist{fresh_id()}"
         assign = ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call), stmt)
-        return [assign, replace_nodes(stmt, {id(call): name})]
+        return [exceptions.same_scope(assign, stmt), replace_nodes(stmt, {id(call): name})]
 
     def _evaluation_order_search(self, node: ast.AST, env, nested: bool = True):
         """(the compiled helper call evaluated first, or None, or False when one exists but
@@ -1313,7 +1335,7 @@ class FunctionCompiler:
         flat_body = lower(
             source,
             node.body,
-            nodes.ReturnFromLoop(ret_var, ret_flag, body_end),
+            exceptions.loop_body(nodes.ReturnFromLoop(ret_var, ret_flag, body_end), loop),
             on_break=lambda line: [nodes.BindConst(brk, True, line), nodes.Jump(body_end, line)],
             on_continue=lambda line: [nodes.Jump(body_end, line)],
         ) + [nodes.Label(body_end)]
@@ -1615,6 +1637,8 @@ class FunctionCompiler:
     # example values, captured with torch.export and called from the host function.
 
     def _is_run_statement(self, stmt: ast.stmt, env, written_in_run: set[str]) -> bool:
+        if isinstance(stmt, (exceptions.Carry, exceptions.Raised)):
+            return False  # (flags the visitor sets)
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             return False  # docstring
         if isinstance(stmt, (ast.FunctionDef, ast.Lambda)):
