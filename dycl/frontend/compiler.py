@@ -451,7 +451,8 @@ class FunctionCompiler:
         if all(map(exceptions.dead, branch_envs)):  # (both paths raise: nothing after runs)
             self._close_if(draft, [r.blocks[0] for r in draft.regions], ([], []), [])
             return {**env_before, exceptions.DEAD: V.Const(True)}
-        then_env, else_env = exceptions.for_join(branch_envs)
+        then_env, else_env, carried = exceptions.for_join(branch_envs)
+        live = live | carried
         joined = dict(env_before)
         yields: list[tuple[str, list, list]] = []  # (name, then leaves, else leaves)
         blocks = [draft.regions[0].blocks[0], draft.regions[1].blocks[0]]
@@ -1042,7 +1043,7 @@ class FunctionCompiler:
         except FrontendError:
             return None
         bodies = [source.node, *binding.wrapped_bodies(function, _LIBRARY_MODULES)]  # (a wrapper runs them too)
-        must = self._passes_runtime_scalars(call_node, env) or any(
+        must = exceptions.must_inline(call_node, function, receiver) or self._passes_runtime_scalars(call_node, env) or any(
             has_control_flow(n) or self.attributes.concerns(n) or changes_an_argument_list(n) or _packs_sequences(n)
             or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(self, source, receiver, call_node, env)
         if not must and (nested or not any(_desugared(n) for n in bodies)):

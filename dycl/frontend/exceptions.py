@@ -57,7 +57,8 @@ _NOT_RETURNED_MARK = "<not returned>"  # (what a `Carry` of NOT_RETURNED carries
 RAISED = "__dycl_raised"  # an exception a handler will catch is on its way to it
 DEAD = "__dycl_dead"  # this path raised an exception that leaves forward: nothing after it runs
 SCOPE = "dycl_raises"
-_FLAG = "__caught"  # (a handler's flag: the prefix, then a number)  # the attribute of a lowered statement that holds its scope
+_FLAG = "__caught"  # (the flags of the `raise` statements a handler catches: this prefix, then numbers)
+_PAYLOAD = "__exc"  # (the attributes they store for it: this prefix, numbers, `_` and the attribute)  # the attribute of a lowered statement that holds its scope
 
 # Exceptions that eager raises from the computation itself (a tensor op's RuntimeError, an
 # IndexError or ValueError of torch or of a host list, an assert's AssertionError): compiled
@@ -79,14 +80,25 @@ class _Shared:
 
 @dataclass(eq=False)
 class Handler(_Shared):
-    """One `except` clause: the classes it catches, its flag, and the variables that hold
-    the attributes of the caught exception its body reads (`e.message` -> `<prefix>_message`)."""
+    """One `except` clause: the classes it catches, and the attributes of the caught
+    exception its body reads (`e.message`, read as `<prefix>_message`). Each `raise` it
+    catches is a *site* with a flag and variables of its own (its `e.message` may have
+    another structure than another's: the body is compiled once per site that may reach it)."""
 
     types: tuple
-    flag: str
-    prefix: str
+    uid: int
     attributes: set = field(default_factory=set)
     node: ast.ExceptHandler | None = None
+    sites: list = field(default_factory=list)  # (flag, prefix) of each `raise` compiled that it catches
+
+    @property
+    def prefix(self) -> str:
+        return f"{_PAYLOAD}{self.uid}"
+
+    def site(self) -> tuple[str, str]:
+        k = len(self.sites)
+        self.sites.append((f"{_FLAG}{self.uid}_{k}", f"{_PAYLOAD}{self.uid}_{k}"))
+        return self.sites[-1]
 
 
 @dataclass(eq=False)
@@ -129,12 +141,58 @@ def loop_body(returns: nodes.ReturnTo, loop: nodes.Loop) -> nodes.ReturnTo:
 
 
 def mark(stmts: list[ast.stmt], scope) -> list[ast.stmt]:
-    """Give the statements (that have none yet) the scope their exceptions go to."""
-    if scope is not None:
-        for stmt in stmts:
-            if not hasattr(stmt, SCOPE):
-                setattr(stmt, SCOPE, scope)
+    """Give the statements (that have none yet) the scope their exceptions go to; mark the
+    calls inside a `try` (`in_try`)."""
+    if scope is None:
+        return stmts
+    inside = _inside_try(scope)
+    for stmt in stmts:
+        if not hasattr(stmt, SCOPE):
+            setattr(stmt, SCOPE, scope)
+            if inside:
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Call):
+                        setattr(node, _IN_TRY, True)
     return stmts
+
+
+_IN_TRY = "dycl_in_try"
+
+
+def _inside_try(scope) -> bool:
+    while scope is not None and not isinstance(scope, TryScope):
+        scope = scope.parent
+    return scope is not None
+
+
+def must_inline(call: ast.Call, function, receiver) -> bool:
+    """Whether a call inside a `try` runs code that may raise: it is compiled (inlined) so
+    that its `raise` goes to the handler; run inside a captured block, it could not."""
+    return getattr(call, _IN_TRY, False) and _may_raise(function, receiver)
+
+
+def _may_raise(function, receiver) -> bool:
+    """Whether `function`, or a method of a module `receiver` holds (its submodules'
+    included), has a `raise` statement: an over-approximation of what the call may raise."""
+    import torch
+
+    functions = [function]
+    if isinstance(receiver, torch.nn.Module):
+        functions += [f for module in receiver.modules() for cls in type(module).__mro__
+                      if cls.__module__.partition(".")[0] not in ("torch", "builtins")
+                      for f in vars(cls).values() if inspect.isfunction(f)]
+    return any(_raises(f) for f in functions)
+
+
+def _raises(function) -> bool:
+    from dycl.frontend.errors import FrontendError
+    from dycl.frontend.rewrite import parse_function
+
+    try:
+        node = parse_function(function).node
+    except (FrontendError, TypeError):
+        return False
+    return any(isinstance(n, ast.Raise) for n in ast.walk(node))
 
 
 def same_scope(new: ast.stmt, original: ast.stmt) -> ast.stmt:
@@ -176,8 +234,8 @@ class Raised(ast.Assign):
     """The flags of the handler an exception goes to, and `RAISED`, set; the results of the
     inlined helpers it leaves undefined."""
 
-    def __init__(self, handler: Handler, crossed: list[str], lineno: int = 0):
-        super().__init__(targets=[ast.Name(handler.flag, ast.Store()), ast.Name(RAISED, ast.Store())],
+    def __init__(self, flag: str, crossed: list[str], lineno: int = 0):
+        super().__init__(targets=[ast.Name(flag, ast.Store()), ast.Name(RAISED, ast.Store())],
                          value=ast.Constant(True), lineno=lineno)
         self.crossed = crossed
 
@@ -207,13 +265,12 @@ def lower_try(source, stmt: ast.Try, returns: nodes.ReturnTo, lower: Callable[..
     if stmt.finalbody:
         _refuse_leaving(source, stmt)
     handlers = [_handler(source, stmt, h) for h in stmt.handlers]
-    start = [Carry(RAISED, RAISED, stmt.lineno), *(Carry(h.flag, False, stmt.lineno) for h in handlers)]
+    start = [Carry(RAISED, RAISED, stmt.lineno)]
     body = lower(stmt.body, within(returns, TryScope(handlers, outer)))
-    arms: list[ast.stmt] = []
+    arms: list[ast.stmt] = []  # (one per handler, for liveness and jumps: compile_catch makes one per site)
     for handler in reversed(handlers):
-        caught = [Carry(handler.flag, False, handler.node.lineno), Carry(RAISED, False, handler.node.lineno)]
         handler_body = lower(_read_attributes(source, handler), within(returns, outer))
-        arm = ast.If(test=ast.Name(handler.flag, ast.Load()), body=caught + handler_body, orelse=arms)
+        arm = ast.If(test=ast.Name(f"{_FLAG}{handler.uid}", ast.Load()), body=handler_body, orelse=arms)
         arms = [nodes.located(arm, handler.node)]
     orelse = lower(stmt.orelse, within(returns, outer))
     lowered = [*start, *body, Catch(handlers, arms, orelse, stmt.lineno)]
@@ -278,8 +335,7 @@ def _handler(source, stmt: ast.Try, node: ast.ExceptHandler) -> Handler:
             "catch an exception class of the model's own (`class StopDecoding(Exception)`) that the code raises, "
             "or test the condition before the computation",
         )
-    uid = nodes.fresh_id()
-    return Handler(types, f"{_FLAG}{uid}", f"__exc{uid}", node=node)
+    return Handler(types, nodes.fresh_id(), node=node)
 
 
 def _read_attributes(source, handler: Handler) -> list[ast.stmt]:
@@ -319,7 +375,8 @@ def compile_raise(c, stmt: ast.Raise, block) -> None:
     if boundary is not None:
         raise c.error(stmt, f"`{source_text(stmt)}` caught outside {boundary.what} it is raised in",
                       "catch it inside that body, or set a flag there and raise after it")
-    block.replace_current([*_attribute_statements(c, stmt, cls, args, handler), Raised(handler, crossed, stmt.lineno)])
+    flag, prefix = handler.site()
+    block.replace_current([*_attribute_statements(c, stmt, cls, args, handler, prefix), Raised(flag, crossed, stmt.lineno)])
 
 
 def _exception(c, stmt: ast.Raise, env) -> tuple[type, list[ast.expr]]:
@@ -358,12 +415,12 @@ def _leave_forward(c, stmt: ast.Raise, cls: type, args: list[ast.expr], block) -
     block.i += 1
 
 
-def _attribute_statements(c, stmt: ast.Raise, cls: type, args: list[ast.expr], handler: Handler) -> list[ast.stmt]:
+def _attribute_statements(c, stmt: ast.Raise, cls: type, args: list[ast.expr], handler: Handler, prefix: str) -> list[ast.stmt]:
     """`<prefix>_<attr> = ...` for each attribute of the exception the handler reads, as the
     class's `__init__` stores it; the arguments are evaluated once each, in order."""
     if not handler.attributes:
         return [nodes.located(ast.Expr(a), stmt) for a in args if not isinstance(a, (ast.Constant, ast.Name))]
-    temporaries = [f"{handler.prefix}_arg{k}" for k in range(len(args))]
+    temporaries = [f"{prefix}_arg{k}" for k in range(len(args))]
     statements = [nodes.assign(t, a, stmt) for t, a in zip(temporaries, args)]
     stored = _stored_attributes(c, stmt, cls, [ast.Name(t, ast.Load()) for t in temporaries])
     for attribute in sorted(handler.attributes):
@@ -373,7 +430,7 @@ def _attribute_statements(c, stmt: ast.Raise, cls: type, args: list[ast.expr], h
                 f"attribute `{attribute}` DyCL knows (what its `__init__` stores from its arguments, and `args`)",
                 "store it in `__init__`: `self.%s = ...`" % attribute,
             )
-        statements.append(nodes.assign(f"{handler.prefix}_{attribute}", stored[attribute], stmt))
+        statements.append(nodes.assign(f"{prefix}_{attribute}", stored[attribute], stmt))
     return statements
 
 
@@ -441,32 +498,56 @@ def compile_carry(c, stmt: Carry, block) -> None:
 
 
 def compile_catch(c, stmt: Catch, block) -> None:
-    """The handler whose flag may be set, or the `else:` body; what no exception reaches
-    is left out (a known flag costs nothing)."""
+    """The handler of each `raise` that may have set its flag (its body compiled for that
+    site's attributes), or the `else:` body; what no exception reaches is left out (a
+    known flag costs nothing)."""
     env = block.env
     orelse = [Carry(RAISED, False, stmt.lineno), *stmt.orelse]
     if _known_false(env.get(RAISED)):
         block.replace_current(orelse)
         return
-    arms: list[ast.stmt] = []
-    chain = stmt.body
-    while chain:
-        arm = chain[0]
-        if not _known_false(env.get(arm.test.id)):
-            arms.append(arm)
-        chain = arm.orelse
-    mine = {h.flag for h in stmt.handlers}
+    bodies = {arm.test.id: arm.body for arm in _chain(stmt.body)}
+    arms, mine = [], set()
+    for handler in stmt.handlers:
+        for flag, prefix in handler.sites:
+            mine.add(flag)
+            if not _known_false(env.get(flag)):
+                body = [_Renamed(handler.prefix, prefix).visit(s) for s in copy.deepcopy(bodies[f"{_FLAG}{handler.uid}"])]
+                arms.append((flag, [Carry(flag, False, stmt.lineno), Carry(RAISED, False, stmt.lineno), *body]))
     elsewhere = any(n.startswith(_FLAG) and n not in mine and not _known_false(v) for n, v in env.items())
     # (when every exception on its way goes to one of these handlers, the last needs no test)
-    body = [] if elsewhere or not arms else list(arms.pop().body)
-    for arm in reversed(arms):
-        body = [ast.copy_location(ast.If(test=arm.test, body=arm.body, orelse=body), arm)]
-    new = ast.copy_location(ast.If(test=stmt.test, body=body, orelse=orelse), stmt)
-    setattr(new, _UNGUARDED, True)
+    body = [] if elsewhere or not arms else arms.pop()[1]
+    for flag, arm in reversed(arms):
+        body = [_unguarded_if(ast.Name(flag, ast.Load()), arm, body, stmt)]
+    new = _unguarded_if(stmt.test, body, orelse, stmt)
     # (after it no exception goes to these handlers, nor, when they take every one on its
-    # way, is any on its way: flags nothing reads after a join would keep a stale value)
-    settled = [Carry(flag, False, stmt.lineno) for flag in sorted(mine)]
+    # way, is any on its way)
+    settled = [Carry(flag, False, stmt.lineno) for flag in sorted(mine) if flag in env]
     block.replace_current([new, *settled, *([] if elsewhere else [Carry(RAISED, False, stmt.lineno)])])
+
+
+def _unguarded_if(test: ast.expr, body: list[ast.stmt], orelse: list[ast.stmt], where: ast.AST) -> ast.If:
+    new = nodes.located(ast.If(test=test, body=body, orelse=orelse), where)
+    setattr(new, _UNGUARDED, True)
+    return new
+
+
+def _chain(arms: list[ast.stmt]):
+    while arms:
+        yield arms[0]
+        arms = arms[0].orelse
+
+
+class _Renamed(ast.NodeTransformer):
+    """A handler's body reading one site's attributes."""
+
+    def __init__(self, prefix: str, site: str):
+        self.prefix, self.site = prefix + "_", site + "_"
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id.startswith(self.prefix):
+            node.id = self.site + node.id[len(self.prefix):]
+        return node
 
 
 def _results_left(scope) -> list[str]:
@@ -502,10 +583,8 @@ def skipped(c, block, scope_switch: type) -> bool:
     # (on the way out, the helpers this code is inlined from return nothing)
     scope = next((getattr(s, SCOPE) for s in block.stmts[block.i:end] if hasattr(s, SCOPE)), None)
     left = [Carry(result, _NOT_RETURNED_MARK, stmt.lineno, constant=True) for result in _results_left(scope)]
-    guarded = ast.If(test=ast.UnaryOp(ast.Not(), ast.Name(RAISED, ast.Load())),
-                     body=[Carry(RAISED, False, stmt.lineno), *block.stmts[block.i:end]], orelse=left)
-    guarded = nodes.located(guarded, stmt)
-    setattr(guarded, _UNGUARDED, True)
+    guarded = _unguarded_if(ast.UnaryOp(ast.Not(), ast.Name(RAISED, ast.Load())),
+                            [Carry(RAISED, False, stmt.lineno), *block.stmts[block.i:end]], left, stmt)
     block.stmts[block.i:end] = [guarded]
     return False
 
@@ -516,16 +595,22 @@ def dead(env: dict) -> bool:
     return DEAD in env
 
 
-def for_join(branch_envs: list[dict]) -> list[dict]:
-    """The environments a join reads: a dead path's holds the other path's constants and
+def for_join(branch_envs: list[dict]) -> tuple[dict, dict, set[str]]:
+    """The environments a join reads, and the names it joins whatever liveness says (an
+    exception's flags and attributes: what reads them, a handler's body for the site, is
+    made when the `Catch` is compiled). A dead path's holds the other path's constants and
     nothing else (the join gives the other names typed placeholders there); a helper's
-    result that an exception left unset is the other path's constant, or undefined."""
+    result that an exception left unset is the other path's constant, or undefined; a flag
+    one path never set is false there."""
     then_env, else_env = branch_envs
     if dead(then_env) != dead(else_env):
         live = else_env if dead(then_env) else then_env
         placeholder = {name: _stand_in(value) for name, value in live.items()}
-        return [placeholder, else_env] if dead(then_env) else [then_env, placeholder]
-    return [_settled(then_env, else_env), _settled(else_env, then_env)]
+        return (placeholder, else_env, set()) if dead(then_env) else (then_env, placeholder, set())
+    carried = {n for env in branch_envs for n in env if n == RAISED or n.startswith((_FLAG, _PAYLOAD))}
+    flags = {n for n in carried if n == RAISED or n.startswith(_FLAG)}
+    then_env, else_env = ({**dict.fromkeys(flags - env.keys(), V.Const(False)), **env} for env in branch_envs)
+    return _settled(then_env, else_env), _settled(else_env, then_env), carried
 
 
 def _settled(env: dict, other: dict) -> dict:

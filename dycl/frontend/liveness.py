@@ -44,8 +44,9 @@ def _names(node: ast.AST, names_of) -> set[str]:
 def _read_by(sub: ast.AST) -> set[str]:
     """The names `sub` itself loads (not its children)."""
     if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
-        # (calling a nested function reads its free variables: nested_functions.py)
-        return {sub.id, *getattr(sub, "dycl_closure_reads", ())}
+        return {sub.id}
+    if isinstance(sub, ast.Call) and hasattr(sub, "dycl_closure_reads"):
+        return set(sub.dycl_closure_reads)  # (calling a nested function reads its free variables)
     if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and _attribute_variable(sub):
         return {sub.dycl_local}  # a module attribute forward assigns (attributes.py)
     if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):

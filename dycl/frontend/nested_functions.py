@@ -12,7 +12,7 @@ A `lambda` bound to a name is such a function when every use of the name calls i
 other lambda stays an expression of the code that holds it.
 
 Liveness must see that calling the function reads its free variables: `prepare` marks each
-call's name with them (`CLOSURE_READS`, read by `liveness`).
+call with them (`CLOSURE_READS`, read by `liveness`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import copy
 from dycl.frontend import nodes
 from dycl.frontend.desugar import source_text
 
-CLOSURE_READS = "dycl_closure_reads"  # on the name of a call: the free names the function reads
+CLOSURE_READS = "dycl_closure_reads"  # on a call: the free names of the function it calls
 _DEFINED = "dycl_nested_function"  # on a definition `prepare` accepted
 
 
@@ -52,7 +52,8 @@ def prepare(source, body: list[ast.stmt]) -> None:
             definitions.setdefault(node.targets[0].id, []).append(node)
     for name, defs in definitions.items():
         uses = [n for n in _walk_own(body) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
-        called = {id(n.func) for n in _walk_own(body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name}
+        calls = [n for n in _walk_own(body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+        called = {id(n.func) for n in calls}
         stray = [n for n in uses if id(n) not in called]
         functions = [d for d in defs if isinstance(d, ast.FunctionDef)]
         if stray and functions:
@@ -65,8 +66,8 @@ def prepare(source, body: list[ast.stmt]) -> None:
         reads = set().union(*(_free_names(d) for d in defs))
         for definition in defs:
             setattr(definition, _DEFINED, True)
-        for use in uses:
-            setattr(use, CLOSURE_READS, reads)
+        for call in calls:
+            setattr(call, CLOSURE_READS, reads)
 
 
 def _walk_own(body: list[ast.stmt]):
