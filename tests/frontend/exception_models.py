@@ -121,8 +121,8 @@ def deebert_inputs() -> list[tuple]:
 # ----- `raise` on a configuration path and on a runtime path ------------------------------
 
 class CheckedHead(nn.Module):
-    """`raise ValueError(f"...")` when the input is not what the head expects (a runtime
-    size, a tensor's values); `raise NotImplementedError` for a configuration it lacks."""
+    """`raise ValueError(f"...")` when an argument is not what the head takes (a Python int
+    argument, a tensor's values); `raise NotImplementedError` for a configuration it lacks."""
 
     def __init__(self, pooling="mean"):
         super().__init__()
@@ -137,23 +137,23 @@ class CheckedHead(nn.Module):
         else:
             raise NotImplementedError(f"pooling {self.pooling} is not implemented")
 
-    def forward(self, x):
-        if x.size(1) > 6:
-            raise ValueError(f"sequence of {x.size(1)} tokens, longer than 6")
+    def forward(self, x, top_k: int):
+        if top_k > 3:
+            raise ValueError(f"top_k={top_k} is larger than the 3 classes")
         if torch.isnan(x).any():
             raise ValueError("NaN in the input")
-        return self.proj(self.pool(x))
+        return self.proj(self.pool(x)).topk(3, dim=-1).values[:, :top_k].sum(-1)
 
 
 def checked_inputs() -> list[tuple]:
     torch.manual_seed(2)
-    return [(torch.randn(2, n, 4),) for n in (3, 5, 6)]
+    return [(torch.randn(2, 5, 4), k) for k in (1, 2, 3)]
 
 
 def checked_failing_inputs() -> list[tuple]:
-    nan = torch.randn(2, 3, 4)
+    nan = torch.randn(2, 5, 4)
     nan[1, 2, 0] = float("nan")
-    return [(torch.randn(2, 7, 4),), (nan,)]
+    return [(torch.randn(2, 5, 4), 7), (nan, 2)]
 
 
 class UnknownPooling(CheckedHead):
@@ -209,7 +209,30 @@ class TryElseFinally(nn.Module):
 
 def try_inputs() -> list[tuple]:
     torch.manual_seed(3)
-    return [(torch.randn(1, 4) * s,) for s in (0.1, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0)]
+    return [(torch.randn(1, 4) * s,) for s in (0.1, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 20.0, 40.0)]
+
+
+class NeverRaises(nn.Module):
+    def forward(self, h):
+        try:
+            h = h * 2
+        except StopDecoding:
+            h = h * 0
+        else:
+            h = h + 1
+        finally:
+            h = h - 0.5
+        return h
+
+
+class NeverRaisesWritten(nn.Module):
+    """NeverRaises as the statements that run."""
+
+    def forward(self, h):
+        h = h * 2
+        h = h + 1
+        h = h - 0.5
+        return h
 
 
 # ----- nested functions -------------------------------------------------------------------
