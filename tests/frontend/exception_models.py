@@ -235,6 +235,58 @@ class NeverRaisesWritten(nn.Module):
         return h
 
 
+class DivergenceCheck(nn.Module):
+    """`raise RuntimeError(f"...")` inside a runtime loop (a Python int bound)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, n: int):
+        i = 0
+        while i < n:
+            x = torch.tanh(self.lin(x))
+            if x.sum() > 0.5:
+                raise RuntimeError(f"diverged at step {i}")
+            i += 1
+        return x
+
+
+class ReturnsOrRaises(nn.Module):
+    """Early returns on two paths, a `raise` on the third: the result is undefined only
+    where the host raises."""
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        elif x.sum() < -1:
+            return x - 1
+        raise ValueError("the sum is between -1 and 0")
+
+
+class Interrupted(Exception):
+    pass
+
+
+class NestedTry(nn.Module):
+    """A `raise` the inner `try` does not catch goes to the outer one, skipping what follows
+    in both."""
+
+    def forward(self, x):
+        out = x
+        try:
+            try:
+                if x.sum() > 0:
+                    raise Interrupted()
+                out = out + 1
+            except StopDecoding:
+                out = out * 0
+            out = out * 3
+        except Interrupted:
+            out = out - 5
+        return out
+
+
 # ----- nested functions -------------------------------------------------------------------
 
 class NestedDecode(nn.Module):

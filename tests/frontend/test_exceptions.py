@@ -120,6 +120,42 @@ def test_a_raise_every_call_takes_is_a_located_error():
     assert type(error.__cause__) is NotImplementedError and error.__cause__.args == expected.args
 
 
+def test_a_raise_in_a_runtime_loop_and_after_early_returns():
+    loop = seeded_model(M.DivergenceCheck)
+    program = import_module(loop, (torch.randn(1, 4) * 0.1, 2))
+    raised = 0
+    for seed in range(6):
+        torch.manual_seed(seed)
+        for args in [(torch.randn(1, 4) * 0.1, 3), (torch.randn(1, 4) * 0.1 + 1.0, 4), (torch.randn(1, 4), 0)]:
+            try:
+                expected = eager(loop, args)
+            except RuntimeError as error:
+                with pytest.raises(RuntimeError) as compiled_error:
+                    run(program, args)
+                assert compiled_error.value.args == error.args
+                raised += 1
+                continue
+            assert max_abs_error(expected, run(program, args)) <= 1e-6
+    assert 0 < raised < 18
+    model = M.ReturnsOrRaises()
+    program = import_module(model, (torch.ones(1, 4),))
+    for value in (1.0, -1.0):
+        args = (torch.full((1, 4), value),)
+        assert max_abs_error(eager(model, args), run(program, args)) == 0.0
+    with pytest.raises(ValueError) as error:
+        run(program, (torch.full((1, 4), -0.1),))
+    # (the interpreter adds the module's text to the op's error)
+    assert str(error.value).startswith("the sum is between -1 and 0")
+
+
+def test_a_raise_the_inner_try_does_not_catch_goes_to_the_outer():
+    model = M.NestedTry()
+    program = import_module(model, (torch.ones(1, 4),))
+    for value in (1.0, -1.0):
+        args = (torch.full((1, 4), value),)
+        assert max_abs_error(eager(model, args), run(program, args)) == 0.0
+
+
 def test_a_try_whose_body_cannot_raise_is_its_straight_line_code():
     """No `raise` reaches the handler: it is not compiled, and `else:`/`finally:` run in line."""
     x = torch.randn(1, 4)
