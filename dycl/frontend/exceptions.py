@@ -45,6 +45,13 @@ from dycl.frontend import nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 
+RAISED = "__dycl_raised"  # an exception a handler will catch is on its way to it
+DEAD = "__dycl_dead"  # this path raised an exception that leaves forward: nothing after it runs
+SCOPE = "dycl_raises"  # the attribute of a lowered statement that holds its scope
+_FLAG = "__caught"  # (the flag of each `raise` a handler catches: this prefix, `<handler>_<site>`)
+_PAYLOAD = "__exc"  # (the attributes it stores for it: this prefix, `<handler>_<site>_<attribute>`)
+
+
 class _NotReturned:
     def __repr__(self) -> str:
         return "<not returned>"
@@ -54,11 +61,6 @@ class _NotReturned:
 # reads it is skipped); a join gives it the other path's value.
 NOT_RETURNED = V.Const(_NotReturned())
 _NOT_RETURNED_MARK = "<not returned>"  # (what a `Carry` of NOT_RETURNED carries)
-RAISED = "__dycl_raised"  # an exception a handler will catch is on its way to it
-DEAD = "__dycl_dead"  # this path raised an exception that leaves forward: nothing after it runs
-SCOPE = "dycl_raises"
-_FLAG = "__caught"  # (the flags of the `raise` statements a handler catches: this prefix, then numbers)
-_PAYLOAD = "__exc"  # (the attributes they store for it: this prefix, numbers, `_` and the attribute)  # the attribute of a lowered statement that holds its scope
 
 # Exceptions that eager raises from the computation itself (a tensor op's RuntimeError, an
 # IndexError or ValueError of torch or of a host list, an assert's AssertionError): compiled
@@ -264,7 +266,7 @@ def lower_try(source, stmt: ast.Try, returns: nodes.ReturnTo, lower: Callable[..
     outer = returns.raises
     if stmt.finalbody:
         _refuse_leaving(source, stmt)
-    handlers = [_handler(source, stmt, h) for h in stmt.handlers]
+    handlers = [_handler(source, h) for h in stmt.handlers]
     start = [Carry(RAISED, RAISED, stmt.lineno)]
     body = lower(stmt.body, within(returns, TryScope(handlers, outer)))
     arms: list[ast.stmt] = []  # (one per handler, for liveness and jumps: compile_catch makes one per site)
@@ -286,7 +288,7 @@ def lower_try(source, stmt: ast.Try, returns: nodes.ReturnTo, lower: Callable[..
 def _refuse_leaving(source, stmt: ast.Try) -> None:
     """A jump out of a `try` with a `finally` would skip the `finally`."""
     for part in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse):
-        for node in _own_nodes(part, loops=False):
+        for node in _own_nodes(part):
             if isinstance(node, (ast.Return, ast.Break, ast.Continue)):
                 word = type(node).__name__.lower()
                 raise source.error(
@@ -295,15 +297,15 @@ def _refuse_leaving(source, stmt: ast.Try) -> None:
                 )
 
 
-def _own_nodes(stmts: list[ast.stmt], loops: bool):
-    """The nodes of these statements, not of nested functions (nor, loops=False, of the
-    `break`/`continue` of nested loops, which stay inside)."""
+def _own_nodes(stmts: list[ast.stmt]):
+    """The nodes of these statements but those of nested functions and the `break` and
+    `continue` of nested loops (which stay inside them)."""
     stack = list(stmts)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
             continue
-        if not loops and isinstance(node, (ast.For, ast.While)):
+        if isinstance(node, (ast.For, ast.While)):
             stack.extend(n for n in ast.walk(node) if isinstance(n, ast.Return))
             stack.extend([node.iter] if isinstance(node, ast.For) else [node.test])
             continue
@@ -311,7 +313,7 @@ def _own_nodes(stmts: list[ast.stmt], loops: bool):
         stack.extend(ast.iter_child_nodes(node))
 
 
-def _handler(source, stmt: ast.Try, node: ast.ExceptHandler) -> Handler:
+def _handler(source, node: ast.ExceptHandler) -> Handler:
     """The classes an `except` clause catches, resolved when the model is imported."""
     written = f"except {source_text(node.type)}" if node.type is not None else "except"
     if node.type is None:
@@ -418,8 +420,8 @@ def _leave_forward(c, stmt: ast.Raise, cls: type, args: list[ast.expr], block) -
 def _attribute_statements(c, stmt: ast.Raise, cls: type, args: list[ast.expr], handler: Handler, prefix: str) -> list[ast.stmt]:
     """`<prefix>_<attr> = ...` for each attribute of the exception the handler reads, as the
     class's `__init__` stores it; the arguments are evaluated once each, in order."""
-    if not handler.attributes:
-        return [nodes.located(ast.Expr(a), stmt) for a in args if not isinstance(a, (ast.Constant, ast.Name))]
+    if not handler.attributes:  # (arguments that call something are evaluated, for what the calls do)
+        return [nodes.located(ast.Expr(a), stmt) for a in args if any(isinstance(n, ast.Call) for n in ast.walk(a))]
     temporaries = [f"{prefix}_arg{k}" for k in range(len(args))]
     statements = [nodes.assign(t, a, stmt) for t, a in zip(temporaries, args)]
     stored = _stored_attributes(c, stmt, cls, [ast.Name(t, ast.Load()) for t in temporaries])

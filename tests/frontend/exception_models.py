@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 
 # ----- DeeBERT (Xin et al. 2020, `modeling_highway_bert.py`) ----------------------------
