@@ -6,10 +6,10 @@ read when it is called (late binding), not when it is defined. DyCL inlines the 
 where it is called, as it inlines a helper method, in the environment of that point, which
 holds exactly the values those variables have then; `self` is the enclosing method's. The
 definition binds the name to a `NestedFunction` (known at import), so each call resolves to
-it; a name read anywhere but as the function of a call (passed to `sorted`, stored in a
-list, returned) is refused at that line, since no value stands for the closure at run time.
-A `lambda` bound to a name is such a function when every use of the name calls it; any
-other lambda stays an expression of the code that holds it.
+it. A function (or a lambda bound to a name) is compiled so when every use of its name calls
+it; one also passed on as a value (`while_loop(cond, body, carries)`, `sorted(xs, key=f)`)
+stays what it was before: code of the captured run that defines it, which that run can call
+or pass on (a call in a later run then fails, at that line, as before).
 
 Liveness must see that calling the function reads its free variables: `prepare` marks each
 call with them (`CLOSURE_READS`, read by `liveness`).
@@ -54,15 +54,8 @@ def prepare(source, body: list[ast.stmt]) -> None:
         uses = [n for n in _walk_own(body) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
         calls = [n for n in _walk_own(body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
         called = {id(n.func) for n in calls}
-        stray = [n for n in uses if id(n) not in called]
-        functions = [d for d in defs if isinstance(d, ast.FunctionDef)]
-        if stray and functions:
-            raise source.error(
-                stray[0], f"the nested function `{name}` used as a value (DyCL inlines a nested function where it is called)",
-                f"call it where it is needed: `{name}(...)`",
-            )
-        if stray:
-            continue  # (a lambda passed on: it stays an expression)
+        if any(id(n) not in called for n in uses):
+            continue  # (passed on, `while_loop(cond, body, ...)`: it stays code of the run that defines it)
         reads = set().union(*(_free_names(d) for d in defs))
         for definition in defs:
             setattr(definition, _DEFINED, True)
@@ -83,8 +76,9 @@ def _lambda_binding(node: ast.AST) -> ast.Lambda | None:
 
 
 def is_definition(stmt: ast.stmt) -> bool:
-    """Whether `define` compiles this statement (a `def`, or a lambda bound to a name)."""
-    return isinstance(stmt, ast.FunctionDef) or (_lambda_binding(stmt) is not None and getattr(stmt, _DEFINED, False))
+    """Whether `define` compiles this statement (a `def`, or a lambda bound to a name, that
+    `prepare` accepted)."""
+    return getattr(stmt, _DEFINED, False)
 
 
 def _free_names(definition: ast.AST) -> set[str]:

@@ -350,14 +350,6 @@ class ReturnInsideFinally(nn.Module):
             x = x * 2
 
 
-class NestedFunctionPassedOn(nn.Module):
-    def forward(self, x):
-        def score(t):
-            return t.sum()
-
-        return sorted([x, x * 2], key=score)[0]
-
-
 class AlwaysRaises(nn.Module):
     def forward(self, x):
         raise ValueError("this model is not for inference")

@@ -12,7 +12,7 @@ a nested `def` ended in `NameError: name 'decode' is not defined`):
   and a lambda bound to a name;
 - refused at the line, with the reason: a handler of an error the tensor code raises
   (`except IndexError`), an exception of the model's own that forward does not catch, a
-  `return` inside a `try` with a `finally`, a nested function passed on as a value.
+  `return` inside a `try` with a `finally`.
 """
 
 from __future__ import annotations
@@ -171,8 +171,6 @@ REFUSED = {
                                "`StopDecoding` is a class of the model's own, and the host program raises Python's builtin exceptions only"),
     "return_inside_finally": (M.ReturnInsideFinally, (torch.randn(3),), "return x + 1",
                               "`return` inside a `try` that has a `finally`"),
-    "nested_function_as_value": (M.NestedFunctionPassedOn, (torch.randn(3),), "key=score",
-                                 "the nested function `score` used as a value"),
     "always_raises": (M.AlwaysRaises, (torch.randn(3),), "raise ValueError",
                       "runs on every call: ValueError: this model is not for inference"),
 }
