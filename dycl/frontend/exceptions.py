@@ -14,13 +14,16 @@ the calls that inlined it (the *scope* `rewrite.lower` gives each statement: `Tr
   call reaches (forward's top level) is a FrontendError at the `raise`, as for an assert.
   Only Python's builtin exceptions can leave forward (the host raises them by name);
 - an exception a handler catches (`raise HighwayException(out, i + 1)` in a layer's loop,
-  caught two modules up) is control flow: the `raise` stores what the handler reads of it
-  (`e.message`: the value its class's `__init__` stores, in a variable of that handler) and
-  sets two flags, the handler's and `RAISED` (an exception is on its way); statements after
-  it are skipped (each run of statements DyCL meets with `RAISED` possibly set becomes
-  `if not RAISED: ...`, up to the next `Catch`, scope switch or finally step), and the
-  `Catch` that ends the `try` runs the handler whose flag is set, or the `else:` body when
-  `RAISED` is false. A known flag costs nothing; a runtime one is a host `scf.if`;
+  caught two modules up) is control flow. Each `raise` a handler catches is a *site* of it
+  with a flag and variables of its own: the `raise` stores what the handler reads of the
+  exception (`e.message`: the value its class's `__init__` stores) and sets the site's flag
+  and `RAISED` (an exception is on its way); statements after it are skipped (each run of
+  statements DyCL meets with `RAISED` possibly set becomes `if not RAISED: ...`, up to the
+  next `Catch`, scope switch or finally step; the inlined helpers it leaves return nothing),
+  and the `Catch` that ends the `try` runs the handler's body once per site whose flag may
+  be set (each site's `e.message` may have a structure of its own: DeeBERT's tuple of the
+  exits so far), or the `else:` body when `RAISED` is false. A known flag costs nothing; a
+  runtime one is a host `scf.if`;
 - `finally:` runs on every path: `RAISED` is put aside before it and back after it.
 
 What compiled code cannot raise is never caught: an exception from inside a sub-DNN's
