@@ -65,8 +65,15 @@ class ErrorOp(IRDLOperation):
         return error_exception(self, values)
 
 
-ERROR_KINDS = {"AssertionError": AssertionError}
-"""The exceptions a `dycl.error` may name in its `kind` (the Python builtin it raises)."""
+ERROR_KINDS = {
+    cls.__name__: cls
+    for cls in (
+        AssertionError, ValueError, RuntimeError, NotImplementedError, TypeError, KeyError, IndexError,
+        LookupError, ArithmeticError, ZeroDivisionError, OverflowError, AttributeError, StopIteration, Exception,
+    )
+}
+"""The exceptions a `dycl.error` may name in its `kind` (the Python builtin it raises: an
+assert's AssertionError, a `raise` that leaves forward)."""
 
 
 def error_arguments(op: ErrorOp, values) -> tuple:

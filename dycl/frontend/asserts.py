@@ -54,20 +54,20 @@ def compile_assert(c, stmt: ast.Assert, env: dict) -> None:
     if isinstance(condition, V.Const):
         if condition.value:
             return  # proven: nothing to check
-        if _every_call_reaches(c):
-            _fails_on_example(c, stmt, message, env)
-        _raise(c, stmt, message, env)  # a path that reaches it raises
+        if every_call_reaches(c):
+            fails_on_example(c, stmt, message, env)
+        raise_error(c, stmt, message, env)  # a path that reaches it raises
         return
-    if _every_call_reaches(c) and not _truth(condition.example):
-        _fails_on_example(c, stmt, message, env)
+    if every_call_reaches(c) and not _truth(condition.example):
+        fails_on_example(c, stmt, message, env)
 
     def fail() -> list:
-        _raise(c, stmt, message, env)
+        raise_error(c, stmt, message, env)
         return []
     c.select(condition, lambda: [], fail)
 
 
-def _every_call_reaches(c) -> bool:
+def every_call_reaches(c) -> bool:
     """Whether the statement being compiled is at the function's top level: every call
     (the example's too) that does not raise before reaches it."""
     entry = c.unentered.entry
@@ -78,23 +78,23 @@ def _truth(example) -> bool:
     return bool(example)
 
 
-def _fails_on_example(c, stmt: ast.Assert, message: _Message, env: dict):
-    """Eager raises `stmt`'s AssertionError on the example inputs: a located FrontendError
-    whose cause is that AssertionError, its message computed from the example values."""
+def fails_on_example(c, stmt: ast.stmt, message: _Message, env: dict, kind: type = AssertionError, what: str = ""):
+    """Eager raises `stmt`'s exception (an AssertionError) on the example inputs: a located
+    FrontendError whose cause is that exception, its message computed from the example values."""
     template, parts = _evaluate(c, stmt, message, env)
     arguments = () if template is None else (template.format(*(scalar_value(p.type, p.example) for p in parts)),)
-    failure = AssertionError(*arguments)
-    text = f": AssertionError: {arguments[0]}" if arguments else ": AssertionError"
+    failure = kind(*arguments)
+    text = f": {kind.__name__}: {arguments[0]}" if arguments else f": {kind.__name__}"
     raise c.error(
-        stmt, f"`{source_text(stmt)}` fails on the example inputs{text}",
+        stmt, f"{what or f'`{source_text(stmt)}` fails on the example inputs'}{text}",
         "eager raises it on them too: compile with example inputs on which forward returns",
     ) from failure
 
 
-def _raise(c, stmt: ast.Assert, message: _Message, env: dict) -> None:
-    """The message's parts computed here, then `dycl.error` raising the AssertionError."""
+def raise_error(c, stmt: ast.stmt, message: _Message, env: dict, kind: str = "AssertionError") -> None:
+    """The message's parts computed here, then `dycl.error` raising the exception `kind`."""
     template, parts = _evaluate(c, stmt, message, env)
-    attributes = {"kind": ir.StringAttr.get("AssertionError")}
+    attributes = {"kind": ir.StringAttr.get(kind)}
     if template is not None:
         attributes["message"] = ir.StringAttr.get(template)
     ir.Operation.create("dycl.error", operands=[p.value for p in parts], attributes=attributes)
@@ -104,7 +104,12 @@ def _raise(c, stmt: ast.Assert, message: _Message, env: dict) -> None:
 
 def _message(c, stmt: ast.Assert, env: dict) -> _Message:
     """`stmt.msg` as literal text and parts, refused where it is no form DyCL formats."""
-    msg = stmt.msg
+    return message(c, stmt, stmt.msg, env)
+
+
+def message(c, stmt: ast.stmt, msg: ast.expr | None, env: dict) -> _Message:
+    """The message `msg` of the exception `stmt` raises (None: no argument), as literal
+    text and parts; refused where it is no form DyCL formats."""
     if msg is None:
         return _Message(None)
     constant = c._try_constant(msg, env, quiet=True)

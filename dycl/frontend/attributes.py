@@ -156,8 +156,9 @@ class ModuleAttributes:
 
     def _bind(self, stmt: ast.stmt, binder: "_Binder") -> ast.stmt:
         if isinstance(stmt, ast.If):
-            new = ast.If(test=binder.visit(copy.deepcopy(stmt.test)), body=stmt.body, orelse=stmt.orelse)
-            return ast.copy_location(new, stmt)
+            new = copy.copy(stmt)  # (its class and marks too: an exception's `Catch`, exceptions.py)
+            new.test = binder.visit(copy.deepcopy(stmt.test))
+            return new
         if isinstance(stmt, nodes.Loop):
             node = copy.copy(stmt.node)
             for field in ("iter", "test"):

@@ -29,6 +29,7 @@ from torch_mlir import ir
 from dycl.frontend import aliases, asserts, binding, callees, data_sizes, desugar, dispatch, lists, nodes, optional, packed
 from dycl.frontend import host_builtins, host_numpy, predicates, runs, sizes, structure, unentered
 from dycl.frontend import host_slices, host_statements, host_values, inlining, joins, loop_compiler, mutation, run_compiler
+from dycl.frontend import exceptions, nested_functions
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
 from dycl.frontend.attributes import ModuleAttributes
@@ -131,6 +132,7 @@ class FunctionCompiler:
             self.state.bind(self.attributes, env, arguments[user_leaves:])
         self.attributes.annotate(statements, parameters.self_name, receiver)
         desugar.check_deletes(source)
+        nested_functions.prepare(source, statements)
         body = lower(source, statements, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
         with ir.InsertionPoint(entry):
             final = self.compile_block(body, env, {RETURN_VAR})
@@ -191,6 +193,8 @@ class FunctionCompiler:
         """Compile statements at the current insertion point; returns the environment at the end."""
         block = Block(list(stmts), env, live_out | self.attributes.variables())  # (a later helper may read them)
         while block.i < len(block.stmts):
+            if exceptions.skipped(self, block, SwitchScope):  # (after a `raise`: exceptions.py)
+                continue
             self._name_values(block.env)
             stmt = block.stmts[block.i] = self.attributes.bind(block.stmts[block.i], block.env, self.error)
             if getattr(stmt, "lineno", 0):
@@ -230,6 +234,18 @@ class FunctionCompiler:
     def visit_Assert(self, stmt: ast.Assert, block: Block) -> None:
         if self._per_length_on_failure(lambda: asserts.compile_assert(self, stmt, block.env), block, 1):
             block.i += 1
+
+    def visit_Raise(self, stmt: ast.Raise, block: Block) -> None:
+        exceptions.compile_raise(self, stmt, block)
+
+    def visit_Raised(self, stmt: exceptions.Raised, block: Block) -> None:
+        exceptions.compile_raised(self, stmt, block)
+
+    def visit_Carry(self, stmt: exceptions.Carry, block: Block) -> None:
+        exceptions.compile_carry(self, stmt, block)
+
+    def visit_Catch(self, stmt: exceptions.Catch, block: Block) -> None:
+        exceptions.compile_catch(self, stmt, block)
 
     def visit_Loop(self, stmt: nodes.Loop, block: Block) -> None:
         self._per_length_on_failure(

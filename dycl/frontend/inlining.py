@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ast
 
-from dycl.frontend import binding, callees, data_sizes, desugar, nodes, packed
+from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, nested_functions, nodes, packed
 from dycl.frontend import values as V
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
-from dycl.frontend.rewrite import SourceFunction, changes_an_argument_list, fresh_id, has_control_flow, inline_call, parse_function
+from dycl.frontend.rewrite import (NO_RECEIVER, SourceFunction, changes_an_argument_list, fresh_id, has_control_flow, inline_call,
+                                   parse_function)
 
 # Functions from these packages are never inlined (their control flow is on Python values).
 _LIBRARY_MODULES = {"torch", "numpy", "functools", "typing", "math"}
@@ -57,9 +58,9 @@ def expand_call(c, stmt: ast.stmt, env) -> list[ast.stmt] | None:
     function, receiver = found
     result_var = f"{RESULT_PREFIX}{fresh_id()}"
     bind = binding.binder(c, function, receiver, value, env)
-    arguments, body, bindings = inline_call(function, value, result_var, bind, c.attributes.annotate)
+    arguments, body, bindings = inline_call(function, value, result_var, bind, c.attributes.annotate, caller=stmt)
     binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
-    arguments = [nodes.written_as(argument, stmt) for argument in arguments]
+    arguments = [exceptions.same_scope(nodes.written_as(argument, stmt), stmt) for argument in arguments]
     replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
     return [*binds, *arguments, SwitchScope(function), *body, SwitchScope(c.scope.source), replaced]
 
@@ -72,6 +73,8 @@ def callee(c, call_node: ast.Call, env, nested: bool = False):
     func = c._try_constant(call_node.func, env, quiet=True)
     if func is V.MISSING:
         return None
+    if isinstance(func, nested_functions.NestedFunction):
+        return func.source, NO_RECEIVER  # (always inlined: a closure over this code's variables)
     resolved = callees.function_of(func)
     if resolved is None:
         return None
@@ -83,7 +86,7 @@ def callee(c, call_node: ast.Call, env, nested: bool = False):
     except FrontendError:
         return None
     bodies = [source.node, *binding.wrapped_bodies(function, _LIBRARY_MODULES)]  # (a wrapper runs them too)
-    must = _passes_runtime_scalars(call_node, env) or any(
+    must = exceptions.must_inline(call_node, function, receiver) or _passes_runtime_scalars(call_node, env) or any(
         has_control_flow(n) or c.attributes.concerns(n) or changes_an_argument_list(n) or _packs_sequences(n)
         or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(c, source, receiver, call_node, env)
     if not must and (nested or not any(_desugared(n) for n in bodies)):
@@ -111,7 +114,7 @@ def _hoist_nested_call(c, stmt: ast.stmt, expr: ast.expr, env, nested: bool = Tr
         return None
     name = f"__hoist{fresh_id()}"
     assign = ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=call), stmt)
-    return [assign, replace_nodes(stmt, {id(call): name})]
+    return [exceptions.same_scope(assign, stmt), replace_nodes(stmt, {id(call): name})]
 
 
 def _evaluation_order_search(c, node: ast.AST, env, nested: bool = True):

@@ -19,7 +19,7 @@ import torch
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, desugar, host_builtins, host_expressions, lists, nodes
+from dycl.frontend import aliases, desugar, exceptions, host_builtins, host_expressions, lists, nodes
 from dycl.frontend import values as V
 from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.desugar import source_text
@@ -62,7 +62,11 @@ def compile_if(c, stmts, i, env, live_out):
 
 
 def _join_if(c, draft, flag, branch_envs, live, env_before):
-    then_env, else_env = branch_envs
+    if all(map(exceptions.dead, branch_envs)):  # (both paths raise: nothing after runs)
+        _close_if(c, draft, [r.blocks[0] for r in draft.regions], ([], []), [])
+        return {**env_before, exceptions.DEAD: V.Const(True)}
+    then_env, else_env, carried = exceptions.for_join(branch_envs)
+    live = live | carried
     joined = dict(env_before)
     yields: list[tuple[str, list, list]] = []  # (name, then leaves, else leaves)
     blocks = [draft.regions[0].blocks[0], draft.regions[1].blocks[0]]

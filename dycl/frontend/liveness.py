@@ -45,6 +45,8 @@ def _read_by(sub: ast.AST) -> set[str]:
     """The names `sub` itself loads (not its children)."""
     if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
         return {sub.id}
+    if isinstance(sub, ast.Call) and hasattr(sub, "dycl_closure_reads"):
+        return set(sub.dycl_closure_reads)  # (calling a nested function reads its free variables)
     if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and _attribute_variable(sub):
         return {sub.dycl_local}  # a module attribute forward assigns (attributes.py)
     if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):

@@ -18,7 +18,7 @@ from typing import Any
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, host_builtins, host_numpy, lists, loops, nodes, runs, structure
+from dycl.frontend import aliases, exceptions, host_builtins, host_numpy, lists, loops, nodes, runs, structure
 from dycl.frontend import values as V
 from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.build import erase_after
@@ -253,7 +253,7 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
     flat_body = lower(
         source,
         node.body,
-        nodes.ReturnFromLoop(ret_var, ret_flag, body_end),
+        exceptions.loop_body(nodes.ReturnFromLoop(ret_var, ret_flag, body_end), loop),
         on_break=lambda line: [nodes.BindConst(brk, True, line), nodes.Jump(body_end, line)],
         on_continue=lambda line: [nodes.Jump(body_end, line)],
     ) + [nodes.Label(body_end)]

@@ -94,7 +94,10 @@ class FixLength(_Named):
 
 
 class ReturnTo:
-    """What `return value` means at some point: `var = value` then jump to `label`."""
+    """What `return value` means at some point: `var = value` then jump to `label`; and
+    where an exception raised there goes (`raises`: exceptions.py's scopes)."""
+
+    raises = None  # (forward's own body, outside any `try`)
 
     def __init__(self, var: str, label: int):
         self.var = var

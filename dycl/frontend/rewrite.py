@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from dycl.frontend import desugar, nodes, unpacking
+from dycl.frontend import desugar, exceptions, nested_functions, nodes, unpacking
 from dycl.frontend.nodes import fresh_id  # (re-exported: the frontend's modules import it from here)
 from dycl.frontend.errors import FrontendError
 
@@ -76,7 +76,8 @@ def parse_function(func: Callable) -> SourceFunction:
 
 # (`assert` too: a check that may raise, which DyCL compiles; inside a captured block export
 # would freeze it to the example's sizes or refuse a test of tensor values)
-_CONTROL = (ast.If, ast.For, ast.While, ast.Return, ast.Break, ast.Continue, ast.IfExp, ast.Assert)
+# (`raise` and `try`: exceptions DyCL carries to their handlers, exceptions.py)
+_CONTROL = (ast.If, ast.For, ast.While, ast.Return, ast.Break, ast.Continue, ast.IfExp, ast.Assert, ast.Raise, ast.Try)
 
 
 def has_control_flow(fdef: ast.FunctionDef) -> bool:
@@ -115,13 +116,11 @@ def changes_an_argument_list(fdef: ast.FunctionDef) -> bool:
 
 # Statements that cannot be compiled, with what to write instead.
 _REJECTED = {
-    ast.Try: ("`try` statement", "remove the try/except from forward; DyCL cannot compile exceptions"),
     ast.With: (
         "`with` statement (only `torch.no_grad()`, `torch.inference_mode()` and "
         "`torch.set_grad_enabled(False)` blocks are compiled)",
         "move the `with` block out of forward, or call what it guards before the model",
     ),
-    ast.Raise: ("`raise` statement", "validate inputs before calling the model"),
     ast.Global: ("`global` statement", "keep state on the module as attributes"),
     ast.Nonlocal: ("`nonlocal` statement", "keep state on the module as attributes"),
     ast.Yield: ("generator (`yield`)", "return a list or tuple instead"),
@@ -186,6 +185,13 @@ def lower(
         if where is not None:  # `hits = np.where(cond)[0]`: a loop that gathers the indices
             lowered.extend(lower(source, where, returns, on_break, on_continue))
             continue
+        if isinstance(original, ast.Try):  # (exceptions.py)
+            lowered.extend(exceptions.lower_try(
+                source, original, returns, lambda body, inner: lower(source, body, inner, on_break, on_continue)))
+            continue
+        if nested_functions.is_definition(original):  # `def decode(x): ...` inside the method
+            lowered.append(nested_functions.define(source, original))
+            continue
         prepared = desugar.prepare(source, original)
         lowered.extend(_lower_simple(source, prepared[:-1]))
         stmt = prepared[-1]
@@ -215,7 +221,7 @@ def lower(
         else:
             check_supported(source, stmt)
             lowered.append(stmt)
-    return lowered
+    return exceptions.mark(lowered, returns.raises)
 
 
 def _lower_simple(source: SourceFunction, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -231,6 +237,22 @@ class _Renamer(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.Name:
         if node.id in self.names:
             return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        # A nested function's own names are its own; its free names are the enclosing
+        # function's (renamed with them), and so is its name.
+        args = node.args
+        own = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a is not None}
+        own |= {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        node.name = self.names.get(node.name, node.name)
+        node.args = self.visit(node.args)
+        outer = self.names
+        self.names = {k: v for k, v in outer.items() if k not in own}
+        try:
+            node.body = [self.visit(stmt) for stmt in node.body]
+        finally:
+            self.names = outer
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
@@ -255,6 +277,7 @@ def inline_call(
     result_var: str,
     bind: Callable[[dict[str, str]], tuple[list[ast.stmt], dict[str, Any], str | None]],
     annotate: Callable[[list[ast.stmt], str, Any], None] | None = None,
+    caller: ast.stmt | None = None,
 ) -> tuple[list[ast.stmt], list[ast.stmt], dict[str, Any]]:
     """The statements of `callee` bound to `call`'s arguments, storing the result in `result_var`.
 
@@ -263,6 +286,8 @@ def inline_call(
     to bind first (`self` -> the receiver, defaults). `bind(renamed)` binds the renamed
     parameters (`binding.binder`: Python's rules) and says which one is `self`;
     `annotate(body, self_name, receiver)` marks the renamed body's module attributes first.
+    An exception leaving the body goes where one raised at `caller` (the call's statement)
+    goes (exceptions.py).
     """
     fdef = callee.node
     desugar.check_deletes(callee)
@@ -274,14 +299,17 @@ def inline_call(
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 local_names.add(node.id)
+            elif isinstance(node, ast.FunctionDef):
+                local_names.add(node.name)  # (a nested function's name is a local too)
     renamed = {name: prefix + name for name in local_names}
     body = [_Renamer(renamed).visit(copy.deepcopy(stmt)) for stmt in fdef.body]
     prologue, bindings, self_param = bind(renamed)
     if annotate is not None and self_param is not None:
         annotate(body, renamed[self_param], bindings[renamed[self_param]])
 
+    nested_functions.prepare(callee, body)
     end = fresh_id()
-    returns = nodes.ReturnTo(result_var, end)
+    returns = exceptions.within(nodes.ReturnTo(result_var, end), exceptions.call_scope(result_var, caller))
     result_init = ast.Assign(targets=[ast.Name(result_var, ast.Store())], value=ast.Constant(None))
     result_init.lineno = call.lineno
     return [result_init, *prologue], [*lower(callee, body, returns), nodes.Label(end, call.lineno)], bindings

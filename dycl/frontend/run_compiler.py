@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, by_size, complex_values, data_sizes, lists, nodes, packed, runs
+from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, lists, nodes, packed, runs
 from dycl.frontend import values as V
 from dycl.frontend.build import NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, SizeTest, SpecializedInput, WeightMutation
@@ -37,6 +37,8 @@ _STATIC_SIZE_HINT = (
 
 
 def is_run_statement(c, stmt: ast.stmt, env, written_in_run: set[str]) -> bool:
+    if isinstance(stmt, (exceptions.Carry, exceptions.Raised)):
+        return False  # (flags the visitor sets)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
         return False  # docstring
     if isinstance(stmt, (ast.FunctionDef, ast.Lambda)):

@@ -72,6 +72,30 @@ ASSERTS = [
     'assert not torch.isnan(x).any(), "NaN in x"',
 ]
 
+# Exceptions (research programs only): a `raise` of the program's own class in a constant
+# loop (in forward, or in a nested function it calls), caught around the loop; which step
+# raises is a runtime int of the data (as SIZE_WINDOW_STEPS); `else:`/`finally:`; a lambda
+# bound to a name; a `raise ValueError` on a configuration path and on a runtime path that
+# no input takes.
+EXCEPTION_PROBABILITY = 0.2
+EXCEPTION_CLASS = """\
+class FuzzStop(Exception):
+    def __init__(self, value, step):
+        self.value = value
+        self.step = step
+"""
+EXCEPTIONS = [
+    "k_exc = " + SIZE_WINDOW_STEPS + "\ntry:\n    for i in range(4):\n        x = x + 0.1 * torch.tanh(x)\n"
+    "        if i == k_exc:\n            raise FuzzStop(x * 0.5, i)\n    stopped = -1\n"
+    "except FuzzStop as e:\n    x = x + e.value\n    stopped = e.step\nx = x * (1.0 + 0.01 * stopped)",
+    "k_exc = " + SIZE_WINDOW_STEPS + "\n\ndef exc_step(v, j):\n    v = torch.tanh(v) + 0.1 * j\n"
+    "    if j == k_exc:\n        raise FuzzStop(v, j)\n    return v\n\ntry:\n    for j in range(3):\n"
+    "        x = exc_step(x, j)\nexcept FuzzStop as e:\n    x = e.value * 0.5\nelse:\n    x = x * 1.5\n"
+    "finally:\n    x = x + 0.25",
+    "squash = lambda v: v / (1.0 + v.abs())\nif {W} < 0:\n    raise ValueError(\"width must be positive\")\n"
+    "if torch.isnan(x).any():\n    raise ValueError(f\"NaN in x of width {{x.size(1)}}\")\nx = squash(x)",
+]
+
 
 @dataclass
 class _Scope:
@@ -409,6 +433,12 @@ class Generator:
             checks = [*ASSERTS, *(['assert count >= 0, f"negative count {count}"'] if "count" in self.outputs else [])]
             text = arng.choice(checks).replace("{W}", str(self.width))
             body.insert(arng.randint(vector_start, len(body)), Research(text, form="assert"))
+        erng = random.Random(self.seed * 49979687 + 0xE7C)
+        if erng.random() < EXCEPTION_PROBABILITY:
+            text = erng.choice(EXCEPTIONS).replace("{W}", str(self.width)).replace("{{", "{").replace("}}", "}")
+            body.insert(erng.randint(vector_start, len(body)), Research(text, form="exception"))
+            if "FuzzStop" in text:
+                program.classes.append(EXCEPTION_CLASS)
 
 
 def walk(blocks: list[list[Stmt]]):

@@ -115,6 +115,10 @@ FORMS = (
     # sizes that change in a runtime loop, tested each iteration: a window crop, a queue, a
     # parity, a while on the length (dycl.fuzz.generate draws it from its own stream)
     "size_window",
+    # an exception of the program's own raised in a loop (or a nested function) and caught
+    # around it, `else:`/`finally:`, a lambda bound to a name, `raise ValueError` on paths no
+    # input takes (dycl.fuzz.generate draws it from its own stream)
+    "exception",
     # 0-d tensors appended by a constant-trip loop (that may break), then numpy on the list
     "decode_array",
     # a variable None on some paths and a tensor on others, tested with `is None`

@@ -14,9 +14,9 @@ class Generator(nn.Module):
 
 class TryExcept(nn.Module):
     def forward(self, x):
-        try:  # REJECT
+        try:
             x = x + 1
-        except RuntimeError:
+        except RuntimeError:  # REJECT (an error of the tensor code, which compiled code does not raise)
             x = x - 1
         return x
 
@@ -151,7 +151,7 @@ REJECTED = {
     "identity_of_tensors": (IdentityOfTensors, "tests whether two names hold one tensor or value object"),
     "assignment_expression": (AssignmentExpression, "assignment expression (`:=`)"),
     "generator": (Generator, "generator"),
-    "try": (TryExcept, "`try` statement"),
+    "try": (TryExcept, "`except RuntimeError` catches RuntimeError"),
     "print": (Printing, "`print` in forward"),
     "with": (WithStatement, "`with` statement"),
     "mutates_module": (MutatesModule, "assigned it on some paths only"),

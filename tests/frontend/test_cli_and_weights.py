@@ -53,8 +53,8 @@ def test_dycl_import_reports_rejected_construct_with_location(tmp_path, monkeypa
     _write_model(tmp_path, monkeypatch, "cli_unbounded_model")
     assert main(["cli_unbounded_model:Unbounded", "--example", "randn(1,4)"]) == 1
     error = capsys.readouterr().err
-    line = MODEL_SOURCE.splitlines().index("        try:") + 1
-    assert f"{tmp_path}/cli_unbounded_model.py:{line}: `try` statement" in error
+    line = MODEL_SOURCE.splitlines().index("        except ValueError:") + 1
+    assert f"{tmp_path}/cli_unbounded_model.py:{line}: `except ValueError` catches ValueError" in error
 
 
 def test_weight_store_holds_exactly_the_referenced_weights(tmp_path):

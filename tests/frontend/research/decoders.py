@@ -649,6 +649,68 @@ class ChatbotGreedySearch(nn.Module):
         return [(randint(VOCAB, 5, 1, seed=seed), torch.tensor([length])) for seed, length in [(0, 5), (7, 5), (4, 3), (3, 1), (9, 2)]]
 
 
+
+class EndOfSequence(Exception):
+    """Raised by the decoding step when it emits the end token."""
+
+    def __init__(self, length):
+        super().__init__("end of sequence")
+        self.length = length
+
+
+class NestedStepDecoder(nn.Module):
+    """Greedy decoding whose step is a nested function (a closure over the logits list,
+    the embeddings and `self`) that raises `EndOfSequence` at the end token; forward
+    catches it around the decoding loop."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('raise-caught', 'nested-def', 'none-start')
+    WEIGHT_SEED = 2
+
+    def __init__(self):
+        super().__init__()
+        self.init_input = nn.Linear(8, EMBED)
+        self.cell = nn.GRUCell(EMBED, HIDDEN)
+        self.out = nn.Linear(HIDDEN, VOCAB)
+        self.embed = nn.Embedding(VOCAB, EMBED)
+        self.position = nn.Parameter(torch.randn(4, EMBED) * 0.1)
+        self.max_len = 4
+        self.end_id = 1
+
+    def forward(self, features):
+        hx = None
+        inp = self.init_input(features)
+        logits_seq = []
+
+        def step(inp, hx, t):
+            hx = self.cell(inp + self.position[t], hx)
+            logits = self.out(hx)
+            logits_seq.append(logits)
+            tok = logits.argmax(1)
+            if tok.item() == self.end_id:
+                raise EndOfSequence(t + 1)
+            return self.embed(tok), hx
+
+        try:
+            for t in range(self.max_len):
+                inp, hx = step(inp, hx, t)
+            length = self.max_len
+        except EndOfSequence as stop:
+            length = stop.length
+        return torch.stack(logits_seq, 1), length
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 1.0), (0, 30.0), (1, 3.0), (1, 10.0), (2, 1.0), (3, 10.0), (4, 3.0), (5, 0.3)], shape=(1, 8))
+
 MODELS = [
     ShowTellSample,
     ShowTellPacked,
@@ -656,6 +718,7 @@ MODELS = [
     ShowAttendTell,
     TeacherForcingLengths,
     GreedyEndToken,
+    NestedStepDecoder,
     GreedyStripEnd,
     GreedyNumpyCaption,
     BatchGreedyAll,

@@ -605,8 +605,90 @@ class PackedTextEarlyExit(nn.Module):
         return inputs
 
 
+
+class HighwayException(Exception):
+    def __init__(self, message, exit_layer):
+        self.message = message  # Output of the highway
+        self.exit_layer = exit_layer  # start from 1!
+
+
+class HighwayEncoder(nn.Module):
+    """DeeBERT's encoder: a highway classifier after each layer; at inference the layer loop
+    raises `HighwayException` when the highway's entropy is below the layer's threshold."""
+
+    def __init__(self, hidden=16, layers=3, classes=4):
+        super().__init__()
+        self.layer = nn.ModuleList([nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()) for _ in range(layers)])
+        self.highway = nn.ModuleList([nn.Linear(hidden, classes) for _ in range(layers)])
+        self.early_exit_entropy = [1.0, 1.1, -1.0]
+
+    def forward(self, hidden_states):
+        def entropy(x):
+            exp_x = torch.exp(x)
+            A = torch.sum(exp_x, dim=1)  # sum of exp(x_i)
+            B = torch.sum(x * exp_x, dim=1)  # sum of x_i * exp(x_i)
+            return torch.log(A) - B / A
+
+        all_highway_exits = ()
+        for i, layer_module in enumerate(self.layer):
+            hidden_states = layer_module(hidden_states)
+            highway_logits = self.highway[i](hidden_states[:, 0])
+            if not self.training:
+                highway_entropy = entropy(highway_logits)
+                all_highway_exits = all_highway_exits + ((highway_logits, highway_entropy),)
+                if highway_entropy < self.early_exit_entropy[i]:
+                    new_output = (highway_logits, all_highway_exits)
+                    raise HighwayException(new_output, i + 1)
+        return hidden_states, all_highway_exits
+
+
+class DeeBertHighwayExit(nn.Module):
+    """DeeBERT (Xin et al., 2020): the exception raised in the encoder's layer loop is
+    caught two modules up, in the classifier's forward, which returns the highway's logits
+    and the exit layer."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('raise-caught', 'nested-def', 'mixed-return')
+
+    def __init__(self, hidden=16, classes=4):
+        super().__init__()
+        self.embeddings = nn.Linear(8, hidden)
+        self.encoder = HighwayEncoder(hidden, classes=classes)
+        self.classifier = nn.Linear(hidden, classes)
+        with torch.no_grad():
+            for highway in self.encoder.highway:
+                highway.weight.mul_(4.0)
+
+    def bert(self, input_embeds):
+        encoder_outputs = self.encoder(self.embeddings(input_embeds))
+        return encoder_outputs[0]
+
+    def forward(self, input_embeds):
+        exit_layer = len(self.encoder.layer)
+        try:
+            sequence_output = self.bert(input_embeds)
+            logits = self.classifier(sequence_output[:, 0])
+        except HighwayException as e:
+            outputs = e.message
+            exit_layer = e.exit_layer
+            logits = outputs[0]
+        return logits, exit_layer
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 5, 8),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(0, 0.3), (0, 3.0), (0, 10.0), (1, 10.0), (2, 3.0), (3, 10.0)], shape=(1, 5, 8))
+
 MODELS = [
     SDNConfidence,
+    DeeBertHighwayExit,
     PackedTextEarlyExit,
     SDNNumpyArgmax,
     BranchyNetEntropy,

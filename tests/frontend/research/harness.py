@@ -71,6 +71,8 @@ CONSTRUCTS = {
     "paired-state": "state kept in a tuple or in attributes set together (`out, self.state = self.lstm(x, self.state)`, `self.h`/`self.c` None until the first call)",
     "unique-repeat": "`torch.unique(..., return_inverse=True, return_counts=True)`, `repeat_interleave` with a tensor of repeats",
     "unentered-loop": "a runtime loop the example inputs never enter (one-word captions: zero decode steps)",
+    "raise-caught": "an exception raised in a submodule or helper and caught up the call chain (`raise HighwayException(out, i + 1)`, `except HighwayException as e: e.message`)",
+    "nested-def": "a function defined inside forward and called later (`def decode(tok, h): ...`, a closure over locals and `self`)",
     "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}
