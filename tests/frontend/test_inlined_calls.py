@@ -11,7 +11,7 @@ import pytest
 from dycl.frontend import FrontendError, import_module
 from tests.frontend import inlined_call_models
 from tests.frontend.inlined_call_models import CASES, REFUSED
-from tests.frontend.helpers import assert_compiled_exactly, assert_imported_exactly
+from tests.frontend.helpers import assert_compiled_exactly, assert_imported_exactly, tiered
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -19,7 +19,7 @@ def test_exact_on_every_path(name):
     assert_imported_exactly(*CASES[name])
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", tiered(CASES, set(CASES) - {"sdn_captured_blocks_early_exit", "sdn_inlined_blocks_all_outputs", "universal_transformer_act"}))
 def test_exact_on_onnxruntime(name):
     assert_compiled_exactly(*CASES[name], backend="onnxruntime")
 

@@ -11,7 +11,7 @@ from dycl.frontend import FrontendError, import_module
 from dycl.frontend.attributes import Poisoned
 from tests.frontend import attribute_models
 from tests.frontend.attribute_models import CASES, REFUSED
-from tests.frontend.helpers import assert_compiled_exactly, assert_imported_exactly
+from tests.frontend.helpers import assert_compiled_exactly, assert_imported_exactly, tiered
 
 
 def _state(model) -> dict:
@@ -30,7 +30,7 @@ def test_attribute_variables_are_exact_on_every_path(name):
     assert_imported_exactly(*CASES[name], check_program=_model_unchanged)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", tiered(CASES, set(CASES) - {"skipnet_hidden"}))  # (init_hidden: the corpus's DecoderSelfHidden)
 def test_attribute_variables_on_onnxruntime(name):
     assert_compiled_exactly(*CASES[name], backend="onnxruntime")
 

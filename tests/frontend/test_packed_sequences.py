@@ -166,7 +166,8 @@ def test_packed_sequences_with_runtime_lengths_are_exact(factory):
     assert_imported_exactly(factory, INPUTS[factory])
 
 
-@pytest.mark.parametrize("factory", [ChatbotEncoder, SentimentClassifier, PackedRows], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("factory", [ChatbotEncoder, pytest.param(SentimentClassifier, marks=pytest.mark.slow), PackedRows],
+                         ids=lambda f: f.__name__)
 def test_packed_sequences_compile_exactly_on_onnxruntime(factory):
     assert_compiled_exactly(factory, INPUTS[factory], "onnxruntime")
 

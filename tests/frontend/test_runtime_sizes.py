@@ -238,7 +238,7 @@ def test_a_batch_that_shrinks_per_step_is_exact():
 
 @pytest.mark.parametrize("factory, inputs", [
     (SliceByCount, lengths_inputs([2, 0, 1, 3])),
-    (TeacherForcing, teacher_inputs()),
+    pytest.param(TeacherForcing, teacher_inputs(), marks=pytest.mark.slow),  # its interpreter run is above
     (SizeFromListArgumentThenMath, [(torch.randn(2, 3), lengths) for lengths in ([3, 2], [5, 1], [1, 1])]),
     (SizeFromTolist, [(torch.tensor([[0.4, 1.0, 0.1]]),), (torch.tensor([[0.0, 0.2, 2.0]]),), (torch.tensor([[0.1, 0.0, 0.2]]),)]),
 ], ids=["slice_by_count", "teacher_forcing", "size_from_list_argument", "size_from_tolist"])

@@ -51,7 +51,7 @@ def test_sizes_as_numbers_are_exact_on_the_interpreter(name):
         _same_dtypes(expected, actual)
 
 
-@pytest.mark.parametrize("name", ["mean_over_decode_steps", "integer_counts", "count_unless_close"])
+@pytest.mark.parametrize("name", ["count_unless_close", *(pytest.param(name, marks=pytest.mark.slow) for name in ["integer_counts", "mean_over_decode_steps"])])
 def test_sizes_as_numbers_compile_exactly_on_onnxruntime(name):
     factory, inputs = CASES[name]
     torch.manual_seed(0)

@@ -129,7 +129,7 @@ def list_inputs(lengths_list, seed=0):
 # Every example: zero decode steps, one (the example of 1 that was refused), or two (the general
 # case every other decoder test compiles from: slow tier here); each compiled program is checked
 # on inputs of every decode length, 0 included.
-EXAMPLES = [[1, 1], [2, 1], pytest.param([3, 2], marks=pytest.mark.slow)]
+EXAMPLES = [[1, 1], pytest.param([2, 1], marks=pytest.mark.slow), pytest.param([3, 2], marks=pytest.mark.slow)]
 LIST_LENGTHS = [[1, 1], [2, 1], [2, 2], [3, 1], [3, 2], [4, 3], [6, 2], [1], [2], [4], [6]]
 
 

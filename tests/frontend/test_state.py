@@ -18,7 +18,7 @@ import dycl
 from dycl.frontend import FrontendError, import_module
 from dycl.interpreter import run_call
 from tests.frontend import state_models
-from tests.frontend.helpers import assert_replays_after_reset, max_abs_error
+from tests.frontend.helpers import assert_replays_after_reset, max_abs_error, tiered
 from tests.frontend.state_models import REFUSED, SEQUENCES, MemoizedEncoder, StreamingGRU, memoized_calls
 
 TOLERANCE = 1e-5
@@ -98,7 +98,9 @@ def _compiled_sequence(name, backend):
     return compiled, model, calls, worst
 
 
-@pytest.mark.parametrize("name", sorted(SEQUENCES))
+# (a counter, a value set on one path, a tensor and a tuple of tensors; appended lists: the
+# corpus's BlockDropAgentNumpy)
+@pytest.mark.parametrize("name", tiered(SEQUENCES, {"assigned_on_one_path", "counts_across_calls", "streaming_gru", "streaming_lstm_tuple"}))
 def test_call_sequence_on_onnxruntime(name):
     compiled, model, calls, worst = _compiled_sequence(name, "onnxruntime")
     print(f"{name}: max abs error {worst:.3g} over {len(calls)} calls")
