@@ -1,6 +1,5 @@
 """Backends compile sub-DNNs, name the op they cannot take, cache by content."""
 
-import time
 
 import numpy as np
 import pytest
@@ -38,13 +37,11 @@ def hcfg_subdnns(sample="gated_loop"):
     return list(subdnns_of(module))
 
 
-def test_cache_hit_is_instant_and_damage_is_a_miss(sample_weights, tmp_path):
+def test_cache_hit_and_damage_is_a_miss(sample_weights, tmp_path):
     subdnns = hcfg_subdnns()
     first = compile_subdnns(subdnns, sample_weights, "tvm", cache_dir=tmp_path, progress=False)
     assert not any(c.cached for c in first.values())
-    start = time.perf_counter()
     second = compile_subdnns(subdnns, sample_weights, "tvm", cache_dir=tmp_path, progress=False)
-    assert time.perf_counter() - start < 5.0  # generous: a hit is a file read
     assert all(c.cached for c in second.values())
     assert {n: c.files for n, c in first.items()} == {n: c.files for n, c in second.items()}
     # Damage one cached library: that entry is recompiled, never served broken.

@@ -5,7 +5,6 @@ unterminated string literal."""
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from xdsl.parser import Parser
@@ -81,10 +80,9 @@ def test_dycl_ir_parses_what_xdsl_parses(name, verify):
     assert print_module(parse_module(text, name, verify=verify)) == expected
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a timing: xDSL's lexer needs minutes here
 def test_an_unterminated_string_before_a_long_line_is_reported_at_once():
-    # xDSL's lexer needs minutes here (and doubles with each further character).
+    # (and doubles with each further character)
     text = '"builtin.module"() ({\n  %0 = "unterminated' + " (!torch.vtensor<[2],f32>)" * 20 + "\n}) : () -> ()\n"
-    start = time.perf_counter()
     with pytest.raises(IRParseError, match="string literal"):
         parse_module(text, "hang.mlir")
-    assert time.perf_counter() - start < 5.0
