@@ -768,6 +768,9 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         from dycl.runtime.state import to_bytes
 
         initial = _initial_state(slots, state or {})
+        for slot in slots:  # the host program gives its buffer to a sub-DNN: the runtime keeps it its own
+            if slot["kind"] == "tensor" and slot["args"][0] in host.given_arguments:
+                slot["in_place"] = True
         files["state_initial.npz"] = files["state.npz"] = to_bytes(initial)
         manifest["state"] = {"slots": slots, "initial": "state_initial.npz", "current": "state.npz"}
     write_artifact(directory, json.loads(json.dumps(manifest, default=str)), files)

@@ -159,6 +159,9 @@ class Scope:
     carried: dict[SSAValue, str] = field(default_factory=dict)
     """Values a loop yields that take their carry's variable when defined: the next
     iteration then reads them without a copy."""
+    owned: frozenset[SSAValue] = frozenset()
+    """Arguments whose buffers the runtime owns and may give a sub-DNN (a tensor state
+    slot's value, in the entry function): see `HostEmitter.given_arguments`."""
 
 
 Tail = Callable[[list[ast.expr]], ast.stmt] | None  # terminator operands -> `return ...`
@@ -186,6 +189,10 @@ class HostEmitter:
         self.constant_vars: dict[str, str] = {}  # constant key -> closure variable
         self.helpers: list[str] = []  # non-sub-DNN funcs the host calls, emitted as defs
         self.called_subdnns: list[str] = []
+        self.in_place_calls: dict[str, tuple[str, tuple[int, ...]]] = {}
+        """variable -> (sub-DNN, positions of the arguments given to it): `rt.in_place`."""
+        self.given_arguments_of_entry: set[int] = set()
+        """Positions of the function arguments some call gives to a sub-DNN."""
         self.scope: Scope
 
     # ---------------------------------------------------------------- values
@@ -308,9 +315,30 @@ class HostEmitter:
                 self.helpers.append(callee)
         else:
             raise CodegenError(f"call of unknown function @{callee}")
-        call = ast.Call(load(callee), args, [])
+        given = self.given_arguments(op) if callee in self.subdnns else ()
+        self.given_arguments_of_entry.update(op.arguments[k].index for k in given)  # (owned: block arguments)
+        call = ast.Call(load(self.in_place_variant(callee, given) if given else callee), args, [])
         targets = [self.bind_new(r) for r in op.results]
         out.append(unpack(targets, call) if targets else ast.Expr(call))
+
+    def given_arguments(self, op: func.CallOp) -> tuple[int, ...]:
+        """Positions of the call's arguments whose buffers the sub-DNN may take over: values
+        the runtime owns (`Scope.owned`) that nothing reads after this call. The call reads
+        such a value once and no other op reads it or any variable the host writes as it
+        (`_same_expression`), and the call is in no loop (it would read it again)."""
+        if not self.scope.owned or _in_loop(op):
+            return ()
+        return tuple(k for k, value in enumerate(op.arguments)
+                     if value in self.scope.owned and _readers(value) == [op])
+
+    def in_place_variant(self, callee: str, given: tuple[int, ...]) -> str:
+        for name, call in self.in_place_calls.items():
+            if call == (callee, given):
+                break
+        else:
+            name = self.scope.names.fresh(f"{callee}_in_place")
+            self.in_place_calls[name] = (callee, given)
+        return name
 
     def emit_if(self, op: scf.IfOp, out: list[ast.stmt]) -> None:
         results = [self.bind_new(r) for r in op.results]
@@ -399,8 +427,12 @@ class HostEmitter:
 
     # ---------------------------------------------------------- functions
 
-    def function(self, function: func.FuncOp, py_name: str, arg_names: Sequence[str | None]) -> ast.FunctionDef:
-        self.scope = Scope(Names(taken=[*self.subdnns, *self.funcs, *self.constant_vars.values()]))
+    def function(self, function: func.FuncOp, py_name: str, arg_names: Sequence[str | None],
+                 owned: Sequence[int] = ()) -> ast.FunctionDef:
+        """`owned`: positions of arguments whose buffers the runtime owns (`Scope.owned`)."""
+        taken = [*self.subdnns, *self.funcs, *self.constant_vars.values(), *self.in_place_calls]
+        args = function.body.block.args
+        self.scope = Scope(Names(taken=taken), owned=frozenset(args[k] for k in owned))
         params = []
         for arg, hint in zip(function.body.block.args, arg_names):
             params.append(self.scope.names.fresh(hint))
@@ -411,6 +443,24 @@ class HostEmitter:
 
         body = self.emit_block(function.body.block, [], return_all)
         return function_def(py_name, params, body)
+
+
+def _in_loop(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        if isinstance(parent, (scf.ForOp, scf.WhileOp)):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _readers(value: SSAValue) -> list[Operation]:
+    """The ops that read `value` or a variable the host writes as it (a cast's result): an
+    op that only makes such a variable is not a reader itself."""
+    same = _same_expression(value)
+    members = set(same)
+    return [use.operation for v in same for use in v.uses
+            if not (use.operation.results and all(r in members for r in use.operation.results))]
 
 
 def function_def(name: str, params: Sequence[str], body: list[ast.stmt]) -> ast.FunctionDef:

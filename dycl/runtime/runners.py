@@ -116,7 +116,7 @@ def ort_runner(path: Path, meta: Mapping[str, Any], options: RuntimeOptions) -> 
     run = _fast_run(session)
 
     # The exporter may drop an argument the graph does not read; skip its position.
-    if len(names) == 1 and names[0] is not None:
+    if len(names) == 1 and names[0] is not None and not meta.get("in_place"):
         (n0,) = names
 
         def run1(a):
@@ -124,7 +124,7 @@ def ort_runner(path: Path, meta: Mapping[str, Any], options: RuntimeOptions) -> 
 
         run1.session = session
         return run1
-    if len(names) == 2 and None not in names:
+    if len(names) == 2 and None not in names and not meta.get("in_place"):
         n0, n1 = names
 
         def run2(a, b):
@@ -138,7 +138,95 @@ def ort_runner(path: Path, meta: Mapping[str, Any], options: RuntimeOptions) -> 
         return run(outputs, {n: args[i] for i, n in kept}, None)
 
     run_n.session = session
+    if meta.get("in_place"):
+        run_n.in_place = _in_place_variants(session, meta, names, run_n)
     return run_n
+
+
+def _in_place_variants(session, meta: Mapping[str, Any], names: list[str | None], functional: Runner):
+    """`variant(given) -> runner` for a call site that gives the sub-DNN the buffers of the
+    arguments at positions `given` (the host program's fact: codegen, `rt.in_place`). The
+    runner writes each output the manifest's `in_place` pairs with a given argument into
+    that argument's buffer and returns the argument itself there; an output no given
+    argument pairs with runs as before."""
+    pairs = {j: i for j, i in meta["in_place"]}
+    cache: dict[tuple[int, ...], Runner] = {}
+
+    def variant(given) -> Runner:
+        key = tuple(sorted(given))
+        if key not in cache:
+            aliased = {j: i for j, i in pairs.items() if i in key}
+            cache[key] = _in_place_runner(session, meta, names, aliased, functional) if aliased else functional
+        return cache[key]
+
+    return variant
+
+
+def _in_place_runner(session, meta: Mapping[str, Any], names: list[str | None], aliased: Mapping[int, int],
+                     functional: Runner) -> Runner:
+    """A runner that binds every array by its address (ONNX Runtime's IOBinding), each output
+    in `aliased` (output -> argument position) to that argument's own buffer. A binding
+    records an address, a shape and a dtype; each thread keeps its own, and rebinds only
+    what changed since its last call. An argument that cannot be bound as it lies (not a
+    compact, aligned, writeable array of the recorded dtype) makes that call functional."""
+    output_names = list(meta["output_names"])
+    input_dtypes = [np.dtype(spec["dtype"]) for spec in meta["inputs"]]
+    output_specs = [(np.dtype(spec["dtype"]), tuple(spec["shape"]) if None not in spec["shape"] else None)
+                    for spec in meta["outputs"]]
+    kept = [(i, n) for i, n in enumerate(names) if n is not None]
+    given = set(aliased.values())
+    native = session._sess
+    local = threading.local()
+
+    def bind(binding, bound, name, output, array):
+        key = (array.ctypes.data, array.shape, array.dtype)
+        if bound.get((output, name)) != key:
+            bind_at = binding.bind_output if output else binding.bind_input
+            bind_at(name, "cpu", 0, array.dtype, array.shape, array.ctypes.data)
+            bound[(output, name)] = key
+
+    def run(*args):
+        for i in given:
+            a = args[i]
+            if not (type(a) is np.ndarray and a.dtype == input_dtypes[i] and a.flags.c_contiguous
+                    and a.flags.writeable and a.flags.aligned):
+                return functional(*args)
+        binding = getattr(local, "binding", None)
+        if binding is None:
+            binding = local.binding = session.io_binding()
+            local.bound = {}
+        bound = local.bound
+        alive = []  # (the binding holds addresses: what it points at must outlive the run)
+        for i, name in kept:
+            a = args[i]
+            if type(a) is not np.ndarray or not a.flags.c_contiguous or a.dtype != input_dtypes[i]:
+                a = np.array(a, dtype=input_dtypes[i], order="C")  # (a 0-d stays 0-d)
+                alive.append(a)
+            bind(binding, bound, name, False, a)
+        results: list = [None] * len(output_names)
+        allocated = []
+        for j, name in enumerate(output_names):
+            if j in aliased:
+                results[j] = args[aliased[j]]
+                bind(binding, bound, name, True, results[j])
+                continue
+            dtype, shape = output_specs[j]
+            if shape is None:  # a runtime size: ONNX Runtime allocates it
+                binding.bind_output(name, "cpu")
+                bound.pop((True, name), None)
+                allocated.append(j)
+            else:
+                results[j] = np.empty(shape, dtype)
+                bind(binding, bound, name, True, results[j])
+        native.run_with_iobinding(binding._iobinding, None)
+        if allocated:
+            values = binding.get_outputs()
+            for j in allocated:
+                results[j] = values[j].numpy()
+        return results
+
+    run.session = session
+    return run
 
 
 def _fast_run(session):
