@@ -5,10 +5,12 @@
 The model is gpt-fast's attention with its `KVCache` (`k_out = self.k_cache;
 k_out[:, :, input_pos] = k_val`), 4 heads of 64, a few layers: each step writes one
 position of every layer's two caches and attends over the whole cache (as gpt-fast does,
-with a mask). The step time is the median of `--steps` calls at one thread (numpy in), with
-the load average printed beside it: the machine may be shared. Also printed per step: the
-bytes of the caches (what a functional write copies at least once per step) and whether
-the host program gives each cache's buffer to the sub-DNN that writes it.
+with a mask). Each form runs `--rounds` rounds of `--steps` steps at one thread (numpy in), rounds
+interleaved; printed is the median round's time per step, CPU time of the process (which
+leaves out descheduling on a shared machine) and wall clock, with the load average. The
+forms: the compiled model as it runs (the host program gives each cache's buffer to the
+sub-DNN that writes it), and the same artifact functional (every write copies the caches:
+their bytes are printed).
 """
 
 from __future__ import annotations
@@ -80,37 +82,61 @@ def step_inputs(length: int, steps: int, seed: int = 0):
             for k in range(steps)]
 
 
-def measure(length: int, layers: int, steps: int, backend: str) -> dict:
-    torch.manual_seed(0)
-    model = Decoder(length, layers).eval()
-    example = (torch.randn(1, 1, DIM), torch.tensor([0]))
-    compiled = dycl.compile(model, example, backend=backend, progress=False, threads=1)
-    calls = step_inputs(length, steps)
-    for args in calls[:10]:  # warm up
-        compiled(*args)
-    times = []
-    for args in calls:
-        start = time.perf_counter()
-        compiled(*args)
-        times.append(time.perf_counter() - start)
-    cache_bytes = sum(v.nbytes for v in compiled.state.values())
-    given = "in_place(" in compiled.source
-    return {"length": length, "us": statistics.median(times) * 1e6, "cache_bytes": cache_bytes, "given": given}
+def functional(compiled):
+    """The same artifact with no buffer given: the sub-DNN runners behind wrappers that
+    `rt.in_place` does not see through (each write then copies the cache)."""
+    return compiled.rebind({name: (lambda *args, run=run: run(*args)) for name, run in compiled.subdnn_calls.items()})
+
+
+def measure(lengths, layers: int, steps: int, rounds: int, backend: str) -> list[dict]:
+    """Per length and form (in place, functional), the median CPU and wall time of a step
+    over `rounds` rounds of `steps` steps, rounds interleaved (the load drifts)."""
+    models = {}
+    for length in lengths:
+        torch.manual_seed(0)
+        model = Decoder(length, layers).eval()
+        compiled = dycl.compile(model, (torch.randn(1, 1, DIM), torch.tensor([0])), backend=backend,
+                                progress=False, threads=1)
+        given = "rt.in_place(" in compiled.source
+        models[(length, "in place")] = (compiled, given)
+        models[(length, "functional")] = (functional(compiled), False)
+    times = {key: ([], []) for key in models}
+    for _ in range(rounds):
+        for key, (compiled, _) in models.items():
+            calls = step_inputs(key[0], steps)
+            compiled(*calls[0])
+            cpu, wall = time.process_time(), time.perf_counter()
+            for args in calls:
+                compiled(*args)
+            times[key][0].append((time.process_time() - cpu) / steps)
+            times[key][1].append((time.perf_counter() - wall) / steps)
+    rows = []
+    for (length, form), (compiled, given) in models.items():
+        cpu, wall = times[(length, form)]
+        rows.append({"length": length, "form": form, "cpu_us": statistics.median(cpu) * 1e6,
+                     "wall_us": statistics.median(wall) * 1e6, "given": given,
+                     "cache_bytes": sum(v.nbytes for v in compiled.state.values())})
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", default="16,64,256")
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--backend", default="onnxruntime")
     options = parser.parse_args()
-    rows = [measure(int(n), options.layers, options.steps, options.backend) for n in options.lengths.split(",")]
+    lengths = [int(n) for n in options.lengths.split(",")]
+    rows = measure(lengths, options.layers, options.steps, options.rounds, options.backend)
     print(f"{options.backend}, {options.layers} layers, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    base = rows[0]["us"]
-    for row in rows:
-        print(f"cache length {row['length']:4d}: {row['us']:8.1f} us per step ({row['us'] / base:.2f}x), "
-              f"caches {row['cache_bytes'] / 1024:.0f} KiB, given to the sub-DNN: {row['given']}")
+    for form in ("in place", "functional"):
+        base = next(r for r in rows if r["form"] == form)
+        for row in (r for r in rows if r["form"] == form):
+            print(f"{form:10s} cache length {row['length']:4d}: CPU {row['cpu_us']:7.1f} us per step "
+                  f"({row['cpu_us'] / base['cpu_us']:.2f}x), wall {row['wall_us']:7.1f} us "
+                  f"({row['wall_us'] / base['wall_us']:.2f}x); caches {row['cache_bytes'] / 1024:.0f} KiB"
+                  + (f", given to the sub-DNN: {row['given']}" if form == "in place" else ""))
 
 
 if __name__ == "__main__":

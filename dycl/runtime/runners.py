@@ -164,65 +164,61 @@ def _in_place_variants(session, meta: Mapping[str, Any], names: list[str | None]
 
 def _in_place_runner(session, meta: Mapping[str, Any], names: list[str | None], aliased: Mapping[int, int],
                      functional: Runner) -> Runner:
-    """A runner that binds every array by its address (ONNX Runtime's IOBinding), each output
-    in `aliased` (output -> argument position) to that argument's own buffer. A binding
-    records an address, a shape and a dtype; each thread keeps its own, and rebinds only
-    what changed since its last call. An argument that cannot be bound as it lies (not a
-    compact, aligned, writeable array of the recorded dtype) makes that call functional."""
+    """A runner through ONNX Runtime's IOBinding that binds each output in `aliased` (output
+    -> argument position) to that argument's own buffer, and returns the argument itself
+    there. A binding records an address, a shape and a dtype; each thread keeps its own,
+    and binds a given argument again only when it is another array (the one a call wrote in
+    place comes back as the next call's). The other arguments are bound as arrays, the
+    other outputs left to ONNX Runtime to allocate (bound anew each call: a bound output
+    that ran once would be written again in place). A given argument that cannot be bound
+    as it lies (not a C-contiguous, aligned, writeable array of the recorded dtype) makes
+    that call functional."""
+    from onnxruntime.capi.onnxruntime_inference_collection import OrtDevice
+
+    cpu = OrtDevice.make("cpu", 0)._get_c_device()
     output_names = list(meta["output_names"])
     input_dtypes = [np.dtype(spec["dtype"]) for spec in meta["inputs"]]
-    output_specs = [(np.dtype(spec["dtype"]), tuple(spec["shape"]) if None not in spec["shape"] else None)
-                    for spec in meta["outputs"]]
-    kept = [(i, n) for i, n in enumerate(names) if n is not None]
-    given = set(aliased.values())
+    given = [(i, names[i]) for i in sorted(set(aliased.values()))]
+    others = [(i, n) for i, n in enumerate(names) if n is not None and i not in aliased.values()]
+    allocated = [(j, n) for j, n in enumerate(output_names) if j not in aliased]
+    written = [(j, output_names[j], i) for j, i in aliased.items()]
     native = session._sess
     local = threading.local()
 
-    def bind(binding, bound, name, output, array):
-        key = (array.ctypes.data, array.shape, array.dtype)
-        if bound.get((output, name)) != key:
-            bind_at = binding.bind_output if output else binding.bind_input
-            bind_at(name, "cpu", 0, array.dtype, array.shape, array.ctypes.data)
-            bound[(output, name)] = key
-
     def run(*args):
-        for i in given:
+        for i, _ in given:
             a = args[i]
             if not (type(a) is np.ndarray and a.dtype == input_dtypes[i] and a.flags.c_contiguous
                     and a.flags.writeable and a.flags.aligned):
                 return functional(*args)
         binding = getattr(local, "binding", None)
         if binding is None:
-            binding = local.binding = session.io_binding()
+            binding = local.binding = session.io_binding()._iobinding
             local.bound = {}
-        bound = local.bound
-        alive = []  # (the binding holds addresses: what it points at must outlive the run)
-        for i, name in kept:
+            for name in output_names:  # (outputs keep the position of their first binding)
+                binding.bind_output(name, cpu)
+        bound = local.bound  # name -> the array bound there (kept: its address stays valid)
+        for i, name in given:
             a = args[i]
-            if type(a) is not np.ndarray or not a.flags.c_contiguous or a.dtype != input_dtypes[i]:
-                a = np.array(a, dtype=input_dtypes[i], order="C")  # (a 0-d stays 0-d)
-                alive.append(a)
-            bind(binding, bound, name, False, a)
+            if bound.get(name) is not a:
+                binding.bind_input(name, cpu, a.dtype, a.shape, a.ctypes.data)
+                bound[name] = a
+        for i, name in others:
+            binding.bind_input(name, np.asarray(args[i]))
+        for j, name, i in written:
+            a = args[i]
+            if bound.get((j, name)) is not a:
+                binding.bind_output(name, cpu, a.dtype, a.shape, a.ctypes.data)
+                bound[(j, name)] = a
+        for _, name in allocated:
+            binding.bind_output(name, cpu)
+        native.run_with_iobinding(binding, None)
+        values = binding.get_outputs() if allocated else ()
         results: list = [None] * len(output_names)
-        allocated = []
-        for j, name in enumerate(output_names):
-            if j in aliased:
-                results[j] = args[aliased[j]]
-                bind(binding, bound, name, True, results[j])
-                continue
-            dtype, shape = output_specs[j]
-            if shape is None:  # a runtime size: ONNX Runtime allocates it
-                binding.bind_output(name, "cpu")
-                bound.pop((True, name), None)
-                allocated.append(j)
-            else:
-                results[j] = np.empty(shape, dtype)
-                bind(binding, bound, name, True, results[j])
-        native.run_with_iobinding(binding._iobinding, None)
-        if allocated:
-            values = binding.get_outputs()
-            for j in allocated:
-                results[j] = values[j].numpy()
+        for j, _ in allocated:
+            results[j] = values[j].numpy()
+        for j, _, i in written:
+            results[j] = args[i]
         return results
 
     run.session = session

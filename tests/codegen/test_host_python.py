@@ -248,3 +248,51 @@ def test_stepwise_host_enters_a_helper_that_calls_sub_dnns_with_yield_from():
     result, calls = stepwise(module, program, {})(x.numpy())
     assert calls == ["subdnn_0", "subdnn_0"]
     np.testing.assert_allclose(result[0], torch.tanh(torch.tanh(x)).numpy(), atol=1e-6)
+
+
+def _state_program(second_reader: bool) -> str:
+    """forward(x, cache): cache is a tensor state slot (argument 1); subdnn_0 writes it; with
+    `second_reader`, a second call reads the old cache after the first."""
+    slots = '[{\\"path\\": \\"cache\\", \\"kind\\": \\"tensor\\", \\"args\\": [1], \\"tree\\": 1}]'
+    again = (f'%z = "func.call"(%c, %y) <{{callee = @subdnn_1}}> : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>'
+             if second_reader else f'%z = "func.call"(%y, %y) <{{callee = @subdnn_1}}> : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>')
+    return f'''
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}<[2,3],f32>, {V}<[2,3],f32>) -> ({V}<[2,3],f32>, {V}<[2,3],f32>)}}> ({{
+  ^bb0(%x: {V}<[2,3],f32>, %c: {V}<[2,3],f32>):
+    %y = "func.call"(%x, %c) <{{callee = @subdnn_0}}> : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>
+    {again}
+    "func.return"(%z, %y) : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> ()
+  }}) {{dycl.state = "{slots}"}} : () -> ()
+  "func.func"() <{{sym_name = "subdnn_0", function_type = ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>, sym_visibility = "private"}}> ({{
+  ^bb0(%a: {V}<[2,3],f32>, %b: {V}<[2,3],f32>):
+    %r = "torch.aten.mul.Tensor"(%a, %b) : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>
+    "func.return"(%r) : ({V}<[2,3],f32>) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+  "func.func"() <{{sym_name = "subdnn_1", function_type = ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>, sym_visibility = "private"}}> ({{
+  ^bb0(%a: {V}<[2,3],f32>, %b: {V}<[2,3],f32>):
+    %r = "torch.aten.sub.Tensor"(%a, %b) : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>
+    "func.return"(%r) : ({V}<[2,3],f32>) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+}}) : () -> ()
+'''
+
+
+@pytest.mark.parametrize("second_reader", [False, True])
+def test_a_state_buffer_is_given_only_to_its_last_reader(second_reader):
+    """A tensor state slot's value (the runtime owns it) is given to the sub-DNN call that
+    reads it last (`rt.in_place`), never to one another call reads it after, and a model
+    input (the caller's array) is never given. The stepwise form calls the sub-DNN itself."""
+    module = parse_module(_state_program(second_reader))
+    program = generate_host(module)
+    if second_reader:
+        assert "rt.in_place(" not in program.source and program.given_arguments == []
+    else:
+        assert "subdnn_0_in_place = rt.in_place(subdnn_0, (1,))" in program.source
+        assert program.given_arguments == [1]
+    assert "yield ('subdnn_0'," in program.source
+    x, c = np.random.rand(2, 3).astype(np.float32), np.random.rand(2, 3).astype(np.float32)
+    forward = bind(module, program, {})
+    z, y = forward(x, c)
+    np.testing.assert_allclose(y, x * c, rtol=1e-6)
+    np.testing.assert_allclose(z, (c - y) if second_reader else y * 0, rtol=1e-6)
