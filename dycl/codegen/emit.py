@@ -160,8 +160,8 @@ class Scope:
     """Values a loop yields that take their carry's variable when defined: the next
     iteration then reads them without a copy."""
     owned: frozenset[SSAValue] = frozenset()
-    """Arguments whose buffers the runtime owns and may give a sub-DNN (a tensor state
-    slot's value, in the entry function): see `HostEmitter.given_arguments`."""
+    """Arguments whose arrays the runtime owns (a tensor state slot's value, in the entry
+    function): see `HostEmitter.ownership`."""
 
 
 Tail = Callable[[list[ast.expr]], ast.stmt] | None  # terminator operands -> `return ...`
@@ -192,7 +192,8 @@ class HostEmitter:
         self.in_place_calls: dict[str, tuple[str, tuple[int, ...]]] = {}
         """variable -> (sub-DNN, positions of the arguments given to it): `rt.in_place`."""
         self.given_arguments_of_entry: set[int] = set()
-        """Positions of the function arguments some call gives to a sub-DNN."""
+        """Positions of the entry's arguments whose arrays some call may give to a sub-DNN
+        (directly, or carried into a loop or returned by an in-place call)."""
         self.scope: Scope
 
     # ---------------------------------------------------------------- values
@@ -316,20 +317,67 @@ class HostEmitter:
         else:
             raise CodegenError(f"call of unknown function @{callee}")
         given = self.given_arguments(op) if callee in self.subdnns else ()
-        self.given_arguments_of_entry.update(op.arguments[k].index for k in given)  # (owned: block arguments)
+        for k in given:
+            self.given_arguments_of_entry |= self.ownership(op.arguments[k]) or set()
         call = ast.Call(load(self.in_place_variant(callee, given) if given else callee), args, [])
         targets = [self.bind_new(r) for r in op.results]
         out.append(unpack(targets, call) if targets else ast.Expr(call))
 
     def given_arguments(self, op: func.CallOp) -> tuple[int, ...]:
-        """Positions of the call's arguments whose buffers the sub-DNN may take over: values
-        the runtime owns (`Scope.owned`) that nothing reads after this call. The call reads
-        such a value once and no other op reads it or any variable the host writes as it
-        (`_same_expression`), and the call is in no loop (it would read it again)."""
-        if not self.scope.owned or _in_loop(op):
-            return ()
+        """Positions of the call's arguments whose buffers the sub-DNN may take over: arrays
+        the runtime made that nothing else holds (`ownership`) and that nothing reads after
+        this call: the call reads the value once, no other op reads it or a variable the host
+        writes as it (`_same_expression`), and no loop lies between the call and where the
+        value is defined (the loop would read it again)."""
         return tuple(k for k, value in enumerate(op.arguments)
-                     if value in self.scope.owned and _readers(value) == [op])
+                     if _readers(value) == [op] and not _loop_between(op, value)
+                     and self.ownership(value) is not None)
+
+    def ownership(self, value: SSAValue) -> set[int] | None:
+        """None unless the runtime made `value`'s array and nothing but the variables the
+        host writes as it holds it; else the entry arguments whose arrays it may be. Such a
+        value is an argument in `Scope.owned` (a tensor state slot's value), a sub-DNN's
+        result (a runner returns arrays of its own, or the argument given to it), an
+        `scf.if` result each arm yields such a value to (read by that yield alone), or a
+        loop's carry whose initial value and yielded value are such values, each read by
+        the loop or the yield alone (a `while` carry as its condition forwards it)."""
+        owner = value.owner
+        if value in self.scope.owned:
+            return {value.index}
+        if isinstance(owner, func.CallOp):
+            return set() if owner.callee.root_reference.data in self.subdnns else None
+        if isinstance(owner, scf.IfOp):
+            yields = [region.block.last_op for region in owner.regions if region.blocks]
+            return self._yielded(yields, value.index) if len(yields) == 2 else None
+        if not isinstance(owner, Block):
+            return None
+        loop, k = owner.parent_op(), value.index
+        if isinstance(loop, scf.ForOp) and k > 0:  # (0: the induction variable)
+            return self._carried(loop, loop.iter_args[k - 1], loop.body.block.last_op, k - 1)
+        if isinstance(loop, scf.WhileOp) and owner is loop.after_region.block:
+            condition = loop.before_region.block.last_op
+            forwarded = condition.args[k]
+            if forwarded.owner is not loop.before_region.block or _readers(forwarded) != [condition]:
+                return None
+            return self._carried(loop, loop.arguments[forwarded.index], loop.after_region.block.last_op,
+                                 forwarded.index)
+        return None
+
+    def _carried(self, loop: Operation, initial: SSAValue, yield_op: Operation, k: int) -> set[int] | None:
+        if _readers(initial) != [loop]:
+            return None
+        before, after = self.ownership(initial), self._yielded([yield_op], k)
+        return None if before is None or after is None else before | after
+
+    def _yielded(self, yields: Sequence[Operation], k: int) -> set[int] | None:
+        roots: set[int] = set()
+        for yield_op in yields:
+            value = yield_op.operands[k]
+            found = self.ownership(value) if _readers(value) == [yield_op] else None
+            if found is None:
+                return None
+            roots |= found
+        return roots
 
     def in_place_variant(self, callee: str, given: tuple[int, ...]) -> str:
         for name, call in self.in_place_calls.items():
@@ -445,12 +493,15 @@ class HostEmitter:
         return function_def(py_name, params, body)
 
 
-def _in_loop(op: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        if isinstance(parent, (scf.ForOp, scf.WhileOp)):
+def _loop_between(op: Operation, value: SSAValue) -> bool:
+    """Whether a loop nested where `value` is defined holds `op` (it runs `op` again)."""
+    home = value.owner if isinstance(value.owner, Block) else value.owner.parent_block()
+    block = op.parent_block()
+    while block is not home:
+        parent = block.parent_op() if block is not None else None
+        if parent is None or isinstance(parent, (func.FuncOp, scf.ForOp, scf.WhileOp)):
             return True
-        parent = parent.parent_op()
+        block = parent.parent_block()
     return False
 
 

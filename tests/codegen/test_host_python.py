@@ -296,3 +296,60 @@ def test_a_state_buffer_is_given_only_to_its_last_reader(second_reader):
     z, y = forward(x, c)
     np.testing.assert_allclose(y, x * c, rtol=1e-6)
     np.testing.assert_allclose(z, (c - y) if second_reader else y * 0, rtol=1e-6)
+
+
+def _loop_program(body: str) -> str:
+    """forward(x, cache) with `cache` (a tensor state slot) carried through 3 iterations of
+    `body`, which reads %x, the carry %k and the entry's %c, and yields %n."""
+    slots = '[{\\"path\\": \\"cache\\", \\"kind\\": \\"tensor\\", \\"args\\": [1], \\"tree\\": 1}]'
+    T = f"{V}<[2,3],f32>"
+    return f'''
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({T}, {T}) -> ({T}, {T})}}> ({{
+  ^bb0(%x: {T}, %c: {T}):
+    %lb = "arith.constant"() <{{value = 0 : index}}> : () -> index
+    %ub = "arith.constant"() <{{value = 3 : index}}> : () -> index
+    %st = "arith.constant"() <{{value = 1 : index}}> : () -> index
+    %r = "scf.for"(%lb, %ub, %st, %c) ({{
+    ^bb1(%i: index, %k: {T}):
+      {body}
+      "scf.yield"(%n) : ({T}) -> ()
+    }}) : (index, index, index, {T}) -> {T}
+    "func.return"(%x, %r) : ({T}, {T}) -> ()
+  }}) {{dycl.state = "{slots}"}} : () -> ()
+  "func.func"() <{{sym_name = "subdnn_0", function_type = ({T}, {T}) -> {T}, sym_visibility = "private"}}> ({{
+  ^bb0(%a: {T}, %b: {T}):
+    %s = "torch.aten.mul.Tensor"(%a, %b) : ({T}, {T}) -> {T}
+    "func.return"(%s) : ({T}) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+}}) : () -> ()
+'''
+
+
+CALL = '"func.call"({a}, {b}) <{{callee = @subdnn_0}}> : ({T}, {T}) -> {T}'.replace("{T}", "!torch.vtensor<[2,3],f32>")
+LOOPS = {
+    # the carry: the state's array first, then each call's own result, read by the yield alone
+    "carry": (f"%n = {CALL.format(a='%x', b='%k')}", ["[r] = subdnn_0_in_place(x, r)"], [1],
+              lambda x, c: x * x * x * c),
+    # the entry's cache read in the loop (every iteration reads it again): only the fresh
+    # result of the first call is given to the second
+    "read_in_loop": (f"%m = {CALL.format(a='%k', b='%c')}\n      %n = {CALL.format(a='%x', b='%m')}",
+                     ["[m] = subdnn_0(r, c)", "[r] = subdnn_0_in_place(x, m)"], [], lambda x, c: (x * c) ** 3 * c),
+    # the yielded result is also read by another op (something else may hold it): the carry
+    # is not given, nor is the result to that op
+    "yield_read_twice": (f"%n = {CALL.format(a='%x', b='%k')}\n      %m = {CALL.format(a='%n', b='%x')}",
+                         ["[r] = subdnn_0(x, r)", "[m] = subdnn_0(r, x)"], [], lambda x, c: x ** 3 * c),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOOPS))
+def test_a_loop_carry_is_given_only_when_nothing_else_holds_it(case):
+    body, calls, given, expected = LOOPS[case]
+    module = parse_module(_loop_program(body))
+    program = generate_host(module)
+    forward = program.source.split("def forward")[1].split("def bind_stepwise")[0]
+    assert [line.strip() for line in forward.splitlines() if "subdnn_0" in line] == calls
+    assert program.given_arguments == given
+    x, c = np.random.rand(2, 3).astype(np.float32) + 0.5, np.random.rand(2, 3).astype(np.float32) + 0.5
+    out, cache = bind(module, program, {})(x, c)
+    np.testing.assert_allclose(cache, expected(x, c), rtol=1e-5)

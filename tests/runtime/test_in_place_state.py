@@ -239,3 +239,37 @@ def test_a_call_that_raises_after_the_write_leaves_the_cache_as_eager_does():
         compiled(*big)
     assert _state_error(eager, compiled.state) == 0.0
     assert _replay(compiled, eager, calls[3:]) <= TOLERANCE
+
+
+class _Generate(nn.Module):
+    """gpt-fast's `decode_n_tokens` in forward: a runtime number of steps, each writing the
+    cache at `input_pos` (`input_pos += 1`), stopping early on a test of the output."""
+
+    def __init__(self):
+        super().__init__()
+        self.attention = SEQUENCES["gpt_fast_kv_cache"][0]()
+
+    def forward(self, x, steps: int):
+        input_pos = torch.tensor([0])
+        for _ in range(steps):
+            x = x + self.attention(x, input_pos)
+            input_pos += 1
+            if x.abs().sum() > 200.0:
+                break
+        return x
+
+
+def test_a_cache_carried_through_a_decode_loop_is_written_in_place():
+    """The cache is a loop carry: its first value is the state's, each step's is the call's
+    own result, read by nothing else, so every step of every call writes the same arrays."""
+    model = seeded_model(_Generate)
+    eager = copy.deepcopy(model)
+    generator = torch.Generator().manual_seed(7)
+    calls = [(torch.randn(1, 1, 16, generator=generator), n) for n in (3, 0, 5, 2)]
+    compiled = dycl.compile(model, calls[0], progress=False)
+    assert "_in_place(" in compiled.source.split("while True:")[1]  # (the call in the loop)
+    before = _addresses(compiled)
+    worst = _replay(compiled, eager, calls)
+    print(f"decode loop in place: max abs error {worst:.3g} over {len(calls)} calls")
+    assert worst <= TOLERANCE
+    assert _addresses(compiled) == before
