@@ -86,7 +86,12 @@ def write_scatters_in_place(model) -> int:
     import numpy as np
 
     graph = model.graph
-    inferred = onnx.shape_inference.infer_shapes(model).graph
+    if not any(n.op_type == "ScatterND" for n in graph.node):
+        return 0
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # noqa: BLE001 - no shapes, no rewrite: the scatter stays as exported
+        return 0
     shapes = {v.name: _dims(v) for v in [*inferred.value_info, *inferred.input, *inferred.output]}
     graph_inputs = {i.name for i in graph.input}
     graph_outputs = {o.name for o in graph.output}
