@@ -4,8 +4,8 @@ makes more of them so.
 A KV cache write (`k_out[:, :, input_pos] = k_val`, an `index_put` on a sub-DNN argument)
 exports as `Transpose(cache) -> ScatterND -> Transpose`: the indexed dim is moved to the
 front and back, two copies of the whole cache per write. `write_scatters_in_place` rewrites
-that into one `ScatterElements` along the indexed dim of the argument itself, whose work is
-the written rows. ONNX Runtime's scatter kernels copy their data input into their output
+that into one scatter on the argument itself (a `ScatterND` of the slices after the indexed
+dim), whose work is the written rows. ONNX Runtime's scatter kernels copy their data input into their output
 only when the two are different buffers, so an output bound to the argument's own buffer is
 written where it lies (`dycl.runtime.runners`: the manifest's `in_place`).
 
@@ -77,13 +77,14 @@ def outer_names(graph) -> set[str]:
 def write_scatters_in_place(model) -> int:
     """Rewrite each `Transpose(x, p) -> ScatterND(·, i, u) -> Transpose(·, p⁻¹)` of the top
     graph, where `x` is a graph input, `i` indexes one dim (shape [n, 1]) and no other node
-    reads the intermediate values, into `ScatterElements(x, i', u', axis=p[0])`: `u'` is `u`
-    in `x`'s layout (the transpose the exporter put on it, undone) and `i'` is `i` along
-    `axis`, expanded to `u'`'s shape. Same values (ScatterND's `reduction` carried over),
-    written in `x`'s layout. Returns how many were rewritten."""
+    reads the intermediate values, into one scatter on `x` along `axis = p[0]`, of `u'`, `u`
+    in `x`'s layout (the transpose the exporter put on it, undone): a `ScatterND` whose
+    indices address the slices after `axis` (`_slices_along`) when the dims before it are
+    static, else a `ScatterElements` (`_elements_along`, one index per element: slower).
+    Same values (ScatterND's `reduction` carried over), written in `x`'s layout. Returns how
+    many were rewritten."""
     import onnx
-    from onnx import helper, numpy_helper
-    import numpy as np
+    from onnx import helper
 
     graph = model.graph
     if not any(n.op_type == "ScatterND" for n in graph.node):
@@ -125,21 +126,18 @@ def write_scatters_in_place(model) -> int:
         else:
             laid_out = f"{scatter.output[0]}_updates"
             nodes.append(helper.make_node("Transpose", [updates], [laid_out], perm=inverse))
-        rank = len(perm)
-        along = [1] * rank
-        along[axis] = -1
-        along_name = f"{scatter.output[0]}_index_shape"
-        graph.initializer.append(numpy_helper.from_array(np.array(along, dtype=np.int64), along_name))
-        nodes += [
-            helper.make_node("Reshape", [indices, along_name], [f"{scatter.output[0]}_index_column"]),
-            helper.make_node("Shape", [laid_out], [f"{scatter.output[0]}_updates_shape"]),
-            helper.make_node("Expand", [f"{scatter.output[0]}_index_column", f"{scatter.output[0]}_updates_shape"],
-                             [f"{scatter.output[0]}_index"]),
-        ]
         reduction = [a.s.decode() for a in scatter.attribute if a.name == "reduction"]
         extra = {"reduction": reduction[0]} if reduction and reduction[0] != "none" else {}
-        nodes.append(helper.make_node("ScatterElements", [before.input[0], f"{scatter.output[0]}_index", laid_out],
-                                      [back.output[0]], axis=axis, **extra))
+        lead = (shapes.get(before.input[0]) or [None])[:axis]
+        name = scatter.output[0]
+        if None not in lead and _opset(model) >= 15:
+            nodes += _slices_along(name, indices, lead, graph.initializer)
+            nodes.append(helper.make_node("ScatterND", [before.input[0], f"{name}_index", laid_out],
+                                          [back.output[0]], **extra))
+        else:
+            nodes += _elements_along(name, indices, laid_out, len(perm), axis, graph.initializer)
+            nodes.append(helper.make_node("ScatterElements", [before.input[0], f"{name}_index", laid_out],
+                                          [back.output[0]], axis=axis, **extra))
         for old in (before, scatter, back):
             graph.node.remove(old)
         graph.node.extend(nodes)
@@ -174,6 +172,58 @@ def outer_names_of(node) -> set[str]:
         for sub in (*([attr.g] if attr.type == attr.GRAPH else []), *attr.graphs):
             names |= outer_names(sub)
     return names
+
+
+def _slices_along(name: str, indices: str, lead: Sequence[int], initializers) -> list:
+    """Nodes computing `{name}_index`: for index `i` of shape [n, 1] along dim `a =
+    len(lead)` of a tensor whose first `a` dims are `lead`, the ScatterND indices of shape
+    lead + [n, a + 1] whose tuples (j_0, ..., j_{a-1}, i[s]) address the slices after dim a."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    axis = len(lead)
+
+    def constant(suffix: str, value: np.ndarray) -> str:
+        initializers.append(numpy_helper.from_array(value.astype(np.int64), f"{name}_{suffix}"))
+        return f"{name}_{suffix}"
+
+    nodes = [
+        helper.make_node("Shape", [indices], [f"{name}_count"], start=0, end=1),
+        helper.make_node("Reshape", [indices, constant("column_shape", np.array([1] * axis + [-1, 1]))],
+                         [f"{name}_column"]),
+        helper.make_node("Concat", [constant("lead", np.array(lead)), f"{name}_count", constant("one", np.array([1]))],
+                         [f"{name}_column_size"], axis=0),
+        helper.make_node("Expand", [f"{name}_column", f"{name}_column_size"], [f"{name}_positions"]),
+    ]
+    if not axis:
+        return [*nodes, helper.make_node("Identity", [f"{name}_positions"], [f"{name}_index"])]
+    grid = np.stack(np.meshgrid(*[np.arange(d) for d in lead], indexing="ij"), -1).reshape(*lead, 1, axis)
+    return nodes + [
+        helper.make_node("Concat", [constant("lead_2", np.array(lead)), f"{name}_count",
+                                    constant("lead_rank", np.array([axis]))], [f"{name}_grid_size"], axis=0),
+        helper.make_node("Expand", [constant("grid_values", grid), f"{name}_grid_size"], [f"{name}_grid"]),
+        helper.make_node("Concat", [f"{name}_grid", f"{name}_positions"], [f"{name}_index"], axis=-1),
+    ]
+
+
+def _elements_along(name: str, indices: str, updates: str, rank: int, axis: int, initializers) -> list:
+    """Nodes computing `{name}_index`: index `i` of shape [n, 1] along `axis`, expanded to the
+    shape of `updates` (ScatterElements' indices)."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    along = [1] * rank
+    along[axis] = -1
+    initializers.append(numpy_helper.from_array(np.array(along, dtype=np.int64), f"{name}_index_shape"))
+    return [
+        helper.make_node("Reshape", [indices, f"{name}_index_shape"], [f"{name}_index_column"]),
+        helper.make_node("Shape", [updates], [f"{name}_updates_shape"]),
+        helper.make_node("Expand", [f"{name}_index_column", f"{name}_updates_shape"], [f"{name}_index"]),
+    ]
+
+
+def _opset(model) -> int:
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
 
 
 def _dims(value) -> list[int | None] | None:
