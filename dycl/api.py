@@ -771,6 +771,8 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         for slot in slots:  # the host program gives its buffer to a sub-DNN: the runtime keeps it its own
             if slot["kind"] == "tensor" and slot["args"][0] in host.given_arguments:
                 slot["in_place"] = True
+                if slot["tree"] in host.owned_results:  # (proven: no check at run time)
+                    slot["own_result"] = True
         files["state_initial.npz"] = files["state.npz"] = to_bytes(initial)
         manifest["state"] = {"slots": slots, "initial": "state_initial.npz", "current": "state.npz"}
     write_artifact(directory, json.loads(json.dumps(manifest, default=str)), files)

@@ -191,6 +191,9 @@ class HostEmitter:
         self.called_subdnns: list[str] = []
         self.in_place_calls: dict[str, tuple[str, tuple[int, ...]]] = {}
         """variable -> (sub-DNN, positions of the arguments given to it): `rt.in_place`."""
+        self.owned_results: list[int] = []
+        """Positions of the entry's results that are arrays the runtime made and nothing else
+        holds (`ownership`, returned once): a state slot's new value there needs no check."""
         self.given_arguments_of_entry: set[int] = set()
         """Positions of the entry's arguments whose arrays some call may give to a sub-DNN
         (directly, or carried into a loop or returned by an in-place call)."""
@@ -349,19 +352,27 @@ class HostEmitter:
         if isinstance(owner, scf.IfOp):
             yields = [region.block.last_op for region in owner.regions if region.blocks]
             return self._yielded(yields, value.index) if len(yields) == 2 else None
+        if isinstance(owner, scf.ForOp):  # a loop's result: its carry's last value
+            return self._carried(owner, owner.iter_args[value.index], owner.body.block.last_op, value.index)
+        if isinstance(owner, scf.WhileOp):
+            return self._forwarded(owner, value.index)
         if not isinstance(owner, Block):
             return None
         loop, k = owner.parent_op(), value.index
         if isinstance(loop, scf.ForOp) and k > 0:  # (0: the induction variable)
             return self._carried(loop, loop.iter_args[k - 1], loop.body.block.last_op, k - 1)
         if isinstance(loop, scf.WhileOp) and owner is loop.after_region.block:
-            condition = loop.before_region.block.last_op
-            forwarded = condition.args[k]
-            if forwarded.owner is not loop.before_region.block or _readers(forwarded) != [condition]:
-                return None
-            return self._carried(loop, loop.arguments[forwarded.index], loop.after_region.block.last_op,
-                                 forwarded.index)
+            return self._forwarded(loop, k)
         return None
+
+    def _forwarded(self, loop: scf.WhileOp, k: int) -> set[int] | None:
+        """A `while`'s k-th forwarded value (an after-region argument, a result): a carry as
+        the condition forwards it, read by nothing else there."""
+        condition = loop.before_region.block.last_op
+        forwarded = condition.args[k]
+        if forwarded.owner is not loop.before_region.block or _readers(forwarded) != [condition]:
+            return None
+        return self._carried(loop, loop.arguments[forwarded.index], loop.after_region.block.last_op, forwarded.index)
 
     def _carried(self, loop: Operation, initial: SSAValue, yield_op: Operation, k: int) -> set[int] | None:
         if _readers(initial) != [loop]:
@@ -490,6 +501,10 @@ class HostEmitter:
             return ast.Return(ast.Tuple(values, ast.Load()))
 
         body = self.emit_block(function.body.block, [], return_all)
+        if owned:
+            returned = function.body.block.last_op
+            self.owned_results = [j for j, v in enumerate(returned.operands)
+                                  if _readers(v) == [returned] and self.ownership(v) is not None]
         return function_def(py_name, params, body)
 
 

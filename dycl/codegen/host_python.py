@@ -39,6 +39,7 @@ class HostProgram:
     subdnn_names: list[str]  # sub-DNNs the host calls, in first-call order
     arg_names: list[str]
     given_arguments: list[int]  # entry arguments whose buffers a call gives to a sub-DNN (`rt.in_place`)
+    owned_results: list[int]  # entry results that are arrays the runtime made, held by nothing else
 
 
 def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
@@ -94,7 +95,7 @@ def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
     source = ast.unparse(ast.fix_missing_locations(module_ast)) + "\n"
     compile(source, "host.py", "exec")  # a codegen bug surfaces here, not at deploy time
     return HostProgram(source, entry, gen.constants, gen.weight_names, called, arg_names,
-                       sorted(gen.given_arguments_of_entry))
+                       sorted(gen.given_arguments_of_entry), gen.owned_results)
 
 
 def _docstring(text: str) -> ast.Expr:

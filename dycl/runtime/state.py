@@ -94,9 +94,11 @@ class StateSlots:
         """Make each `in_place` slot's array (one whose buffer the host program gives to the
         sub-DNN that writes it) the state's own, in place: an array that shares memory with
         the call's inputs, another result (an output the caller keeps) or another slot is
-        copied, so that the next call, writing into it, changes nothing anyone else holds."""
+        copied, so that the next call, writing into it, changes nothing anyone else holds. A
+        slot marked `own_result` needs no check: the host program proves its new value is an
+        array the runtime made that it returns once and nothing else holds."""
         for slot in self.slots:
-            if not slot.get("in_place"):
+            if not slot.get("in_place") or slot.get("own_result"):
                 continue
             value = state[slot["path"]]
             if not isinstance(value, np.ndarray):
