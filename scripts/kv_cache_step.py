@@ -1,6 +1,7 @@
 """Time of one decode step of a gpt-fast-style KV cache model against the cache's length (ORT).
 
-    python scripts/kv_cache_step.py [--lengths 16,64,256] [--layers 2] [--steps 200] [--backend onnxruntime]
+    python scripts/kv_cache_step.py [--lengths 16,64,256] [--layers 2] [--steps 100] [--rounds 7]
+                                    [--tokens 1] [--backend onnxruntime]
 
 The model is gpt-fast's attention with its `KVCache` (`k_out = self.k_cache;
 k_out[:, :, input_pos] = k_val`), 4 heads of 64, a few layers: each step writes one
@@ -76,6 +77,21 @@ class Decoder(nn.Module):
         return x
 
 
+class Generator(nn.Module):
+    """`tokens` steps of the decoder in one call, as gpt-fast's `decode_n_tokens` runs them:
+    the caches are carried through a loop in forward."""
+
+    def __init__(self, length: int, layers: int):
+        super().__init__()
+        self.decoder = Decoder(length, layers)
+
+    def forward(self, x, input_pos, tokens: int):
+        for _ in range(tokens):
+            x = self.decoder(x, input_pos)
+            input_pos = input_pos + 1
+        return x
+
+
 def step_inputs(length: int, steps: int, seed: int = 0):
     generator = torch.Generator().manual_seed(seed)
     return [(torch.randn(1, 1, DIM, generator=generator).numpy(), np.array([k % length]))
@@ -88,15 +104,20 @@ def functional(compiled):
     return compiled.rebind({name: (lambda *args, run=run: run(*args)) for name, run in compiled.subdnn_calls.items()})
 
 
-def measure(lengths, layers: int, steps: int, rounds: int, backend: str) -> list[dict]:
+def measure(lengths, layers: int, steps: int, rounds: int, backend: str, tokens: int = 1) -> list[dict]:
     """Per length and form (in place, functional), the median CPU and wall time of a step
-    over `rounds` rounds of `steps` steps, rounds interleaved (the load drifts)."""
+    over `rounds` rounds of `steps` steps, rounds interleaved (the load drifts). With
+    `tokens` > 1, each call runs that many steps in a loop (`Generator`), and a step is
+    a call's time over `tokens`."""
     models = {}
     for length in lengths:
         torch.manual_seed(0)
-        model = Decoder(length, layers).eval()
-        compiled = dycl.compile(model, (torch.randn(1, 1, DIM), torch.tensor([0])), backend=backend,
-                                progress=False, threads=1)
+        if tokens > 1:
+            model = Generator(length, layers).eval()
+            example = (torch.randn(1, 1, DIM), torch.tensor([0]), 2)
+        else:
+            model, example = Decoder(length, layers).eval(), (torch.randn(1, 1, DIM), torch.tensor([0]))
+        compiled = dycl.compile(model, example, backend=backend, progress=False, threads=1)
         given = "rt.in_place(" in compiled.source
         models[(length, "in place")] = (compiled, given)
         models[(length, "functional")] = (functional(compiled), False)
@@ -104,12 +125,14 @@ def measure(lengths, layers: int, steps: int, rounds: int, backend: str) -> list
     for _ in range(rounds):
         for key, (compiled, _) in models.items():
             calls = step_inputs(key[0], steps)
+            if tokens > 1:  # (positions from the cache's end backwards: every call fits)
+                calls = [(x, np.array([key[0] - tokens - p % (key[0] - tokens + 1)]), tokens) for x, (p,) in calls]
             compiled(*calls[0])
             cpu, wall = time.process_time(), time.perf_counter()
             for args in calls:
                 compiled(*args)
-            times[key][0].append((time.process_time() - cpu) / steps)
-            times[key][1].append((time.perf_counter() - wall) / steps)
+            times[key][0].append((time.process_time() - cpu) / (steps * tokens))
+            times[key][1].append((time.perf_counter() - wall) / (steps * tokens))
     rows = []
     for (length, form), (compiled, given) in models.items():
         cpu, wall = times[(length, form)]
@@ -126,10 +149,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--backend", default="onnxruntime")
+    parser.add_argument("--tokens", type=int, default=1, help="steps per call, in a loop in forward")
     options = parser.parse_args()
     lengths = [int(n) for n in options.lengths.split(",")]
-    rows = measure(lengths, options.layers, options.steps, options.rounds, options.backend)
-    print(f"{options.backend}, {options.layers} layers, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    rows = measure(lengths, options.layers, options.steps, options.rounds, options.backend, options.tokens)
+    print(f"{options.backend}, {options.layers} layers, {options.tokens} step(s) per call, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for form in ("in place", "functional"):
         base = next(r for r in rows if r["form"] == form)
         for row in (r for r in rows if r["form"] == form):
