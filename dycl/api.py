@@ -303,6 +303,11 @@ def _compile(
             progress=progress,
         )
         report["backend_seconds"] = time.perf_counter() - start
+    writable = {s.name: {i for _, i in compiled[s.name].meta["in_place"]}
+                for s in subdnns if compiled[s.name].meta.get("in_place")}
+    if writable:  # the host program gives these sub-DNNs the buffers they may write in place
+        with stage("codegen"):
+            host = generate_host(module, entry, writable)
     report["subdnn_count"] = len(subdnns)
     report["run_many_subdnn_count"] = len(many_subdnns)
     report["cached_subdnns"] = sum(c.cached for c in compiled.values())

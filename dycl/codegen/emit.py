@@ -15,7 +15,7 @@ import builtins
 import copy
 import keyword
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,8 +180,11 @@ def has_work(block: Block) -> bool:
 
 
 class HostEmitter:
-    def __init__(self, module: ModuleOp):
+    def __init__(self, module: ModuleOp, writable: Mapping[str, Collection[int]] | None = None):
         self.module = module
+        self.writable = {name: frozenset(positions) for name, positions in (writable or {}).items()}
+        """sub-DNN -> the argument positions its compiled form may write an output into (the
+        backend's `in_place` pairs): the only arguments a call may give it."""
         self.funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
         self.subdnns = [name for name, op in self.funcs.items() if is_subdnn(op)]
         self.constants: dict[str, np.ndarray] = {}
@@ -332,8 +335,9 @@ class HostEmitter:
         this call: the call reads the value once, no other op reads it or a variable the host
         writes as it (`_same_expression`), and no loop lies between the call and where the
         value is defined (the loop would read it again)."""
+        writable = self.writable.get(op.callee.root_reference.data, frozenset())
         return tuple(k for k, value in enumerate(op.arguments)
-                     if _readers(value) == [op] and not _loop_between(op, value)
+                     if k in writable and _readers(value) == [op] and not _loop_between(op, value)
                      and self.ownership(value) is not None)
 
     def ownership(self, value: SSAValue) -> set[int] | None:

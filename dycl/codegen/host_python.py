@@ -19,6 +19,7 @@ Importing this module loads neither torch nor xDSL: they come with the IR.
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,11 +43,15 @@ class HostProgram:
     owned_results: list[int]  # entry results that are arrays the runtime made, held by nothing else
 
 
-def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
+def generate_host(module: ModuleOp, entry: str = "forward",
+                  writable: Mapping[str, Collection[int]] | None = None) -> HostProgram:
+    """`writable`: sub-DNN -> the argument positions its compiled form may write an output
+    into (the manifest records' `in_place`); a call gives such an argument's buffer where the
+    host program proves it may (`HostEmitter.given_arguments`). None: no buffer is given."""
     from dycl.codegen.emit import HostEmitter, function_def, load, store
     from dycl.codegen.stepwise import stepwise_bind
 
-    gen = HostEmitter(module)
+    gen = HostEmitter(module, writable)
     if entry not in gen.funcs:
         raise CodegenError(f"no function @{entry} in the module")
     arg_names = _input_names(gen.funcs[entry])

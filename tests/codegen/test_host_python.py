@@ -284,7 +284,8 @@ def test_a_state_buffer_is_given_only_to_its_last_reader(second_reader):
     reads it last (`rt.in_place`), never to one another call reads it after, and a model
     input (the caller's array) is never given. The stepwise form calls the sub-DNN itself."""
     module = parse_module(_state_program(second_reader))
-    program = generate_host(module)
+    assert "rt.in_place(" not in generate_host(module).source  # (no sub-DNN may write in place)
+    program = generate_host(module, writable={"subdnn_0": {1}, "subdnn_1": {0, 1}})
     if second_reader:
         assert "rt.in_place(" not in program.source and program.given_arguments == []
     else:
@@ -346,7 +347,7 @@ LOOPS = {
 def test_a_loop_carry_is_given_only_when_nothing_else_holds_it(case):
     body, calls, given, expected = LOOPS[case]
     module = parse_module(_loop_program(body))
-    program = generate_host(module)
+    program = generate_host(module, writable={"subdnn_0": {1}})
     forward = program.source.split("def forward")[1].split("def bind_stepwise")[0]
     assert [line.strip() for line in forward.splitlines() if "subdnn_0" in line] == calls
     assert program.given_arguments == given
