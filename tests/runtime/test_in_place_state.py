@@ -276,3 +276,34 @@ def test_a_cache_carried_through_a_decode_loop_is_written_in_place():
     print(f"decode loop in place: max abs error {worst:.3g} over {len(calls)} calls")
     assert worst <= TOLERANCE
     assert _addresses(compiled) == before
+
+
+class _WritesAnIntermediate(nn.Module):
+    """No state: a sub-DNN's result, read by nothing after, is written at a runtime position
+    by the next sub-DNN (a runtime branch between them keeps them apart)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(4, 4)
+
+    def forward(self, x, pos, v):
+        h = self.layer(x)
+        if x.sum() > 0:
+            h[:, pos] = v
+            return h
+        return x - 1.0
+
+
+def test_an_intermediate_a_sub_dnn_made_is_written_in_place_and_stays_exact():
+    model = seeded_model(_WritesAnIntermediate)
+    generator = torch.Generator().manual_seed(11)
+    calls = [(torch.randn(4, 4, generator=generator) + s, torch.tensor([k % 4]), torch.randn(4, 1, generator=generator))
+             for k, s in enumerate((1.0, -1.0, 2.0, -2.0))]
+    # (the branch in the host: its arms are sub-DNNs of their own)
+    compiled = dycl.compile(model, calls[0], progress=False, pipeline={"keep_branches": False})
+    assert "rt.in_place(" in compiled.source
+    worst = max(max_abs_error(_eager_call(model, args), compiled(*args)) for args in calls)
+    print(f"intermediate written in place: max abs error {worst:.3g}")
+    assert worst <= TOLERANCE
+    outputs = compiled.run_many([tuple(args) for args in calls])  # (the stepwise form gives nothing)
+    assert max(max_abs_error(_eager_call(model, args), out) for args, out in zip(calls, outputs)) <= TOLERANCE
