@@ -307,3 +307,18 @@ def test_an_intermediate_a_sub_dnn_made_is_written_in_place_and_stays_exact():
     assert worst <= TOLERANCE
     outputs = compiled.run_many([tuple(args) for args in calls])  # (the stepwise form gives nothing)
     assert max(max_abs_error(_eager_call(model, args), out) for args, out in zip(calls, outputs)) <= TOLERANCE
+
+
+@pytest.mark.slow
+def test_tvm_keeps_the_functional_copy():
+    """TVM records no pairs (docs/architecture.md says why): its host program gives nothing,
+    and each step's cache is a new array, exactly as eager's values."""
+    factory, calls = SEQUENCES["gpt_fast_kv_cache"]
+    model = seeded_model(factory)
+    eager = copy.deepcopy(model)
+    compiled = dycl.compile(model, calls[0], backend="tvm", progress=False)
+    assert not any(record.get("in_place") for record in compiled.manifest["subdnns"])
+    assert "rt.in_place(" not in compiled.source
+    worst = _replay(compiled, eager, calls)
+    print(f"gpt_fast_kv_cache on TVM (functional): max abs error {worst:.3g}")
+    assert worst <= TOLERANCE
