@@ -303,6 +303,11 @@ def _compile(
             progress=progress,
         )
         report["backend_seconds"] = time.perf_counter() - start
+    writable = {s.name: {i for _, i in compiled[s.name].meta["in_place"]}
+                for s in subdnns if compiled[s.name].meta.get("in_place")}
+    if writable:  # the host program gives these sub-DNNs the buffers they may write in place
+        with stage("codegen"):
+            host = generate_host(module, entry, writable)
     report["subdnn_count"] = len(subdnns)
     report["run_many_subdnn_count"] = len(many_subdnns)
     report["cached_subdnns"] = sum(c.cached for c in compiled.values())
@@ -768,6 +773,11 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         from dycl.runtime.state import to_bytes
 
         initial = _initial_state(slots, state or {})
+        for slot in slots:  # the host program gives its buffer to a sub-DNN: the runtime keeps it its own
+            if slot["kind"] == "tensor" and slot["args"][0] in host.given_arguments:
+                slot["in_place"] = True
+                if slot["tree"] in host.owned_results:  # (proven: no check at run time)
+                    slot["own_result"] = True
         files["state_initial.npz"] = files["state.npz"] = to_bytes(initial)
         manifest["state"] = {"slots": slots, "initial": "state_initial.npz", "current": "state.npz"}
     write_artifact(directory, json.loads(json.dumps(manifest, default=str)), files)

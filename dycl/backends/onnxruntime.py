@@ -23,6 +23,7 @@ from dycl.backends.backend import Backend
 from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
 from dycl.backends.fx_rebuild import export, export_side_by_side
+from dycl.backends.onnx_in_place import in_place_pairs, outer_names, write_scatters_in_place
 from dycl.backends.subdnn import SubDNN
 
 NAME = "onnxruntime"
@@ -54,9 +55,9 @@ class OnnxRuntimeBackend(Backend):
 
     def _compile(self, subdnn: SubDNN, weights: Mapping[str, Any]) -> CompiledSubDNN:
         program = export(subdnn, weights, NAME)
-        model_bytes = _to_onnx(subdnn, program, self.options.opset)
+        model_bytes, in_place = _to_onnx(subdnn, program, self.options.opset)
         input_names, output_names = _check_with_session(subdnn, model_bytes)
-        return _compiled(subdnn, model_bytes, input_names, output_names)
+        return _compiled(subdnn, model_bytes, input_names, output_names, in_place)
 
     def compile_batch(self, subdnns: Sequence[SubDNN], weights: Mapping[str, Any]) -> dict[str, CompiledSubDNN]:
         """Several sub-DNNs through one export, cut back into one ONNX model each.
@@ -81,13 +82,19 @@ class OnnxRuntimeBackend(Backend):
         return {s.name: results[s.name] for s in subdnns}
 
 
-def _compiled(subdnn: SubDNN, model_bytes: bytes, input_names: list[str], output_names: list[str]) -> CompiledSubDNN:
-    return CompiledSubDNN(
-        name=subdnn.name,
-        backend=NAME,
-        files={f"{subdnn.name}.onnx": model_bytes},
-        meta={"file": f"{subdnn.name}.onnx", "input_names": input_names, "output_names": output_names},
-    )
+def _compiled(subdnn: SubDNN, model_bytes: bytes, input_names: list[str], output_names: list[str],
+              in_place: list[list[int]]) -> CompiledSubDNN:
+    meta = {"file": f"{subdnn.name}.onnx", "input_names": input_names, "output_names": output_names}
+    if in_place:
+        meta["in_place"] = in_place
+    return CompiledSubDNN(name=subdnn.name, backend=NAME, files={f"{subdnn.name}.onnx": model_bytes}, meta=meta)
+
+
+def _in_place(model, input_names: list[str], output_names: list[str]) -> list[list[int]]:
+    """Write scatters into their sub-DNN argument's layout, then the outputs that may share
+    an argument's buffer (`dycl.backends.onnx_in_place`; the manifest's `in_place`)."""
+    write_scatters_in_place(model)
+    return in_place_pairs(model.graph, input_names, output_names)
 
 
 def _compile_side_by_side(subdnns, weights, opset: int | None) -> dict[str, CompiledSubDNN]:
@@ -104,20 +111,20 @@ def _compile_side_by_side(subdnns, weights, opset: int | None) -> dict[str, Comp
     results = {}
     for subdnn, input_names, output_names in zip(subdnns, inputs, outputs):
         kept = [n for n in input_names if n in present]  # the exporter drops unread inputs
-        model_bytes = extractor.extract_model(kept, output_names).SerializeToString()
+        model = extractor.extract_model(kept, output_names)
+        in_place = _in_place(model, input_names, output_names)
+        model_bytes = model.SerializeToString()
         _check_with_session(subdnn, model_bytes)
-        results[subdnn.name] = _compiled(subdnn, model_bytes, input_names, output_names)
+        results[subdnn.name] = _compiled(subdnn, model_bytes, input_names, output_names, in_place)
     return results
 
 
-def _to_onnx(subdnn: SubDNN, program, opset: int | None) -> bytes:
+def _to_onnx(subdnn: SubDNN, program, opset: int | None) -> tuple[bytes, list[list[int]]]:
+    """The ONNX model's bytes and the outputs that may share an argument's buffer."""
+    input_names = [f"in{i}" for i in range(len(subdnn.inputs))]
+    output_names = [f"out{i}" for i in range(len(subdnn.outputs))]
     try:
-        onnx_program = export_onnx(
-            program,
-            opset,
-            input_names=[f"in{i}" for i in range(len(subdnn.inputs))],
-            output_names=[f"out{i}" for i in range(len(subdnn.outputs))],
-        )
+        onnx_program = export_onnx(program, opset, input_names=input_names, output_names=output_names)
     except Exception as err:
         text = str(err)
         op = blame_op(op_names_of(subdnn.ir_text), text)
@@ -132,7 +139,8 @@ def _to_onnx(subdnn: SubDNN, program, opset: int | None) -> bytes:
         raise BackendError(NAME, subdnn.name, f"ONNX export failed: {_summary(text)}", op) from err
     model = onnx_program.model_proto
     sink_arm_initializers(model.graph)
-    return model.SerializeToString()
+    in_place = _in_place(model, input_names, output_names)
+    return model.SerializeToString(), in_place
 
 
 def _has_branches(subdnn: SubDNN) -> bool:
@@ -154,7 +162,7 @@ def sink_arm_initializers(graph) -> int:
         for attr in node.attribute:
             arm = attr.name if node.op_type == "If" and attr.name in _ARMS else None
             for sub in (*([attr.g] if attr.type == attr.GRAPH else []), *attr.graphs):
-                for name in _outer_names(sub):  # another op's subgraph (a Loop) pins it
+                for name in outer_names(sub):  # another op's subgraph (a Loop) pins it
                     readers.setdefault(name, set()).add((k, arm))
     for output in graph.output:
         readers.setdefault(output.name, set()).add((-1, None))
@@ -176,22 +184,6 @@ def sink_arm_initializers(graph) -> int:
             if attr.name in _ARMS and node.op_type == "If":
                 moved += sink_arm_initializers(attr.g)
     return moved
-
-
-def _outer_names(graph) -> set[str]:
-    """The names `graph` (a subgraph, nested ones included) reads from enclosing scopes."""
-    defined = {v.name for v in graph.input} | {i.name for i in graph.initializer}
-    used: set[str] = set()
-    for node in graph.node:
-        used.update(n for n in node.input if n)
-        for attr in node.attribute:
-            if attr.type == attr.GRAPH:
-                used |= _outer_names(attr.g)
-            for sub in attr.graphs:
-                used |= _outer_names(sub)
-        defined.update(node.output)
-    used.update(v.name for v in graph.output)
-    return used - defined
 
 
 def export_onnx(program, opset: int | None, input_names: list[str], output_names: list[str]):

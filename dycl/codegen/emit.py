@@ -15,7 +15,7 @@ import builtins
 import copy
 import keyword
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -159,6 +159,9 @@ class Scope:
     carried: dict[SSAValue, str] = field(default_factory=dict)
     """Values a loop yields that take their carry's variable when defined: the next
     iteration then reads them without a copy."""
+    owned: frozenset[SSAValue] = frozenset()
+    """Arguments whose arrays the runtime owns (a tensor state slot's value, in the entry
+    function): see `HostEmitter.ownership`."""
 
 
 Tail = Callable[[list[ast.expr]], ast.stmt] | None  # terminator operands -> `return ...`
@@ -177,8 +180,11 @@ def has_work(block: Block) -> bool:
 
 
 class HostEmitter:
-    def __init__(self, module: ModuleOp):
+    def __init__(self, module: ModuleOp, writable: Mapping[str, Collection[int]] | None = None):
         self.module = module
+        self.writable = {name: frozenset(positions) for name, positions in (writable or {}).items()}
+        """sub-DNN -> the argument positions its compiled form may write an output into (the
+        backend's `in_place` pairs): the only arguments a call may give it."""
         self.funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
         self.subdnns = [name for name, op in self.funcs.items() if is_subdnn(op)]
         self.constants: dict[str, np.ndarray] = {}
@@ -186,6 +192,14 @@ class HostEmitter:
         self.constant_vars: dict[str, str] = {}  # constant key -> closure variable
         self.helpers: list[str] = []  # non-sub-DNN funcs the host calls, emitted as defs
         self.called_subdnns: list[str] = []
+        self.in_place_calls: dict[str, tuple[str, tuple[int, ...]]] = {}
+        """variable -> (sub-DNN, positions of the arguments given to it): `rt.in_place`."""
+        self.owned_results: list[int] = []
+        """Positions of the entry's results that are arrays the runtime made and nothing else
+        holds (`ownership`, returned once): a state slot's new value there needs no check."""
+        self.given_arguments_of_entry: set[int] = set()
+        """Positions of the entry's arguments whose arrays some call may give to a sub-DNN
+        (directly, or carried into a loop or returned by an in-place call)."""
         self.scope: Scope
 
     # ---------------------------------------------------------------- values
@@ -308,9 +322,86 @@ class HostEmitter:
                 self.helpers.append(callee)
         else:
             raise CodegenError(f"call of unknown function @{callee}")
-        call = ast.Call(load(callee), args, [])
+        given = self.given_arguments(op) if callee in self.subdnns else ()
+        for k in given:
+            self.given_arguments_of_entry |= self.ownership(op.arguments[k]) or set()
+        call = ast.Call(load(self.in_place_variant(callee, given) if given else callee), args, [])
         targets = [self.bind_new(r) for r in op.results]
         out.append(unpack(targets, call) if targets else ast.Expr(call))
+
+    def given_arguments(self, op: func.CallOp) -> tuple[int, ...]:
+        """Positions of the call's arguments whose buffers the sub-DNN may take over: arrays
+        the runtime made that nothing else holds (`ownership`) and that nothing reads after
+        this call: the call reads the value once, no other op reads it or a variable the host
+        writes as it (`_same_expression`), and no loop lies between the call and where the
+        value is defined (the loop would read it again)."""
+        writable = self.writable.get(op.callee.root_reference.data, frozenset())
+        return tuple(k for k, value in enumerate(op.arguments)
+                     if k in writable and _readers(value) == [op] and not _loop_between(op, value)
+                     and self.ownership(value) is not None)
+
+    def ownership(self, value: SSAValue) -> set[int] | None:
+        """None unless the runtime made `value`'s array and nothing but the variables the
+        host writes as it holds it; else the entry arguments whose arrays it may be. Such a
+        value is an argument in `Scope.owned` (a tensor state slot's value), a sub-DNN's
+        result (a runner returns arrays of its own, or the argument given to it), an
+        `scf.if` result each arm yields such a value to (read by that yield alone), or a
+        loop's carry whose initial value and yielded value are such values, each read by
+        the loop or the yield alone (a `while` carry as its condition forwards it)."""
+        owner = value.owner
+        if value in self.scope.owned:
+            return {value.index}
+        if isinstance(owner, func.CallOp):
+            return set() if owner.callee.root_reference.data in self.subdnns else None
+        if isinstance(owner, scf.IfOp):
+            yields = [region.block.last_op for region in owner.regions if region.blocks]
+            return self._yielded(yields, value.index) if len(yields) == 2 else None
+        if isinstance(owner, scf.ForOp):  # a loop's result: its carry's last value
+            return self._carried(owner, owner.iter_args[value.index], owner.body.block.last_op, value.index)
+        if isinstance(owner, scf.WhileOp):
+            return self._forwarded(owner, value.index)
+        if not isinstance(owner, Block):
+            return None
+        loop, k = owner.parent_op(), value.index
+        if isinstance(loop, scf.ForOp) and k > 0:  # (0: the induction variable)
+            return self._carried(loop, loop.iter_args[k - 1], loop.body.block.last_op, k - 1)
+        if isinstance(loop, scf.WhileOp) and owner is loop.after_region.block:
+            return self._forwarded(loop, k)
+        return None
+
+    def _forwarded(self, loop: scf.WhileOp, k: int) -> set[int] | None:
+        """A `while`'s k-th forwarded value (an after-region argument, a result): a carry as
+        the condition forwards it, read by nothing else there."""
+        condition = loop.before_region.block.last_op
+        forwarded = condition.args[k]
+        if forwarded.owner is not loop.before_region.block or _readers(forwarded) != [condition]:
+            return None
+        return self._carried(loop, loop.arguments[forwarded.index], loop.after_region.block.last_op, forwarded.index)
+
+    def _carried(self, loop: Operation, initial: SSAValue, yield_op: Operation, k: int) -> set[int] | None:
+        if _readers(initial) != [loop]:
+            return None
+        before, after = self.ownership(initial), self._yielded([yield_op], k)
+        return None if before is None or after is None else before | after
+
+    def _yielded(self, yields: Sequence[Operation], k: int) -> set[int] | None:
+        roots: set[int] = set()
+        for yield_op in yields:
+            value = yield_op.operands[k]
+            found = self.ownership(value) if _readers(value) == [yield_op] else None
+            if found is None:
+                return None
+            roots |= found
+        return roots
+
+    def in_place_variant(self, callee: str, given: tuple[int, ...]) -> str:
+        for name, call in self.in_place_calls.items():
+            if call == (callee, given):
+                break
+        else:
+            name = self.scope.names.fresh(f"{callee}_in_place")
+            self.in_place_calls[name] = (callee, given)
+        return name
 
     def emit_if(self, op: scf.IfOp, out: list[ast.stmt]) -> None:
         results = [self.bind_new(r) for r in op.results]
@@ -399,8 +490,12 @@ class HostEmitter:
 
     # ---------------------------------------------------------- functions
 
-    def function(self, function: func.FuncOp, py_name: str, arg_names: Sequence[str | None]) -> ast.FunctionDef:
-        self.scope = Scope(Names(taken=[*self.subdnns, *self.funcs, *self.constant_vars.values()]))
+    def function(self, function: func.FuncOp, py_name: str, arg_names: Sequence[str | None],
+                 owned: Sequence[int] = ()) -> ast.FunctionDef:
+        """`owned`: positions of arguments whose buffers the runtime owns (`Scope.owned`)."""
+        taken = [*self.subdnns, *self.funcs, *self.constant_vars.values(), *self.in_place_calls]
+        args = function.body.block.args
+        self.scope = Scope(Names(taken=taken), owned=frozenset(args[k] for k in owned))
         params = []
         for arg, hint in zip(function.body.block.args, arg_names):
             params.append(self.scope.names.fresh(hint))
@@ -410,7 +505,32 @@ class HostEmitter:
             return ast.Return(ast.Tuple(values, ast.Load()))
 
         body = self.emit_block(function.body.block, [], return_all)
+        if owned:
+            returned = function.body.block.last_op
+            self.owned_results = [j for j, v in enumerate(returned.operands)
+                                  if _readers(v) == [returned] and self.ownership(v) is not None]
         return function_def(py_name, params, body)
+
+
+def _loop_between(op: Operation, value: SSAValue) -> bool:
+    """Whether a loop nested where `value` is defined holds `op` (it runs `op` again)."""
+    home = value.owner if isinstance(value.owner, Block) else value.owner.parent_block()
+    block = op.parent_block()
+    while block is not home:
+        parent = block.parent_op() if block is not None else None
+        if parent is None or isinstance(parent, (func.FuncOp, scf.ForOp, scf.WhileOp)):
+            return True
+        block = parent.parent_block()
+    return False
+
+
+def _readers(value: SSAValue) -> list[Operation]:
+    """The ops that read `value` or a variable the host writes as it (a cast's result): an
+    op that only makes such a variable is not a reader itself."""
+    same = _same_expression(value)
+    members = set(same)
+    return [use.operation for v in same for use in v.uses
+            if not (use.operation.results and all(r in members for r in use.operation.results))]
 
 
 def function_def(name: str, params: Sequence[str], body: list[ast.stmt]) -> ast.FunctionDef:

@@ -19,6 +19,7 @@ Importing this module loads neither torch nor xDSL: they come with the IR.
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,17 +39,23 @@ class HostProgram:
     weight_names: list[str]  # weights the host reads directly (also constants["name"])
     subdnn_names: list[str]  # sub-DNNs the host calls, in first-call order
     arg_names: list[str]
+    given_arguments: list[int]  # entry arguments whose buffers a call gives to a sub-DNN (`rt.in_place`)
+    owned_results: list[int]  # entry results that are arrays the runtime made, held by nothing else
 
 
-def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
+def generate_host(module: ModuleOp, entry: str = "forward",
+                  writable: Mapping[str, Collection[int]] | None = None) -> HostProgram:
+    """`writable`: sub-DNN -> the argument positions its compiled form may write an output
+    into (the manifest records' `in_place`); a call gives such an argument's buffer where the
+    host program proves it may (`HostEmitter.given_arguments`). None: no buffer is given."""
     from dycl.codegen.emit import HostEmitter, function_def, load, store
     from dycl.codegen.stepwise import stepwise_bind
 
-    gen = HostEmitter(module)
+    gen = HostEmitter(module, writable)
     if entry not in gen.funcs:
         raise CodegenError(f"no function @{entry} in the module")
     arg_names = _input_names(gen.funcs[entry])
-    forward = gen.function(gen.funcs[entry], entry, arg_names)
+    forward = gen.function(gen.funcs[entry], entry, arg_names, owned=_tensor_state_arguments(gen.funcs[entry]))
     helpers: list[ast.FunctionDef] = []
     for name in gen.helpers:  # grows while helpers call helpers
         helper = gen.funcs[name]
@@ -65,6 +72,11 @@ def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
         [
             _docstring(f"`{entry}` with the compiled sub-DNNs and host constants bound as closure variables."),
             *(ast.Assign([store(name)], lookup("subdnns", name)) for name in called),
+            *(
+                ast.Assign([store(name)], ast.Call(ast.Attribute(load("rt"), "in_place", ast.Load()),
+                                                   [load(callee), ast.Constant(given)], []))
+                for name, (callee, given) in gen.in_place_calls.items()
+            ),
             *(ast.Assign([store(var)], lookup("constants", key)) for key, var in gen.constant_vars.items()),
             *helpers,
             forward,
@@ -81,17 +93,31 @@ def generate_host(module: ModuleOp, entry: str = "forward") -> HostProgram:
             ast.Import([ast.alias("numpy", "np")]),
             ast.ImportFrom("dycl.runtime", [ast.alias("host_support", "rt")], 0),
             bind,
-            stepwise_bind(bind, called),
+            stepwise_bind(bind, called, {name: callee for name, (callee, _) in gen.in_place_calls.items()}),
         ],
         type_ignores=[],
     )
     source = ast.unparse(ast.fix_missing_locations(module_ast)) + "\n"
     compile(source, "host.py", "exec")  # a codegen bug surfaces here, not at deploy time
-    return HostProgram(source, entry, gen.constants, gen.weight_names, called, arg_names)
+    return HostProgram(source, entry, gen.constants, gen.weight_names, called, arg_names,
+                       sorted(gen.given_arguments_of_entry), gen.owned_results)
 
 
 def _docstring(text: str) -> ast.Expr:
     return ast.Expr(ast.Constant(text))
+
+
+def _tensor_state_arguments(function: func.FuncOp) -> list[int]:
+    """Positions of the arguments that are tensor state slots' values (`dycl.state`, kind
+    `tensor`): the runtime owns their buffers (`dycl.runtime.model`), so a call that is
+    their last reader may give them to a sub-DNN."""
+    import json
+
+    from xdsl.dialects.builtin import StringAttr
+
+    attr = function.attributes.get("dycl.state")
+    slots = json.loads(attr.data) if isinstance(attr, StringAttr) else []
+    return [slot["args"][0] for slot in slots if slot["kind"] == "tensor"]
 
 
 def _input_names(function: func.FuncOp) -> list[str]:

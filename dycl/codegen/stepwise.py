@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 class _YieldCalls(ast.NodeTransformer):
-    def __init__(self, subdnns: frozenset[str], helpers: frozenset[str]):
-        self.subdnns, self.helpers = subdnns, helpers
+    def __init__(self, subdnns: frozenset[str], helpers: frozenset[str], aliases: Mapping[str, str]):
+        self.subdnns, self.helpers, self.aliases = subdnns, helpers, aliases
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
         return node  # nested defs are transformed on their own (see `stepwise_bind`)
@@ -26,8 +26,9 @@ class _YieldCalls(ast.NodeTransformer):
         self.generic_visit(node)
         if not isinstance(node.func, ast.Name):
             return node
-        if node.func.id in self.subdnns:
-            request = ast.Tuple([ast.Constant(node.func.id), ast.Tuple(list(node.args), ast.Load())], ast.Load())
+        if node.func.id in self.subdnns or node.func.id in self.aliases:
+            name = self.aliases.get(node.func.id, node.func.id)
+            request = ast.Tuple([ast.Constant(name), ast.Tuple(list(node.args), ast.Load())], ast.Load())
             return ast.Yield(request)
         if node.func.id in self.helpers:
             return ast.YieldFrom(node)
@@ -43,10 +44,14 @@ def _calls(function: ast.FunctionDef) -> set[str]:
     return names
 
 
-def stepwise_bind(bind: ast.FunctionDef, subdnns: Sequence[str]) -> ast.FunctionDef:
+def stepwise_bind(bind: ast.FunctionDef, subdnns: Sequence[str], aliases: Mapping[str, str] | None = None) -> ast.FunctionDef:
     """`bind_stepwise(constants)` from the `bind(subdnns, constants)` that codegen wrote:
-    the sub-DNN lookups dropped, the functions it defines made generators where needed."""
-    subdnn_names = frozenset(subdnns)
+    the sub-DNN lookups dropped, the functions it defines made generators where needed.
+    `aliases`: variables of `bind` that call a sub-DNN giving it buffers (`rt.in_place`) ->
+    the sub-DNN; the scheduler runs those calls as the sub-DNN's own (no buffer given:
+    `run_many` runs a stateful model's calls through `bind`)."""
+    aliases = dict(aliases or {})
+    subdnn_names = frozenset(subdnns) | frozenset(aliases)
     functions = [s for s in bind.body if isinstance(s, ast.FunctionDef)]
     calls = {f.name: _calls(f) for f in functions}
     stepping = {f.name for f in functions if calls[f.name] & subdnn_names}
@@ -57,10 +62,10 @@ def stepwise_bind(bind: ast.FunctionDef, subdnns: Sequence[str]) -> ast.Function
             if f.name not in stepping and calls[f.name] & stepping:
                 stepping.add(f.name)
                 grown = True
-    transformer = _YieldCalls(subdnn_names, frozenset(stepping))
+    transformer = _YieldCalls(frozenset(subdnns), frozenset(stepping), aliases)
     body: list[ast.stmt] = []
     for statement in bind.body:
-        if isinstance(statement, ast.Assign) and _is_subdnn_lookup(statement):
+        if isinstance(statement, ast.Assign) and (_is_subdnn_lookup(statement) or _assigns(statement, aliases)):
             continue
         statement = copy.deepcopy(statement)
         if isinstance(statement, ast.FunctionDef):
@@ -77,3 +82,7 @@ def stepwise_bind(bind: ast.FunctionDef, subdnns: Sequence[str]) -> ast.Function
 def _is_subdnn_lookup(statement: ast.Assign) -> bool:
     value = statement.value
     return isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id == "subdnns"
+
+
+def _assigns(statement: ast.Assign, names: Mapping[str, str]) -> bool:
+    return any(isinstance(target, ast.Name) and target.id in names for target in statement.targets)

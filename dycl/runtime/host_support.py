@@ -1,7 +1,8 @@
 """numpy versions of the computation-free torch ops that generated host code calls.
 
 Each mirrors the torch op of the same name on value semantics (no caller mutates a
-tensor, so views are safe). Results are always `np.ndarray`, never numpy scalars:
+tensor, so views are safe: the one buffer a sub-DNN writes in place is one the host program
+gives it, which nothing else reads, `in_place`). Results are always `np.ndarray`, never numpy scalars:
 the backends' runtimes take arrays only. The random ops the host program draws are in
 `random_draws`, and reached from here (`rt.bernoulli`).
 """
@@ -13,6 +14,16 @@ import numpy as np
 from dycl.runtime.random_draws import bernoulli, exponential, multinomial, normal, rand, randint, randn, uniform
 
 _INT64_MAX = 2**63 - 1
+
+
+def in_place(runner, given: tuple[int, ...]):
+    """The runner of a call site that gives the sub-DNN the buffers of its arguments at
+    positions `given`: the host program passes there a value that the runtime owns (a
+    state slot's) and that nothing reads after the call, so an output the sub-DNN computes
+    from it may be written into its buffer (the manifest record's `in_place`). A runner
+    that cannot do that (TVM, a wrapper) is returned as it is."""
+    variant = getattr(runner, "in_place", None)
+    return runner if variant is None else variant(given)
 
 
 def flatten(x: np.ndarray, start: int = 0, end: int = -1) -> np.ndarray:

@@ -220,6 +220,7 @@ class CompiledModel:
             results = self._forward(*args, *self._slots.arguments(self._state))
             state = dict(self._state)
             self._slots.update(state, results)
+            self._slots.keep_own(state, args, results)
             self._state = state
         return results
 

@@ -17,6 +17,10 @@ results back into values:
   the call appended, added to the stored list;
 - `none`: an attribute that stays None; nothing enters or leaves.
 
+A `tensor` slot marked `in_place` is one whose buffer the host program gives to the sub-DNN
+that writes it (`rt.in_place`: the new value is written into the old one's buffer). Its
+array must be the state's alone (`keep_own`).
+
 An optional slot with `present_with` (another slot's path) is None exactly when that one
 is: the program reads one flag for both (two attributes that start None together and are
 set together, `self.h` and `self.c`), and a state where they disagree is refused.
@@ -85,6 +89,24 @@ class StateSlots:
                                  f"(the model sets them together), got {'None' if value is None else 'a value'} and "
                                  f"{'None' if state[leader] is None else 'a value'}")
         return args
+
+    def keep_own(self, state: dict[str, Any], inputs: tuple, results: tuple) -> None:
+        """Make each `in_place` slot's array (one whose buffer the host program gives to the
+        sub-DNN that writes it) the state's own, in place: an array that shares memory with
+        the call's inputs, another result (an output the caller keeps) or another slot is
+        copied, so that the next call, writing into it, changes nothing anyone else holds. A
+        slot marked `own_result` needs no check: the host program proves its new value is an
+        array the runtime made that it returns once and nothing else holds."""
+        for slot in self.slots:
+            if not slot.get("in_place") or slot.get("own_result"):
+                continue
+            value = state[slot["path"]]
+            if not isinstance(value, np.ndarray):
+                continue
+            others = [a for k, a in enumerate(results) if k != slot["tree"]]
+            others += list(inputs) + [state[s["path"]] for s in self.slots if s is not slot]
+            if any(isinstance(a, np.ndarray) and np.may_share_memory(a, value) for a in others):
+                state[slot["path"]] = value.copy()
 
     def update(self, state: dict[str, Any], results: tuple) -> None:
         """The state after a call, from the host function's results (in place)."""

@@ -248,3 +248,109 @@ def test_stepwise_host_enters_a_helper_that_calls_sub_dnns_with_yield_from():
     result, calls = stepwise(module, program, {})(x.numpy())
     assert calls == ["subdnn_0", "subdnn_0"]
     np.testing.assert_allclose(result[0], torch.tanh(torch.tanh(x)).numpy(), atol=1e-6)
+
+
+def _state_program(second_reader: bool) -> str:
+    """forward(x, cache): cache is a tensor state slot (argument 1); subdnn_0 writes it; with
+    `second_reader`, a second call reads the old cache after the first."""
+    slots = '[{\\"path\\": \\"cache\\", \\"kind\\": \\"tensor\\", \\"args\\": [1], \\"tree\\": 1}]'
+    again = (f'%z = "func.call"(%c, %y) <{{callee = @subdnn_1}}> : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>'
+             if second_reader else f'%z = "func.call"(%y, %y) <{{callee = @subdnn_1}}> : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>')
+    return f'''
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}<[2,3],f32>, {V}<[2,3],f32>) -> ({V}<[2,3],f32>, {V}<[2,3],f32>)}}> ({{
+  ^bb0(%x: {V}<[2,3],f32>, %c: {V}<[2,3],f32>):
+    %y = "func.call"(%x, %c) <{{callee = @subdnn_0}}> : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>
+    {again}
+    "func.return"(%z, %y) : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> ()
+  }}) {{dycl.state = "{slots}"}} : () -> ()
+  "func.func"() <{{sym_name = "subdnn_0", function_type = ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>, sym_visibility = "private"}}> ({{
+  ^bb0(%a: {V}<[2,3],f32>, %b: {V}<[2,3],f32>):
+    %r = "torch.aten.mul.Tensor"(%a, %b) : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>
+    "func.return"(%r) : ({V}<[2,3],f32>) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+  "func.func"() <{{sym_name = "subdnn_1", function_type = ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>, sym_visibility = "private"}}> ({{
+  ^bb0(%a: {V}<[2,3],f32>, %b: {V}<[2,3],f32>):
+    %r = "torch.aten.sub.Tensor"(%a, %b) : ({V}<[2,3],f32>, {V}<[2,3],f32>) -> {V}<[2,3],f32>
+    "func.return"(%r) : ({V}<[2,3],f32>) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+}}) : () -> ()
+'''
+
+
+@pytest.mark.parametrize("second_reader", [False, True])
+def test_a_state_buffer_is_given_only_to_its_last_reader(second_reader):
+    """A tensor state slot's value (the runtime owns it) is given to the sub-DNN call that
+    reads it last (`rt.in_place`), never to one another call reads it after, and a model
+    input (the caller's array) is never given. The stepwise form calls the sub-DNN itself."""
+    module = parse_module(_state_program(second_reader))
+    assert "rt.in_place(" not in generate_host(module).source  # (no sub-DNN may write in place)
+    program = generate_host(module, writable={"subdnn_0": {1}, "subdnn_1": {0, 1}})
+    if second_reader:
+        assert "rt.in_place(" not in program.source and program.given_arguments == []
+    else:
+        assert "subdnn_0_in_place = rt.in_place(subdnn_0, (1,))" in program.source
+        assert program.given_arguments == [1]
+    assert "yield ('subdnn_0'," in program.source
+    x, c = np.random.rand(2, 3).astype(np.float32), np.random.rand(2, 3).astype(np.float32)
+    forward = bind(module, program, {})
+    z, y = forward(x, c)
+    np.testing.assert_allclose(y, x * c, rtol=1e-6)
+    np.testing.assert_allclose(z, (c - y) if second_reader else y * 0, rtol=1e-6)
+
+
+def _loop_program(body: str) -> str:
+    """forward(x, cache) with `cache` (a tensor state slot) carried through 3 iterations of
+    `body`, which reads %x, the carry %k and the entry's %c, and yields %n."""
+    slots = '[{\\"path\\": \\"cache\\", \\"kind\\": \\"tensor\\", \\"args\\": [1], \\"tree\\": 1}]'
+    T = f"{V}<[2,3],f32>"
+    return f'''
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({T}, {T}) -> ({T}, {T})}}> ({{
+  ^bb0(%x: {T}, %c: {T}):
+    %lb = "arith.constant"() <{{value = 0 : index}}> : () -> index
+    %ub = "arith.constant"() <{{value = 3 : index}}> : () -> index
+    %st = "arith.constant"() <{{value = 1 : index}}> : () -> index
+    %r = "scf.for"(%lb, %ub, %st, %c) ({{
+    ^bb1(%i: index, %k: {T}):
+      {body}
+      "scf.yield"(%n) : ({T}) -> ()
+    }}) : (index, index, index, {T}) -> {T}
+    "func.return"(%x, %r) : ({T}, {T}) -> ()
+  }}) {{dycl.state = "{slots}"}} : () -> ()
+  "func.func"() <{{sym_name = "subdnn_0", function_type = ({T}, {T}) -> {T}, sym_visibility = "private"}}> ({{
+  ^bb0(%a: {T}, %b: {T}):
+    %s = "torch.aten.mul.Tensor"(%a, %b) : ({T}, {T}) -> {T}
+    "func.return"(%s) : ({T}) -> ()
+  }}) {{dycl.subdnn}} : () -> ()
+}}) : () -> ()
+'''
+
+
+CALL = '"func.call"({a}, {b}) <{{callee = @subdnn_0}}> : ({T}, {T}) -> {T}'.replace("{T}", "!torch.vtensor<[2,3],f32>")
+LOOPS = {
+    # the carry: the state's array first, then each call's own result, read by the yield alone
+    "carry": (f"%n = {CALL.format(a='%x', b='%k')}", ["[r] = subdnn_0_in_place(x, r)"], [1],
+              lambda x, c: x * x * x * c),
+    # the entry's cache read in the loop (every iteration reads it again): only the fresh
+    # result of the first call is given to the second
+    "read_in_loop": (f"%m = {CALL.format(a='%k', b='%c')}\n      %n = {CALL.format(a='%x', b='%m')}",
+                     ["[m] = subdnn_0(r, c)", "[r] = subdnn_0_in_place(x, m)"], [], lambda x, c: (x * c) ** 3 * c),
+    # the yielded result is also read by another op (something else may hold it): the carry
+    # is not given, nor is the result to that op
+    "yield_read_twice": (f"%n = {CALL.format(a='%x', b='%k')}\n      %m = {CALL.format(a='%n', b='%x')}",
+                         ["[r] = subdnn_0(x, r)", "[m] = subdnn_0(r, x)"], [], lambda x, c: x ** 3 * c),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOOPS))
+def test_a_loop_carry_is_given_only_when_nothing_else_holds_it(case):
+    body, calls, given, expected = LOOPS[case]
+    module = parse_module(_loop_program(body))
+    program = generate_host(module, writable={"subdnn_0": {1}})
+    forward = program.source.split("def forward")[1].split("def bind_stepwise")[0]
+    assert [line.strip() for line in forward.splitlines() if "subdnn_0" in line] == calls
+    assert program.given_arguments == given
+    x, c = np.random.rand(2, 3).astype(np.float32) + 0.5, np.random.rand(2, 3).astype(np.float32) + 0.5
+    out, cache = bind(module, program, {})(x, c)
+    np.testing.assert_allclose(cache, expected(x, c), rtol=1e-5)
