@@ -1754,7 +1754,8 @@ class FunctionCompiler:
             kwonlyargs=[], kw_defaults=[], defaults=[],
         )
         ret = ast.Return(returned)
-        body = [runs.MaskedUpdate().visit(runs.DetachIsIdentity().visit(copy.deepcopy(s))) for s in [*stmts, ret]]
+        body = [runs.MaskedUpdate().visit(runs.TensorOfRuntimeInts().visit(runs.DetachIsIdentity().visit(copy.deepcopy(s))))
+                for s in [*stmts, ret]]
         # Named `forward`: export records the stack frames of functions so named (and only
         # those), so each op it captures keeps the user's file and line.
         fdef = ast.FunctionDef(name="forward", args=args, body=body, decorator_list=[], type_params=[])
@@ -1763,6 +1764,7 @@ class FunctionCompiler:
         namespace = dict(self.scope.namespace)
         namespace[runs.MaskedUpdate.HELPER] = runs.masked_update
         namespace[runs.MaskedUpdate.STORE] = runs.subscript_store
+        namespace[runs.TensorOfRuntimeInts.HELPER] = runs.tensor_of_ints
         namespace.update(packed.RUN_HELPERS)
         exec(compile(module, self.scope.source.file, "exec"), namespace)
         function = namespace.pop("forward")
