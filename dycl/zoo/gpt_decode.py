@@ -279,3 +279,194 @@ class GPTDecode(nn.Module):
         generated_tokens, _ = decode_n_tokens(self.model, next_token.view(1, -1), input_pos, max_new_tokens - 1,
                                               eos_id=eos_id, **sampling_kwargs)
         return torch.cat([next_token] + generated_tokens)
+
+
+# --- paths ------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def scores_without_end(model: GPTDecode, prompt: Tensor, steps: int) -> tuple[Tensor, Tensor]:
+    """The logits of the first `steps` new tokens `forward` emits for `prompt` when the end
+    token never wins (steps × vocabulary), and the final hidden states they come from
+    (steps × dim). Until `forward` stops, its tokens do not depend on the end token's row,
+    so these give every decision it takes. Runs the model's own pieces (its caches change,
+    as a `forward` call changes them)."""
+    transformer, eos = model.model, model.eos_id
+    hidden, scores = [], []
+
+    def step(tokens: Tensor, input_pos: Tensor) -> Tensor:
+        x = transformer.norm(_blocks(transformer, tokens, input_pos))[0, -1]
+        logits = transformer.output(x)
+        hidden.append(x)
+        scores.append(logits)
+        return logits.index_fill(0, torch.tensor([eos]), -torch.inf).argmax().view(1, 1)
+
+    token = step(prompt.view(1, -1), torch.arange(prompt.size(0)))
+    for k in range(steps - 1):
+        token = step(token, torch.tensor([prompt.size(0) + k]))
+    return torch.stack(scores), torch.stack(hidden)
+
+
+def _blocks(transformer: Transformer, idx: Tensor, input_pos: Tensor) -> Tensor:
+    mask = transformer.causal_mask[None, None, input_pos]
+    freqs_cis = transformer.freqs_cis[input_pos]
+    x = transformer.tok_embeddings(idx)
+    for layer in transformer.layers:
+        x = layer(x, input_pos, freqs_cis, mask)
+    return x
+
+
+def _gaps(scores: Tensor, eos: int) -> tuple[Tensor, Tensor]:
+    """Per step: the end token's score minus the best other token's (>= 0 stops), and the best
+    other token's lead over the runner-up."""
+    others = scores.index_fill(-1, torch.tensor([eos]), -torch.inf)
+    top2 = others.topk(2, dim=-1).values
+    return scores[..., eos] - top2[..., 0], top2[..., 0] - top2[..., 1]
+
+
+def decode_path(model: GPTDecode, prompt: Tensor, max_new_tokens: int) -> tuple[tuple[int, int, bool], float]:
+    """((prompt length, new tokens, stopped at the end token), the smallest gap a decision on
+    the way rests on)."""
+    scores, _ = scores_without_end(model, prompt, max_new_tokens)
+    end_gap, word_gap = _gaps(scores, model.eos_id)
+    stops = (end_gap >= 0).nonzero()
+    length = int(stops[0, 0]) + 1 if len(stops) else max_new_tokens
+    closeness = torch.minimum(end_gap.abs(), word_gap)[:length].min()
+    return (prompt.size(0), length, bool(len(stops))), float(closeness)
+
+
+def path_of(model: GPTDecode, inputs: Inputs) -> tuple[int, int, bool]:
+    path, _ = decode_path(model, *inputs)
+    _reset_caches(model)
+    return path
+
+
+def branches_of(path: tuple[int, int, bool]) -> frozenset[str]:
+    """The prefill a path takes (one prompt token is a sub-DNN of its own: by size) and where
+    the greedy loop ends: the end token first (no step), within 2-8 new tokens, later, or never."""
+    prompt_length, length, stopped = path
+    prefill = "prompt of 1 token" if prompt_length == 1 else "prompt of 2+ tokens"
+    if not stopped:
+        end = "runs to max_new_tokens"
+    elif length == 1:
+        end = "stops at the first token"
+    else:
+        end = "stops after 2-8 tokens" if length <= 8 else "stops after 9+ tokens"
+    return frozenset({prefill, end})
+
+
+def all_branches(model: GPTDecode) -> frozenset[str]:
+    return frozenset().union(*[branches_of(p) for p in [(1, 1, True), (5, 3, True), (5, 9, True), (5, 24, False)]])
+
+
+# --- building and calibration -----------------------------------------------------------------
+
+CANDIDATES = 12
+CANDIDATE_SEED = 20_251_128
+
+
+def candidate_prompts(count: int = CANDIDATES, seed: int = CANDIDATE_SEED) -> list[Tensor]:
+    """Seeded prompts of the lengths `PROMPT_LENGTHS` and of 1 token, in turn."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = (1, *PROMPT_LENGTHS)
+    vocabulary = ModelArgs().vocab_size
+    prompts = []
+    for i in range(count):
+        prompt = torch.randint(3, vocabulary, (lengths[i % len(lengths)],), generator=generator)
+        prompts.append(prompt)
+    return prompts
+
+
+def example_inputs() -> Inputs:
+    """A prompt of `EXAMPLE_PROMPT_LENGTH` tokens (its length marked dynamic: the compiled
+    model takes prompts of any length) and 8 new tokens."""
+    prompt = torch.randint(3, ModelArgs().vocab_size, (EXAMPLE_PROMPT_LENGTH,), generator=torch.Generator().manual_seed(0))
+    torch._dynamo.mark_dynamic(prompt, 0)
+    return (prompt, 8)
+
+
+def _reset_caches(model: GPTDecode) -> None:
+    for layer in model.model.layers:
+        layer.attention.kv_cache.k_cache.zero_()
+        layer.attention.kv_cache.v_cache.zero_()
+
+
+def _init_weights(model: GPTDecode) -> None:
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+    for layer in model.model.layers:  # (GPT-2's scaled init of the residual projections)
+        for projection in (layer.attention.wo, layer.feed_forward.w2):
+            nn.init.normal_(projection.weight, std=0.02 / math.sqrt(2 * model.config.n_layer))
+
+
+@torch.no_grad()
+def calibrate(model: GPTDecode, prompts: list[Tensor]) -> None:
+    """Spread the logits (a gain on the output layer: a temperature, it never changes which
+    token wins) to a standard deviation of 5, so greedy choices are clear; then move the end
+    token's row along the mean final hidden state, which adds about the same amount to its
+    score at every step, by the amount that gives the most branches and distinct stop points
+    whose decisions are all clear. Until a prompt stops, the end token's row does not change
+    its tokens, so one decoding run per prompt evaluates every amount."""
+    output = model.model.output
+    runs = [scores_without_end(model, p, MAX_NEW_TOKENS) for p in prompts]
+    gain = 5.0 / torch.cat([s for s, _ in runs]).std()
+    output.weight *= gain
+    scores = torch.stack([s for s, _ in runs]) * gain  # prompts × steps × vocabulary
+    hidden = torch.stack([h for _, h in runs])  # prompts × steps × dim
+    direction = hidden.flatten(0, 1).mean(0)
+    direction /= (hidden @ direction).mean()  # (so that the end score moves by about 1 per unit)
+    end_gap, word_gap = _gaps(scores, model.eos_id)
+    amounts = torch.linspace(0.0, 20.0, 201)
+    gap = end_gap + amounts[:, None, None] * (hidden @ direction)  # amounts × prompts × steps
+    stops = gap >= 0
+    stopped = stops.any(-1)
+    lengths = torch.where(stopped, stops.int().argmax(-1) + 1, MAX_NEW_TOKENS)
+    on_path = torch.arange(MAX_NEW_TOKENS) < lengths[..., None]
+    clear = torch.minimum(gap.abs(), word_gap).masked_fill(~on_path, torch.inf).amin(-1) >= DECISION_MARGIN
+    best_key, best_amount = None, 0.0
+    for a, amount in enumerate(amounts.tolist()):
+        paths = {(p.size(0), int(n), bool(s)) for p, n, s, ok in zip(prompts, lengths[a], stopped[a], clear[a]) if ok}
+        covered = frozenset().union(*map(branches_of, paths)) if paths else frozenset()
+        key = (len(covered), len({p[1:] for p in paths}))
+        if best_key is None or key > best_key:
+            best_key, best_amount = key, amount
+    output.weight[model.eos_id] += best_amount * direction
+    _reset_caches(model)
+
+
+def _build(seed: int) -> GPTDecode:
+    with seeded(seed):
+        model = GPTDecode()
+        _init_weights(model)
+    model.eval()
+    calibrate(model, candidate_prompts())
+    return model
+
+
+def _select_path_inputs(model: GPTDecode) -> list[Inputs]:
+    """One prompt per set of branches among the candidates (all with `MAX_NEW_TOKENS` new
+    tokens), plus one with a budget of a single new token (the greedy loop never runs)."""
+    chosen: dict[frozenset[str], tuple[tuple[int, int, bool], Tensor]] = {}
+    for prompt in candidate_prompts():
+        path, closeness = decode_path(model, prompt, MAX_NEW_TOKENS)
+        if closeness >= DECISION_MARGIN:
+            chosen.setdefault(branches_of(path), (path, prompt))
+    _reset_caches(model)
+    missing = all_branches(model) - frozenset().union(*chosen)
+    if missing:
+        raise CalibrationError(f"gpt_decode candidates miss {sorted(missing)}")
+    ordered = sorted(chosen.values(), key=lambda c: c[0])
+    budget_of_one = next(prompt for (length, new, _), prompt in ordered if length > 1 and new > 1)
+    return [(prompt.clone(), MAX_NEW_TOKENS) for _, prompt in ordered] + [(budget_of_one.clone(), 1)]
+
+
+build = memoized_build(_build)
+ENTRIES = [
+    ZooEntry(name="gpt_decode", family="decode",
+             summary="gpt-fast-style causal transformer (4 layers, width 256, vocabulary 512, context 256), "
+                     "KV cache in buffers, prefill then greedy steps to max_new_tokens or the end token",
+             build=build, example_inputs=example_inputs,
+             path_inputs=memoized_inputs(lambda: _select_path_inputs(build(0))), path_of=path_of,
+             branches_of=branches_of, all_branches=all_branches),
+]
