@@ -94,12 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dycl.bench.run import Settings, bench
     from dycl.bench.systems import ALL_SYSTEMS
     from dycl.runtime import RuntimeOptions
-    from dycl.zoo import REGISTRY
+    from dycl.zoo import EVALUATION, REGISTRY
 
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
     else:
-        names = list(QUICK_NETWORKS if args.quick else REGISTRY)
+        names = list(QUICK_NETWORKS if args.quick else EVALUATION)
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         print(f"dycl-bench: error: unknown network(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}", file=sys.stderr)
