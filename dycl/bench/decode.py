@@ -14,7 +14,7 @@ Systems, all at the same thread count:
 
 Rows: per request and per generated token (the requests are the zoo's path inputs: prompts
 of several lengths, stopping at the end token or at the budget), the time per token at cache
-lengths 16, 64 and 256 (a prompt of L - 8 tokens, then 8 steps: the difference between a
+lengths 16, 64 and 256 (a prompt of L - 9 tokens, then 8 steps: the difference between a
 budget of 9 new tokens and of 1, divided by 8), and compile seconds. Every system's tokens
 are checked against eager's first (exact). Timing as in the latency table: rounds,
 systems interleaved in rotated order, medians and IQR over rounds (dycl.bench.timing).
@@ -230,20 +230,22 @@ def _prepare(name: str, model, example: tuple, requests: Sequence[tuple], settin
 
 
 def length_requests(model, lengths: Sequence[int], steps: int = STEPS_PER_LENGTH) -> dict[int, Tensor]:
-    """Per cache length L, a seeded prompt of L - steps tokens whose greedy decoding runs
-    steps + 1 new tokens without the end token (eager decides)."""
+    """Per cache length L, a seeded prompt of L - steps - 1 tokens whose greedy decoding
+    runs steps + 1 new tokens without the end token (eager decides): its steps write cache
+    rows L - steps - 1 .. L - 2, the last one attending over L - 1 rows (gpt-fast's
+    generate wants prompt + new tokens within the context)."""
     generator = torch.Generator().manual_seed(4242)
     chosen = {}
     for length in lengths:
         for _ in range(200):
-            prompt = torch.randint(3, model.config.vocab_size, (length - steps,), generator=generator)
+            prompt = torch.randint(3, model.config.vocab_size, (length - steps - 1,), generator=generator)
             with torch.no_grad():
                 tokens = model(prompt, steps + 1)
             if len(tokens) == steps + 1 and model.eos_id not in tokens.tolist():
                 chosen[length] = prompt
                 break
         else:
-            raise RuntimeError(f"no seeded prompt of {length - steps} tokens runs {steps + 1} new tokens without the end token")
+            raise RuntimeError(f"no seeded prompt of {length - steps - 1} tokens runs {steps + 1} new tokens without the end token")
     return chosen
 
 
