@@ -187,9 +187,9 @@ def _prepare(name: str, model, example: tuple, requests: Sequence[tuple], settin
 
         return System(name, eager, {"total_seconds": 0.0})
     if name == "torch.compile":
-        import torch._dynamo
+        from torch import _dynamo
 
-        torch._dynamo.reset()
+        _dynamo.reset()
         compiled = torch.compile(copy.deepcopy(model))
         start = time.perf_counter()
 
