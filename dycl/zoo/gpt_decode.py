@@ -326,8 +326,12 @@ def _gaps(scores: Tensor, eos: int) -> tuple[Tensor, Tensor]:
 
 def decode_path(model: GPTDecode, prompt: Tensor, max_new_tokens: int) -> tuple[tuple[int, int, bool], float]:
     """((prompt length, new tokens, stopped at the end token), the smallest gap a decision on
-    the way rests on)."""
+    the way rests on). The model's caches are left as they were."""
+    caches = [buffer.clone() for buffer in model.buffers()]
     scores, _ = scores_without_end(model, prompt, max_new_tokens)
+    with torch.no_grad():
+        for buffer, kept in zip(model.buffers(), caches):
+            buffer.copy_(kept)
     end_gap, word_gap = _gaps(scores, model.eos_id)
     stops = (end_gap >= 0).nonzero()
     length = int(stops[0, 0]) + 1 if len(stops) else max_new_tokens
@@ -337,7 +341,6 @@ def decode_path(model: GPTDecode, prompt: Tensor, max_new_tokens: int) -> tuple[
 
 def path_of(model: GPTDecode, inputs: Inputs) -> tuple[int, int, bool]:
     path, _ = decode_path(model, *inputs)
-    _reset_caches(model)
     return path
 
 
@@ -452,7 +455,6 @@ def _select_path_inputs(model: GPTDecode) -> list[Inputs]:
         path, closeness = decode_path(model, prompt, MAX_NEW_TOKENS)
         if closeness >= DECISION_MARGIN:
             chosen.setdefault(branches_of(path), (path, prompt))
-    _reset_caches(model)
     missing = all_branches(model) - frozenset().union(*chosen)
     if missing:
         raise CalibrationError(f"gpt_decode candidates miss {sorted(missing)}")
