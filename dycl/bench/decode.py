@@ -192,8 +192,8 @@ def _prepare(name: str, model, example: tuple, requests: Sequence[tuple], settin
 
         _dynamo.reset()
         # as gpt-fast uses it: the Transformer's forward compiled (the prefill and the step),
-        # the generate loop in Python (compiling generate whole recompiles per budget and
-        # breaks its graph at every `.item()`)
+        # the generate loop in Python (compiling generate whole breaks its graph at every
+        # `.item()`; its warm-up had not finished after 6 minutes here)
         compiled = copy.deepcopy(model)
         compiled.model = torch.compile(compiled.model)
         start = time.perf_counter()
