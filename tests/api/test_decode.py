@@ -4,8 +4,9 @@ token. Compiled, it must give eager's tokens and eager's caches call by call, fo
 lengths never seen when compiling, with one sub-DNN for the step whatever the length (not one
 per length, not unrolled) and one prefill for every prompt length from 2 on.
 
-The default tier compiles a small configuration of the same code on ONNX Runtime; the zoo's
-`gpt_decode` (4 layers, width 256) runs on both backends in the slow tier."""
+Slow tier: a small configuration of the same code on ONNX Runtime, and the zoo's `gpt_decode`
+(4 layers, width 256) on both backends. The default tier has the pieces
+(tests/frontend/test_dynamic_inputs.py, tests/bench/test_decode_bench.py)."""
 
 from __future__ import annotations
 
@@ -91,6 +92,7 @@ def assert_decodes_like_eager(model, compiled, calls) -> dict:
     return covered
 
 
+@pytest.mark.slow  # (a transformer: about 30 s idle, 2 min on the loaded 2-core machine)
 def test_small_decoder_matches_eager_with_one_step_subdnn(small_decoder):
     model = small_decoder
     compiled = dycl.compile(model, _example(EXAMPLE_LENGTH, SMALL.vocab_size), progress=False)
