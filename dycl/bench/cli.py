@@ -4,6 +4,7 @@
     dycl-bench --only sdn_resnet,blockdrop --threads 2
     dycl-bench --quick               # two networks, eager / DyCL+ORT (+ablation) / oracle ORT, < 1 min
     dycl-bench --throughput only     # the throughput table alone (N = 1, 8, 32 requests at once)
+    dycl-bench --decode              # the decode table alone: gpt_decode, per token / request / cache length
 
 Writes <out>/<stem>.json (machine, versions, every number), <stem>.md (tables) and
 <stem>.png (speed-up over eager per network and system). Speed is measured here and only
@@ -79,6 +80,10 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds of timed throughput rounds per network (default 30)")
     p.add_argument("--no-breakdown", action="store_true",
                    help="skip the breakdown of where run_many's time goes at the largest N")
+    p.add_argument("--decode", action="store_true",
+                   help="the decode table alone (dycl.bench.decode: gpt_decode's greedy decoding; eager, torch.compile, "
+                   "DyCL+ORT, DyCL+TVM and the Optimum-style ORT loop; --systems, --threads, --budget, --min-rounds, "
+                   "--max-rounds, --cache-dir, --out and --stem apply)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -89,17 +94,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("dycl-bench: error: --threads must be at least 1", file=sys.stderr)
         return 2
     _set_threads(args.threads)
+    if args.decode:
+        return _decode(args)
 
     from dycl.bench import report
     from dycl.bench.run import Settings, bench
     from dycl.bench.systems import ALL_SYSTEMS
     from dycl.runtime import RuntimeOptions
-    from dycl.zoo import REGISTRY
+    from dycl.zoo import EVALUATION, REGISTRY
 
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
     else:
-        names = list(QUICK_NETWORKS if args.quick else REGISTRY)
+        names = list(QUICK_NETWORKS if args.quick else EVALUATION)
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         print(f"dycl-bench: error: unknown network(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}", file=sys.stderr)
@@ -227,6 +234,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     latency_ok = throughput == "only" or all("ratios" in r for r in records)
     throughput_ok = throughput == "off" or all("throughput" in r for r in records)
     return 0 if latency_ok and throughput_ok else 1
+
+
+def _decode(args) -> int:
+    from dycl.bench.decode import SYSTEMS, DecodeSettings, markdown, run
+    from dycl.runtime import RuntimeOptions
+
+    systems = tuple(s.strip() for s in args.systems.split(",") if s.strip()) if args.systems else SYSTEMS
+    bad = [s for s in systems if s not in SYSTEMS]
+    if bad:
+        print(f"dycl-bench: error: unknown decode system(s) {', '.join(bad)}; known: {', '.join(SYSTEMS)}", file=sys.stderr)
+        return 2
+    if "eager" not in systems:
+        systems = ("eager", *systems)  # (every ratio is against eager, every token checked against it)
+    settings = DecodeSettings(
+        runtime=RuntimeOptions(threads=args.threads, ort_spinning=args.ort_spinning, ort_thread_pool=args.ort_pool),
+        systems=systems,
+        budget_seconds=args.budget if args.budget is not None else (6.0 if args.quick else 60.0),
+        min_rounds=args.min_rounds or 3,
+        max_rounds=args.max_rounds or (5 if args.quick else 30),
+        length_rounds=3 if args.quick else 7,
+        cache_dir=args.cache_dir,
+        log=not args.quiet,
+    )
+    stem = args.stem or f"decode-{time.strftime('%Y%m%d-%H%M')}"
+    result, paths = run(settings, args.out, stem)
+    print(markdown(result["decode"], settings.runtime.threads))
+    print(f"dycl-bench: wrote {paths['json']}, {paths['md']} ({result['config']['wall_seconds']:.0f} s)")
+    return 0 if not result["decode"]["failures"] else 1
 
 
 if __name__ == "__main__":

@@ -127,7 +127,8 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
                 arm = functools.partial(c.select, compare("lt", size, held_low),
                                         functools.partial(past, (low, held_low - 1), held_low - 1), arm)
             return arm()
-        if run is not general and (run.mutated_inputs != general.mutated_inputs or len(run.result_types) != len(general.result_types)):
+        if run is not general and (run.mutated_inputs != general.mutated_inputs or run.mutated_buffers != general.mutated_buffers
+                                   or len(run.result_types) != len(general.result_types)):
             raise c.error(stmt, f"`{source_text(stmt)}` changes other tensors in place when a size is 0 or 1",
                              "compute new tensors instead of changing them in place")
         if run is not general:
@@ -148,7 +149,7 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
     # of a block whose input has a size from the data: `if is_output:` still folds)
     constant = [general.constant[k] and all(general.same_constant(arm, k) for arm in arms) for k in range(len(types) - count)]
     joined = CapturedRun(general.func_name, types[count:], constant, general.mutated_inputs, types[:count],
-                         constant_values=general.constant_values)
+                         constant_values=general.constant_values, mutated_buffers=general.mutated_buffers)
     return joined, values
 
 
@@ -213,4 +214,4 @@ def at_example_sizes(c, stmts, capture, flat_inputs, dynamic: list[list[int]], n
     types = [V.parse_type(str(v.type)) for v in values]
     count = len(static.mutated_inputs)
     return CapturedRun(static.func_name, types[count:], static.constant, static.mutated_inputs, types[:count],
-                       constant_values=static.constant_values), values
+                       constant_values=static.constant_values, mutated_buffers=static.mutated_buffers), values

@@ -125,7 +125,9 @@ class Inputs:
                 f"pass its real view (`torch.view_as_real({name})`) and make it complex inside forward "
                 f"(`torch.view_as_complex({name})`): DyCL computes complex values as their real views",
             )
-        return self._leaf(name, example.clone() if isinstance(example, torch.Tensor) else example)
+        if isinstance(example, torch.Tensor):
+            example = V.marked_like(example.clone(), example)
+        return self._leaf(name, example)
 
     def _leaf(self, name: str, example) -> int:
         self.leaves.append((name, example))

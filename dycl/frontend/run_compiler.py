@@ -142,7 +142,8 @@ def _run_function(c, stmts, inputs, returned: ast.expr, line: int | None = None)
         kwonlyargs=[], kw_defaults=[], defaults=[],
     )
     ret = ast.Return(returned)
-    body = [runs.MaskedUpdate().visit(runs.DetachIsIdentity().visit(copy.deepcopy(s))) for s in [*stmts, ret]]
+    body = [runs.MaskedUpdate().visit(runs.TensorOfRuntimeInts().visit(runs.DetachIsIdentity().visit(copy.deepcopy(s))))
+            for s in [*stmts, ret]]
     # Named `forward`: export records the stack frames of functions so named (and only
     # those), so each op it captures keeps the user's file and line.
     fdef = ast.FunctionDef(name="forward", args=args, body=body, decorator_list=[], type_params=[])
@@ -151,6 +152,7 @@ def _run_function(c, stmts, inputs, returned: ast.expr, line: int | None = None)
     namespace = dict(c.scope.namespace)
     namespace[runs.MaskedUpdate.HELPER] = runs.masked_update
     namespace[runs.MaskedUpdate.STORE] = runs.subscript_store
+    namespace[runs.TensorOfRuntimeInts.HELPER] = runs.tensor_of_ints
     namespace.update(packed.RUN_HELPERS)
     exec(compile(module, c.scope.source.file, "exec"), namespace)
     function = namespace.pop("forward")

@@ -223,6 +223,53 @@ class DetachIsIdentity(ast.NodeTransformer):
         return node
 
 
+class TensorOfRuntimeInts(ast.NodeTransformer):
+    """`torch.tensor([T])` (gpt-fast's `input_pos = torch.tensor([T], dtype=torch.int)`) with
+    `T` a runtime int: export cannot read a symbolic int (or the 0-d tensor it enters a run
+    as) into a tensor's data. Every call of a `tensor` attribute becomes `tensor_of_ints`,
+    which builds such a tensor from the ints with tensor ops and calls the function itself
+    otherwise."""
+
+    HELPER = "__dycl_tensor_of_ints"
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "tensor":
+            call = ast.Call(func=ast.Name(self.HELPER, ast.Load()), args=[node.func, *node.args], keywords=node.keywords)
+            return ast.copy_location(call, node)
+        return node
+
+
+def tensor_of_ints(function, *args, **kwargs):
+    """`function(*args, **kwargs)`; for `torch.tensor(data, dtype=...)` whose `data` is a list
+    (nested, rectangular) of ints some of which are runtime ints (symbolic ints, or int64 0-d
+    tensors): an int64 tensor stacked from them (then `dtype`), as `torch.tensor` gives."""
+    options = set(kwargs) - {"dtype", "device", "pin_memory"}
+    if function is not torch.tensor or len(args) != 1 or options or not isinstance(args[0], (list, tuple)):
+        return function(*args, **kwargs)
+    shape, leaves = _int_leaves(args[0])
+    if shape is None or not any(isinstance(v, (torch.SymInt, torch.Tensor)) for v in leaves):
+        return function(*args, **kwargs)
+    items = [v if isinstance(v, torch.Tensor) else torch.scalar_tensor(v, dtype=torch.int64) for v in leaves]
+    out = torch.stack(items).reshape(shape)
+    dtype = kwargs.get("dtype")
+    return out if dtype is None else out.to(dtype)
+
+
+def _int_leaves(data) -> tuple[list[int] | None, list]:
+    """(shape, leaves) of a rectangular nested list of ints (Python ints, symbolic ints, int64
+    0-d tensors; not bools: `torch.tensor` infers another dtype then); shape None otherwise."""
+    if not isinstance(data, (list, tuple)):
+        ok = (isinstance(data, (int, torch.SymInt)) and not isinstance(data, bool)) or (
+            isinstance(data, torch.Tensor) and data.dim() == 0 and data.dtype == torch.int64)
+        return ([], [data]) if ok else (None, [])
+    parts = [_int_leaves(item) for item in data]
+    shapes = {None if shape is None else tuple(shape) for shape, _ in parts}
+    if not data or len(shapes) != 1 or None in shapes:
+        return None, []
+    return [len(data), *shapes.pop()], [leaf for _, leaves in parts for leaf in leaves]
+
+
 def at_least_two(example, dims: list[int]):
     """`example` with each of `dims` at least 2 long (export would take a dim of 0 or 1 for
     a constant): the values past the example's own are zeros, which export never reads."""

@@ -161,9 +161,12 @@ def tensor_dtype(type_: ValueTensorType) -> torch.dtype:
 
 
 def type_of_example(example: Any) -> Attribute:
-    """The host IR type of a Python example value (the order matters: bool is an int)."""
+    """The host IR type of a Python example value (the order matters: bool is an int). A dim
+    of an example tensor marked dynamic (`torch._dynamo.mark_dynamic(x, 0)`) is unknown: the
+    input takes any size there."""
     if isinstance(example, torch.Tensor):
-        return tensor_type(example.shape, example.dtype)
+        dynamic = dynamic_dims(example)
+        return tensor_type([None if d in dynamic else n for d, n in enumerate(example.shape)], example.dtype)
     if isinstance(example, bool):
         return BOOL
     if isinstance(example, int):
@@ -173,6 +176,19 @@ def type_of_example(example: Any) -> Attribute:
     if isinstance(example, list) and all(isinstance(e, torch.Tensor) for e in example):
         return TENSOR_LIST
     raise TypeError(f"no host IR type for a {type(example).__name__}")
+
+
+def dynamic_dims(example: torch.Tensor) -> frozenset[int]:
+    """The dims of an example input marked dynamic by `torch._dynamo.mark_dynamic` (which
+    records them on the tensor, for torch.compile)."""
+    return frozenset(getattr(example, "_dynamo_dynamic_indices", ()))
+
+
+def marked_like(copy: torch.Tensor, example: torch.Tensor) -> torch.Tensor:
+    """`copy` with the dynamic dims `example` is marked with (a clone drops the mark)."""
+    if dynamic_dims(example):
+        copy._dynamo_dynamic_indices = set(dynamic_dims(example))
+    return copy
 
 
 def is_list_type(type_: Attribute) -> bool:

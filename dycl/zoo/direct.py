@@ -26,7 +26,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from dycl.zoo import REGISTRY
+from dycl.zoo import EVALUATION, REGISTRY
 from dycl.zoo.entry import Inputs
 
 ROUTES = ["trace → ONNX → ORT", "jit.trace", "export (strict)", "export (non-strict)"]
@@ -201,7 +201,7 @@ def markdown_table(results: dict[str, list[RouteResult]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    names = (argv if argv is not None else sys.argv[1:]) or list(REGISTRY)
+    names = (argv if argv is not None else sys.argv[1:]) or list(EVALUATION)
     unknown = [name for name in names if name not in REGISTRY]
     if unknown:
         print(f"unknown network(s) {unknown}; known: {', '.join(REGISTRY)}", file=sys.stderr)

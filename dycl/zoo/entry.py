@@ -9,7 +9,7 @@ from typing import Callable, Hashable
 import torch
 from torch import nn
 
-Inputs = tuple[torch.Tensor, ...]
+Inputs = tuple  # of tensors, and Python ints (gpt_decode's `max_new_tokens`)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def memoized_inputs(select: Callable[[], list[Inputs]]) -> Callable[[], list[Inp
     def path_inputs() -> list[Inputs]:
         if None not in selected:
             selected[None] = select()
-        return [tuple(t.clone() for t in args) for args in selected[None]]
+        return [tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in args) for args in selected[None]]
 
     return path_inputs
 

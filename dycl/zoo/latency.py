@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from dycl.zoo import REGISTRY
+from dycl.zoo import EVALUATION, REGISTRY
 
 
 def eager_latency_ms(name: str, runs: int = 50,
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
-    parser.add_argument("names", nargs="*", default=list(REGISTRY))
+    parser.add_argument("names", nargs="*", default=list(EVALUATION))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print("| network | median ms | fastest path ms | slowest path ms | slowest path, best ms |")

@@ -10,9 +10,9 @@ from tests.frontend.helpers import BranchCoverage, if_ops, max_abs_error, run
 
 
 def _zoo_names():
-    from dycl.zoo import REGISTRY
+    from dycl.zoo import EVALUATION  # (gpt_decode: tests/api/test_decode.py)
 
-    return sorted(REGISTRY)
+    return sorted(EVALUATION)
 
 
 @pytest.mark.slow

@@ -5,16 +5,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dycl.zoo import REGISTRY
+from dycl.zoo import EVALUATION, REGISTRY
 from dycl.zoo.caption import CaptionModel
+from dycl.zoo.gpt_decode import GPTDecode, scores_without_end
 from dycl.zoo.sdn import EarlyExitNetwork
 
 NAMES = list(REGISTRY)
 
 
-def test_registry_holds_the_nine_networks():
-    assert NAMES == ["sdn_mobilenet", "sdn_vgg", "sdn_resnet", "sdn_wideresnet", "skipnet_rnn",
-                     "skipnet_ff", "caption_resnext", "caption_googlenet", "blockdrop"]
+def test_registry_holds_the_nine_networks_and_the_decoder():
+    assert list(EVALUATION) == ["sdn_mobilenet", "sdn_vgg", "sdn_resnet", "sdn_wideresnet", "skipnet_rnn",
+                                "skipnet_ff", "caption_resnext", "caption_googlenet", "blockdrop"]
+    assert NAMES == [*EVALUATION, "gpt_decode"]
     for name, entry in REGISTRY.items():
         assert entry.name == name
 
@@ -33,6 +35,9 @@ def test_builds_in_eval_mode_and_runs(name):
     if isinstance(model, CaptionModel):
         assert output.dtype == torch.int64 and output.shape[0] == 1
         assert 1 <= output.shape[1] <= model.max_length
+    elif isinstance(model, GPTDecode):
+        _, budget = entry.example_inputs()
+        assert output.dtype == torch.int64 and output.dim() == 1 and 1 <= len(output) <= budget
     else:
         assert output.shape == (1, 10)
         assert torch.isfinite(output).all()
@@ -67,8 +72,15 @@ def test_forward_takes_the_path_that_paths_reports(name):
         torch.testing.assert_close(output, expected, rtol=1e-4, atol=1e-5)
 
 
-def _output_along(model, family: str, path, x: torch.Tensor) -> torch.Tensor:
+def _output_along(model, family: str, path, x: torch.Tensor, *rest) -> torch.Tensor:
     """What ``forward`` must return for ``x`` if it takes ``path``, computed step by step."""
+    if family == "decode":
+        _, length, stopped = path
+        scores, _ = scores_without_end(model, x, length)
+        tokens = scores.index_fill(1, torch.tensor([model.eos_id]), -torch.inf).argmax(dim=1)
+        if stopped:
+            tokens[-1] = model.eos_id
+        return tokens
     if family == "sdn":
         return model.all_exit_logits(x)[path[0]]
     if family == "caption":
