@@ -41,12 +41,18 @@ import ast
 import builtins
 import copy
 import inspect
+import textwrap
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
-from dycl.frontend import nodes
+import torch
+
+from dycl.dialects.dycl import ERROR_KINDS
+from dycl.frontend import asserts, nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
+from dycl.frontend.errors import FrontendError
 
 RAISED = "__dycl_raised"  # an exception a handler will catch is on its way to it
 DEAD = "__dycl_dead"  # this path raised an exception that leaves forward: nothing after it runs
@@ -179,8 +185,6 @@ def must_inline(call: ast.Call, function, receiver) -> bool:
 def _may_raise(function, receiver) -> bool:
     """Whether `function`, or a method of a module `receiver` holds (its submodules'
     included), has a `raise` statement: an over-approximation of what the call may raise."""
-    import torch
-
     functions = [function]
     if isinstance(receiver, torch.nn.Module):
         functions += [f for module in receiver.modules() for cls in type(module).__mro__
@@ -189,15 +193,24 @@ def _may_raise(function, receiver) -> bool:
     return any(_raises(f) for f in functions)
 
 
+@lru_cache(maxsize=None)
 def _raises(function) -> bool:
-    from dycl.frontend.errors import FrontendError
-    from dycl.frontend.rewrite import parse_function
+    parsed = _parsed(function)
+    return parsed is not None and any(isinstance(n, ast.Raise) for n in ast.walk(parsed[0]))
 
+
+def _parsed(function) -> tuple[ast.FunctionDef, str] | None:
+    """A function's definition, its lines those of its file, and the file; None without
+    source. (`rewrite.parse_function` for what is not compiled, only read.)"""
     try:
-        node = parse_function(function).node
-    except (FrontendError, TypeError):
-        return False
-    return any(isinstance(n, ast.Raise) for n in ast.walk(node))
+        lines, first = inspect.getsourcelines(function)
+        file = inspect.getsourcefile(function) or "<unknown>"
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    ast.increment_lineno(tree, first - 1)
+    definition = tree.body[0]
+    return (definition, file) if isinstance(definition, ast.FunctionDef) else None
 
 
 def same_scope(new: ast.stmt, original: ast.stmt) -> ast.stmt:
@@ -399,9 +412,6 @@ def _exception(c, stmt: ast.Raise, env) -> tuple[type, list[ast.expr]]:
 
 
 def _leave_forward(c, stmt: ast.Raise, cls: type, args: list[ast.expr], block) -> None:
-    from dycl.dialects.dycl import ERROR_KINDS
-    from dycl.frontend import asserts
-
     if ERROR_KINDS.get(cls.__name__) is not cls:
         own = getattr(builtins, cls.__name__, None) is not cls
         raise c.error(
@@ -444,11 +454,10 @@ def _stored_attributes(c, stmt: ast.Raise, cls: type, args: list[ast.expr]) -> d
     holds: `args`, and what `__init__` stores (`self.message = message`)."""
     stored: dict[str, ast.expr] = {"args": ast.Tuple(list(args), ast.Load())}
     init = cls.__init__
-    if not inspect.isfunction(init):
+    parsed = _parsed(init) if inspect.isfunction(init) else None
+    if parsed is None:
         return stored  # (BaseException's: only `args`)
-    from dycl.frontend.rewrite import parse_function
-
-    source = parse_function(init)
+    definition, file = parsed
     try:
         bound = inspect.signature(init).bind(None, *args)
     except TypeError as error:
@@ -469,15 +478,15 @@ def _stored_attributes(c, stmt: ast.Raise, cls: type, args: list[ast.expr]) -> d
         def visit_Name(self, expr):
             return copy.deepcopy(values[expr.id]) if expr.id in values else expr
 
-    for line in source.node.body:
+    for line in definition.body:
         target = line.targets[0] if isinstance(line, ast.Assign) and len(line.targets) == 1 else None
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
             stored[target.attr] = Arguments().visit(copy.deepcopy(line.value))
         elif isinstance(line, ast.Expr) and (isinstance(line.value, ast.Constant) or _initializes_base(line.value)):
             continue  # (a docstring; `super().__init__(message)` sets `args`, which the call's arguments are)
         elif not isinstance(line, ast.Pass):
-            raise source.error(line, f"`{cls.__name__}.__init__` does more than store its arguments (`{source_text(line)}`)",
-                               "store the arguments as attributes: `self.message = message`")
+            raise FrontendError(f"`{cls.__name__}.__init__` does more than store its arguments (`{source_text(line)}`)",
+                                "store the arguments as attributes: `self.message = message`", file=file, line=line.lineno)
     return stored
 
 

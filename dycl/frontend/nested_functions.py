@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 
 from dycl.frontend import nodes
 from dycl.frontend.desugar import source_text
@@ -102,8 +103,6 @@ def _as_function(definition: ast.AST) -> ast.FunctionDef:
 
 def define(source, stmt: ast.stmt) -> ast.stmt:
     """`def name(...): ...` (or `name = lambda ...:`): `name` bound to the function, known at import."""
-    from dycl.frontend.rewrite import SourceFunction
-
     function = _as_function(stmt)
     if function.decorator_list:
         raise source.error(function, f"decorated nested function `{function.name}`", "define it without a decorator, or as a method")
@@ -116,5 +115,5 @@ def define(source, stmt: ast.stmt) -> ast.stmt:
     module = ast.fix_missing_locations(ast.Module(body=[stub], type_ignores=[]))
     namespace: dict = {}
     exec(compile(module, source.file, "exec"), {}, namespace)
-    nested = NestedFunction(SourceFunction(function, source.file, source.globals, source.closure, namespace[function.name]))
+    nested = NestedFunction(dataclasses.replace(source, node=function, function=namespace[function.name]))
     return nodes.BindConst(function.name, nested, stmt.lineno)
