@@ -136,15 +136,6 @@ class SizeFromTolist(nn.Module):
         return out, y
 
 
-class TensorOfRuntimeInts(nn.Module):
-    """`torch.tensor` of a list of runtime Python ints: the refusal quotes the list by its
-    name, as written (it showed `torch.tensor(<runtime value>)`)."""
-
-    def forward(self, x):
-        picks = [int(x[0, i] > 0) for i in range(4)]
-        return x * torch.tensor(picks)  # REJECT
-
-
 REJECTED = {
     "unordered_unique": (UnorderedUnique, "whose order PyTorch leaves open"),
     "size_from_tolist": (SizeFromTolist, "size is a number computed from tensor values"),
@@ -161,5 +152,4 @@ REJECTED = {
     "tuple_vs_list_return": (TupleOnOnePathListOnOther, "different structure"),
     "append_scalar_to_tensor_list": (AppendScalarToTensorList, "putting a Python int into a list of tensors"),
     "returns_string": (ReturnsString, "forward returns a str"),
-    "tensor_of_runtime_ints": (TensorOfRuntimeInts, "`torch.tensor(picks)`"),
 }

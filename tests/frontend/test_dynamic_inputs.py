@@ -69,3 +69,20 @@ def test_compiled_model_takes_prompts_it_never_saw_and_refuses_an_unmarked_size(
     fixed = dycl.compile(model, (_prompt(5), 3), progress=False)
     with pytest.raises(dycl.InputError, match=r"shape \[5\]"):
         fixed(_prompt(6), 3)
+
+
+class PicksFromValues(nn.Module):
+    """`torch.tensor` of a list of runtime Python ints built in forward (it was refused, with
+    the list quoted by its name): stacked in the run that computes them."""
+
+    def forward(self, x):
+        picks = [int(x[0, i] > 0) for i in range(4)]
+        return x * torch.tensor(picks)
+
+
+def test_tensor_of_a_comprehension_of_runtime_ints_is_exact():
+    model = PicksFromValues()
+    compiled = dycl.compile(model, (torch.randn(2, 4),), progress=False)
+    for seed in range(6):  # signs of row 0 differ: every pick is 0 on some input and 1 on another
+        x = torch.randn(2, 4, generator=torch.Generator().manual_seed(seed))
+        assert max_abs_error(_eager(model, x), compiled(x)) == 0.0
