@@ -57,6 +57,10 @@ def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
         result = host_numpy.torch_from_numpy(c, expr, env, func)
         if result is not None:
             return result
+    if func is V.MISSING and isinstance(expr.func, ast.Attribute) and expr.func.attr == "index":
+        container = receiver if receiver is not None else c.expression(expr.func.value, env)
+        if _scalar_items(container) is not None:
+            return _list_index(c, expr, env, container)
     args = [c.expression(a, env) for a in expr.args]
     made_or_read = packed.call(c, expr, env, func, args)
     if made_or_read is not None:
@@ -161,6 +165,54 @@ def _membership(c, expr: ast.Compare, item: V.EnvValue, container: V.EnvValue) -
     if isinstance(expr.ops[0], ast.NotIn):
         return c.builder.host_op("torch.aten.__not__", [found], V.BOOL, not found.example)
     return found
+
+
+def _scalar_items(container) -> list | None:
+    """The items of a list or tuple of Python numbers whose items are known here (runtime
+    ones among them: `vals = t.tolist()` of a static length), else None."""
+    if isinstance(container, V.Const) and isinstance(container.value, (list, tuple)):
+        items = [V.Const(v) for v in container.value]
+    elif isinstance(container, V.Tup) and container.kind in ("list", "tuple"):
+        items = list(container.items)
+    else:
+        return None
+    numbers = all(
+        isinstance(i, V.Const) and type(i.value) in (bool, int, float)
+        or isinstance(i, V.Dyn) and i.type in (V.INT, V.FLOAT, V.BOOL) for i in items
+    )
+    return items if numbers else None
+
+
+def _list_index(c, expr: ast.Call, env, container) -> V.EnvValue:
+    """`lst.index(v)` (beam search's `scores.index(max(scores))`) over a list of known
+    length: the first k with `lst[k] == v`, chosen on the host item by item from the last,
+    and eager's ValueError where no item is equal. (Python's `index` also matches an item
+    that *is* v; only a NaN is not equal to itself, and a NaN is never found here.)"""
+    if len(expr.args) != 1 or expr.keywords:
+        raise c.error(expr, f"`{source_text(expr)}`: `index` with a start or stop on a list of runtime values", "slice the list first (`lst[a:b].index(v)`)")
+    items = _scalar_items(container)
+    wanted = c.expression(expr.args[0], env)
+    if host_expressions.is_tensor(wanted) or not isinstance(wanted, (V.Const, V.Dyn)):
+        raise c.error(expr, f"`{source_text(expr)}`: `index` of a {V.kind_of(wanted)} in a list of Python numbers", "look up a Python number (`float(v)`, `int(v)`)")
+    example = eager(c, expr, lambda: [V.example_of(i) for i in items].index(V.example_of(wanted)))
+    position: V.EnvValue = V.Const(-1)  # (not found)
+    for k in reversed(range(len(items))):
+        if isinstance(items[k], V.Const) and isinstance(wanted, V.Const):
+            equal = V.Const(items[k].value == wanted.value)
+        else:
+            a, b = _scalar_pair(c, items[k], wanted, expr)
+            equal = c.builder.host_op(f"torch.aten.eq.{V.scalar_name(a.type)}", [a, b], V.BOOL, a.example == b.example)
+        if isinstance(equal, V.Const):
+            position = V.Const(k) if equal.value else position
+            continue
+        later = position
+        (chosen,) = c.select(equal, lambda k=k: [c.builder.constant(k).value], lambda: [c.builder.materialize(later).value])
+        position = V.Dyn(chosen, V.INT, example)
+    if isinstance(position, V.Const):
+        return position
+    found = c.builder.host_op("torch.aten.ne.int", [position, c.builder.constant(-1)], V.BOOL, True)
+    c.runtime_check(found, expr, f"`{source_text(expr)}`: the value is not in the list", kind="ValueError")
+    return position
 
 
 def is_none_test(c, expr: ast.Compare, operands) -> V.EnvValue:

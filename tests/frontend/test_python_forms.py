@@ -2,12 +2,16 @@
 meaning (before, each was refused):
 
 - `.tolist()` of a float tensor of static length: a list of runtime floats on the host
-  (before: "torch.export raised NotImplementedError", FxImporter takes no float result).
+  (before: "torch.export raised NotImplementedError", FxImporter takes no float result);
+- `lst.index(v)` of such a list (a beam search's `scores.index(max(scores))`, a decoder's
+  `ids.index(eos)`): the first equal item, chosen on the host; eager's ValueError where no
+  item is equal (before: "uses a tensor's value as a Python value").
 """
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 import dycl
 from tests.frontend import python_form_models as M
@@ -15,6 +19,8 @@ from tests.frontend.helpers import eager, max_abs_error, seeded_model, tiered
 
 CASES = {
     "float_tolist_gate": (M.ConfidenceGate, M.gate_inputs),
+    "index_of_max_score": (M.BeamPick, M.beam_inputs),
+    "index_of_end_token": (M.EosPosition, M.eos_inputs),
 }
 
 
@@ -23,6 +29,11 @@ def _every_path(name: str, model, args_list) -> None:
     if name == "float_tolist_gate":
         firsts = [model.head(a[0]).softmax(-1).max(-1).values[0].item() for a in args_list]
         assert any(f > 0.4 for f in firsts) and any(f <= 0.4 for f in firsts)
+    elif name == "index_of_max_score":
+        bests = {model.proj(a[0]).log_softmax(-1).max(-1).values.argmax().item() for a in args_list}
+        assert len(bests) >= 3
+    elif name == "index_of_end_token":
+        assert {a[0].argmax(-1).tolist().index(M.EosPosition.eos) for a in args_list} == {0, 1, 2}
 
 
 def _compiled_error(name: str, backend: str) -> float:
@@ -37,6 +48,17 @@ def _compiled_error(name: str, backend: str) -> float:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_python_form_on_onnxruntime(name):
     assert _compiled_error(name, "onnxruntime") <= 1e-5
+
+
+def test_index_not_in_list_raises_eagers_value_error():
+    model = M.EosPosition()
+    args_list = M.eos_inputs()
+    compiled = dycl.compile(model, args_list[0], backend="onnxruntime", progress=False)
+    no_end = (torch.eye(4)[[0, 1, 3]],)
+    with pytest.raises(ValueError):
+        model(*no_end)
+    with pytest.raises(ValueError, match="not in the list"):
+        compiled(*no_end)
 
 
 @pytest.mark.parametrize("name", tiered(CASES, set()))
