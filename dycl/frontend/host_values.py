@@ -11,6 +11,8 @@ context.
 from __future__ import annotations
 
 import ast
+
+import torch
 import builtins
 import copy
 
@@ -34,6 +36,10 @@ def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
         tensor = c._materialize(c.expression(expr.func.value, env), "tensor")
         example = eager(c, expr, lambda: tensor.example.item())
         return c.builder.host_op("torch.aten.item", [tensor], V.type_of_example(example), example)
+    if isinstance(expr.func, ast.Attribute) and expr.func.attr == "tolist" and not expr.args and not expr.keywords:
+        tensor = c.expression(expr.func.value, env)
+        if isinstance(tensor, V.Dyn) and V.is_tensor_type(tensor.type):
+            return lists.tolist(c, tensor, expr)
     func = c._try_constant(expr.func, env, quiet=True)
     result = predicates.host_call(c, expr, env, func)
     if result is not None:
@@ -62,6 +68,8 @@ def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
         if _scalar_items(container) is not None:
             return _list_index(c, expr, env, container)
     args = [c.expression(a, env) for a in expr.args]
+    if func is torch.tensor and len(args) == 1 and isinstance(args[0], V.Dyn) and V.list_item_scalar(args[0].type) is not None:
+        return _tensor_of_runtime_list(c, expr, env, args[0])
     made_or_read = packed.call(c, expr, env, func, args)
     if made_or_read is not None:
         return made_or_read
@@ -165,6 +173,17 @@ def _membership(c, expr: ast.Compare, item: V.EnvValue, container: V.EnvValue) -
     if isinstance(expr.ops[0], ast.NotIn):
         return c.builder.host_op("torch.aten.__not__", [found], V.BOOL, not found.example)
     return found
+
+
+def _tensor_of_runtime_list(c, expr: ast.Call, env, value: V.Dyn) -> V.Dyn:
+    """`torch.tensor(lst, dtype=...)` of a list of runtime length (`lists`); a device or
+    `requires_grad` changes nothing the host program computes."""
+    options = {k.arg: c._try_constant(k.value, env, quiet=True) for k in expr.keywords}
+    if any(k not in ("dtype", "device", "requires_grad") or v is V.MISSING for k, v in options.items()) or (
+        options.get("dtype") is not None and not isinstance(options["dtype"], torch.dtype)
+    ):
+        raise c.error(expr, f"`{source_text(expr)}`: `torch.tensor` of a list of runtime length with these options", "give `dtype=` a torch dtype, or leave it out")
+    return lists.tensor_of_runtime_list(c, expr, value, options.get("dtype"))
 
 
 def _scalar_items(container) -> list | None:

@@ -62,3 +62,46 @@ def eos_inputs():
     def row(token):
         return torch.nn.functional.one_hot(torch.tensor(token), 4).float()
     return [(torch.stack([row(t) for t in tokens]),) for tokens in ([1, 2, 3], [2, 0, 2], [3, 3, 2], [0, 2, 1])]
+
+
+class KeptDetections(nn.Module):
+    """Detections kept by their score (`[d for d in dets if d[-1] > threshold]`), averaged,
+    or zeros when none is kept (`if len(kept) == 0`)."""
+
+    threshold = 0.5
+
+    def forward(self, dets):
+        kept = [d for d in dets if d[-1] > self.threshold]
+        if len(kept) == 0:
+            return dets.new_zeros(dets.size(1))
+        return torch.stack(kept).mean(0) * len(kept)
+
+
+def detection_inputs():
+    torch.manual_seed(5)
+    dets = [torch.rand(5, 4) for _ in range(3)]
+    dets[1][:, -1] = torch.tensor([0.9, 0.1, 0.8, 0.7, 0.2])
+    dets[2][:, -1] = torch.tensor([0.1, 0.2, 0.9, 0.3, 0.4])
+    return [(d,) for d in dets] + [(torch.zeros(5, 4),), (torch.ones(5, 4),)]
+
+
+class GreedyTokensScaled(nn.Module):
+    """Greedy decoding until a score drops (a list of runtime length), then a comprehension
+    over the collected scores (`[s * self.scale for s in scores]`)."""
+
+    scale = 0.5
+
+    def forward(self, x):
+        scores = []
+        step = 0
+        while step < x.size(0) and x[step].sum() > 0:
+            scores.append(x[step].max().item())
+            step += 1
+        scaled = [s * self.scale + 1 for s in scores]
+        return torch.tensor(scaled + [0.0])
+
+
+def greedy_inputs():
+    torch.manual_seed(6)
+    ones = torch.ones(4, 3)
+    return [(torch.cat([ones[:k], -ones[k:]]) * torch.rand(4, 3),) for k in (2, 0, 4, 1)]

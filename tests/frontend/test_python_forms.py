@@ -5,7 +5,11 @@ meaning (before, each was refused):
   (before: "torch.export raised NotImplementedError", FxImporter takes no float result);
 - `lst.index(v)` of such a list (a beam search's `scores.index(max(scores))`, a decoder's
   `ids.index(eos)`): the first equal item, chosen on the host; eager's ValueError where no
-  item is equal (before: "uses a tensor's value as a Python value").
+  item is equal (before: "uses a tensor's value as a Python value");
+- a list comprehension whose items are decided at run time (over a tensor's rows with a
+  test of their values, `[d for d in dets if d[-1] > t]`, or over a list of runtime
+  length) is the loop Python runs for it (before: "uses a tensor's value as a Python
+  value", or "a comprehension over a list whose length is only known at runtime").
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ CASES = {
     "float_tolist_gate": (M.ConfidenceGate, M.gate_inputs),
     "index_of_max_score": (M.BeamPick, M.beam_inputs),
     "index_of_end_token": (M.EosPosition, M.eos_inputs),
+    "filtered_rows": (M.KeptDetections, M.detection_inputs),
+    "comprehension_over_runtime_list": (M.GreedyTokensScaled, M.greedy_inputs),
 }
 
 
@@ -34,6 +40,10 @@ def _every_path(name: str, model, args_list) -> None:
         assert len(bests) >= 3
     elif name == "index_of_end_token":
         assert {a[0].argmax(-1).tolist().index(M.EosPosition.eos) for a in args_list} == {0, 1, 2}
+    elif name == "filtered_rows":
+        assert {int((a[0][:, -1] > model.threshold).sum()) for a in args_list} >= {0, 1, 3, 5}
+    elif name == "comprehension_over_runtime_list":
+        assert {len(eager(model, a)) - 1 for a in args_list} == {0, 1, 2, 4}
 
 
 def _compiled_error(name: str, backend: str) -> float:
