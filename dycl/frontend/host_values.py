@@ -11,10 +11,10 @@ context.
 from __future__ import annotations
 
 import ast
-
-import torch
 import builtins
 import copy
+
+import torch
 
 from dycl.frontend import host_builtins, host_expressions, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import expressions as X
@@ -70,6 +70,8 @@ def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
     args = [c.expression(a, env) for a in expr.args]
     if func is torch.tensor and len(args) == 1 and isinstance(args[0], V.Dyn) and V.list_item_scalar(args[0].type) is not None:
         return _tensor_of_runtime_list(c, expr, env, args[0])
+    if func is torch.tensor and len(args) == 1 and _scalar_items(args[0]) is not None and V.has_dyn(args[0]):
+        return _tensor_of_runtime_list(c, expr, env, _runtime_number_list(c, expr, _scalar_items(args[0])), static_length=True)
     made_or_read = packed.call(c, expr, env, func, args)
     if made_or_read is not None:
         return made_or_read
@@ -175,15 +177,40 @@ def _membership(c, expr: ast.Compare, item: V.EnvValue, container: V.EnvValue) -
     return found
 
 
-def _tensor_of_runtime_list(c, expr: ast.Call, env, value: V.Dyn) -> V.Dyn:
+def _tensor_of_runtime_list(c, expr: ast.Call, env, value: V.Dyn, static_length: bool = False) -> V.Dyn:
     """`torch.tensor(lst, dtype=...)` of a list of runtime length (`lists`); a device or
-    `requires_grad` changes nothing the host program computes."""
+    `requires_grad` changes nothing the host program computes. (`static_length`: the list
+    has a length known here, not 0: a list of runtime numbers known item by item.)"""
     options = {k.arg: c._try_constant(k.value, env, quiet=True) for k in expr.keywords}
     if any(k not in ("dtype", "device", "requires_grad") or v is V.MISSING for k, v in options.items()) or (
         options.get("dtype") is not None and not isinstance(options["dtype"], torch.dtype)
     ):
         raise c.error(expr, f"`{source_text(expr)}`: `torch.tensor` of a list of runtime length with these options", "give `dtype=` a torch dtype, or leave it out")
-    return lists.tensor_of_runtime_list(c, expr, value, options.get("dtype"))
+    if options.get("dtype") is None and V.list_item_scalar(value.type) != V.FLOAT and not static_length:
+        raise c.error(  # (torch infers the dtype from the items: an empty list has none)
+            expr, f"`{source_text(expr)}` of a list of {V.scalar_name(V.list_item_scalar(value.type))}s whose length is known only at "
+            "runtime: its dtype depends on that length (an empty list makes a float32 tensor)",
+            "give the dtype: `torch.tensor(lst, dtype=torch.long)`",
+        )
+    return lists.tensor_of_runtime_list(c, expr, value, options.get("dtype"), static_length)
+
+
+def _runtime_number_list(c, node, items: list) -> V.Dyn:
+    """A list of Python numbers known item by item (some of them runtime values) as one
+    runtime list, its items of the kind torch.tensor makes of them all (any float: floats;
+    else any int: ints)."""
+    kinds = {V.type_of_example(V.example_of(i)) for i in items}
+    kind = V.FLOAT if V.FLOAT in kinds else V.INT if V.INT in kinds else V.BOOL
+    converted = []
+    for item in items:
+        item = c.builder.materialize(item)
+        if item.type != kind:
+            item = c.builder.host_op(host_expressions.conversion_op({V.FLOAT: float, V.INT: int}[kind], V.scalar_name(item.type)),
+                                     [item], kind, {V.FLOAT: float, V.INT: int}[kind](item.example))
+        converted.append(item)
+    list_type = V.SCALAR_LISTS[kind]
+    op = c.builder.op(lists.LIST_CONSTRUCT, [i.value for i in converted], [list_type])
+    return V.Dyn(op.result, list_type, [i.example for i in converted])
 
 
 def _scalar_items(container) -> list | None:

@@ -1055,7 +1055,7 @@ def tolist(c, tensor: V.Dyn, node: ast.AST) -> V.EnvValue:
 _PYTHON_OF = {True: 0.0, False: 0}  # (the kind of number an empty tensor's items would be)
 
 
-def tensor_of_runtime_list(c, call: ast.Call, value: V.Dyn, dtype) -> V.Dyn:
+def tensor_of_runtime_list(c, call: ast.Call, value: V.Dyn, dtype, static_length: bool = False) -> V.Dyn:
     """`torch.tensor(lst)` of a list of numbers whose length is known only at run time: a
     1-d tensor of that length on the host, of `dtype` or the one torch infers (int64,
     the default float dtype, bool)."""
@@ -1063,5 +1063,5 @@ def tensor_of_runtime_list(c, call: ast.Call, value: V.Dyn, dtype) -> V.Dyn:
     dtype = dtype if dtype is not None else {V.INT: torch.int64, V.FLOAT: torch.get_default_dtype(), V.BOOL: torch.bool}[scalar]
     example = torch.tensor(value.example, dtype=dtype)
     none = c.builder.constant(None)
-    return c.builder.host_op("torch.aten.tensor", [value, none, none, c.builder.constant(False)],
-                             V.tensor_type([None], dtype), example)
+    shape = [len(value.example) if static_length else None]
+    return c.builder.host_op("torch.aten.tensor", [value, none, none, c.builder.constant(False)], V.tensor_type(shape, dtype), example)

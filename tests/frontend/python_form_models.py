@@ -105,3 +105,37 @@ def greedy_inputs():
     torch.manual_seed(6)
     ones = torch.ones(4, 3)
     return [(torch.cat([ones[:k], -ones[k:]]) * torch.rand(4, 3),) for k in (2, 0, 4, 1)]
+
+
+class ExpertCounts(nn.Module):
+    """An MoE dispatcher's bookkeeping: the experts whose gate fires
+    (`.nonzero().flatten().tolist()`, a list of runtime length), their slots
+    (`[i + 1 for i in chosen]`) as a tensor, and the total load."""
+
+    def forward(self, gates):
+        chosen = (gates > 0).nonzero().flatten().tolist()
+        slots = [i + 1 for i in chosen]
+        load = torch.tensor(slots, dtype=torch.long)
+        return load, load.sum() + len(chosen)
+
+
+def expert_inputs():
+    return [(torch.tensor(g),) for g in ([1.0, -1.0, 2.0, 3.0, -2.0, 1.0], [-1.0] * 6, [0.5, -1, -1, -1, -1, -1], [1.0] * 6)]
+
+
+class ReversedScan(nn.Module):
+    """A right-to-left scan over a numpy copy of the scores, as Python floats
+    (`for v in reversed(x.numpy())`), back into a tensor (`torch.tensor(out)`)."""
+
+    def forward(self, x):
+        out = []
+        running = 0.0
+        for v in reversed(x.detach().cpu().numpy()):
+            running = max(running, float(v))
+            out.append(running)
+        return torch.tensor(out)
+
+
+def reversed_inputs():
+    torch.manual_seed(7)
+    return [(torch.randn(5),) for _ in range(3)] + [(-torch.ones(5),)]

@@ -9,10 +9,20 @@ meaning (before, each was refused):
 - a list comprehension whose items are decided at run time (over a tensor's rows with a
   test of their values, `[d for d in dets if d[-1] > t]`, or over a list of runtime
   length) is the loop Python runs for it (before: "uses a tensor's value as a Python
-  value", or "a comprehension over a list whose length is only known at runtime").
+  value", or "a comprehension over a list whose length is only known at runtime");
+- `.tolist()` of a tensor of runtime length (`(g > 0).nonzero().flatten().tolist()`): a
+  runtime list of numbers the host fills; `torch.tensor(lst, dtype=...)` of such a list, and
+  `torch.tensor(out)` of a list of runtime floats of known length (before: "uses a
+  tensor's value as a Python value", "cannot be captured as a tensor program");
+- `for v in reversed(x.numpy())`: the rows last first (before: "`reversed` is not lowered
+  for numpy");
+- refused at the line: `torch.tensor(lst)` of a runtime-length list of ints without a
+  dtype (an empty list makes float32, a non-empty one int64).
 """
 
 from __future__ import annotations
+
+import inspect
 
 import pytest
 import torch
@@ -27,6 +37,8 @@ CASES = {
     "index_of_end_token": (M.EosPosition, M.eos_inputs),
     "filtered_rows": (M.KeptDetections, M.detection_inputs),
     "comprehension_over_runtime_list": (M.GreedyTokensScaled, M.greedy_inputs),
+    "tolist_of_runtime_length": (M.ExpertCounts, M.expert_inputs),
+    "reversed_numpy_rows": (M.ReversedScan, M.reversed_inputs),
 }
 
 
@@ -44,6 +56,8 @@ def _every_path(name: str, model, args_list) -> None:
         assert {int((a[0][:, -1] > model.threshold).sum()) for a in args_list} >= {0, 1, 3, 5}
     elif name == "comprehension_over_runtime_list":
         assert {len(eager(model, a)) - 1 for a in args_list} == {0, 1, 2, 4}
+    elif name == "tolist_of_runtime_length":
+        assert {len(eager(model, a)[0]) for a in args_list} == {0, 1, 4, 6}
 
 
 def _compiled_error(name: str, backend: str) -> float:
@@ -74,3 +88,16 @@ def test_index_not_in_list_raises_eagers_value_error():
 @pytest.mark.parametrize("name", tiered(CASES, set()))
 def test_python_form_on_tvm(name):
     assert _compiled_error(name, "tvm") <= 1e-5
+
+
+def test_tensor_of_runtime_int_list_without_dtype_is_refused_at_its_line():
+    class Lengths(torch.nn.Module):
+        def forward(self, x):
+            idx = (x > 0).nonzero().flatten().tolist()
+            lengths = [i + 1 for i in idx]
+            return torch.tensor(lengths)
+
+    with pytest.raises(dycl.FrontendError) as refused:
+        dycl.compile(Lengths(), (torch.randn(6),), backend="onnxruntime", progress=False)
+    assert refused.value.line == inspect.getsourcelines(Lengths.forward)[1] + 3
+    assert "its dtype depends on that length" in str(refused.value)
