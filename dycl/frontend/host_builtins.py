@@ -321,6 +321,20 @@ def _len(c, expr, env):
     return None  # a tensor or anything else: the caller's default
 
 
+def _set(c, expr, env):
+    """`set(keep)` of runtime values: which items are equal is known only at run time, and
+    the host program has no set values: refused, naming the set."""
+    node = _one_argument(c, expr, expr.func.id if isinstance(expr.func, ast.Name) else "set") if expr.args else None
+    value = c.expression(node, env) if node is not None and not isinstance(node, COMPREHENSIONS) else None
+    if value is None or isinstance(value, V.Const):
+        return None
+    raise c.error(
+        expr, f"{_describe(expr)}: a set of runtime values (which items are equal is known only at run time)",
+        "keep a mask: `keep_mask = torch.zeros(n, dtype=torch.bool); keep_mask[keep] = True`, then "
+        "`others = (~keep_mask).nonzero().flatten().tolist()` for the others, in order",
+    )
+
+
 def _list(c, expr, env):
     if not expr.args:
         return V.Tup((), "list")
@@ -497,6 +511,8 @@ HANDLERS = {
     builtins.all: _all,
     builtins.len: _len,
     builtins.list: _list,
+    builtins.set: _set,
+    builtins.frozenset: _set,
     builtins.tuple: _tuple,
     builtins.sum: _sum,
     builtins.max: _max,

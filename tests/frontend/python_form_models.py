@@ -139,3 +139,22 @@ class ReversedScan(nn.Module):
 def reversed_inputs():
     torch.manual_seed(7)
     return [(torch.randn(5),) for _ in range(3)] + [(-torch.ones(5),)]
+
+
+class ZeroDropped(nn.Module):
+    """Rows whose score is not positive zeroed, one by one, in order: the indices from a
+    mask (`(~kept).nonzero().flatten().tolist()`), the form DyCL suggests for
+    `sorted(set(range(n)) - set(keep))`."""
+
+    def forward(self, x):
+        kept = x.sum(1) > 0
+        out = x.clone()
+        dropped = (~kept).nonzero().flatten().tolist()
+        for i in dropped:
+            out[i] = 0
+        return out
+
+
+def dropped_inputs():
+    torch.manual_seed(8)
+    return [(torch.randn(5, 3),) for _ in range(3)] + [(torch.ones(5, 3),), (-torch.ones(5, 3),)]

@@ -16,7 +16,8 @@ meaning (before, each was refused):
   tensor's value as a Python value", "cannot be captured as a tensor program");
 - `for v in reversed(x.numpy())`: the rows last first (before: "`reversed` is not lowered
   for numpy");
-- refused at the line: `torch.tensor(lst)` of a runtime-length list of ints without a
+- refused at the line: `set(keep)` of runtime values (the host has no sets; the hint's
+  mask form compiles, `zero_dropped_rows`); `torch.tensor(lst)` of a runtime-length list of ints without a
   dtype (an empty list makes float32, a non-empty one int64).
 """
 
@@ -39,6 +40,7 @@ CASES = {
     "comprehension_over_runtime_list": (M.GreedyTokensScaled, M.greedy_inputs),
     "tolist_of_runtime_length": (M.ExpertCounts, M.expert_inputs),
     "reversed_numpy_rows": (M.ReversedScan, M.reversed_inputs),
+    "zero_dropped_rows": (M.ZeroDropped, M.dropped_inputs),
 }
 
 
@@ -56,6 +58,8 @@ def _every_path(name: str, model, args_list) -> None:
         assert {int((a[0][:, -1] > model.threshold).sum()) for a in args_list} >= {0, 1, 3, 5}
     elif name == "comprehension_over_runtime_list":
         assert {len(eager(model, a)) - 1 for a in args_list} == {0, 1, 2, 4}
+    elif name == "zero_dropped_rows":
+        assert {int((a[0].sum(1) <= 0).sum()) for a in args_list} >= {0, 5} and len({int((a[0].sum(1) <= 0).sum()) for a in args_list}) >= 3
     elif name == "tolist_of_runtime_length":
         assert {len(eager(model, a)[0]) for a in args_list} == {0, 1, 4, 6}
 
@@ -98,6 +102,22 @@ def test_tensor_of_runtime_int_list_without_dtype_is_refused_at_its_line():
             return torch.tensor(lengths)
 
     with pytest.raises(dycl.FrontendError) as refused:
-        dycl.compile(Lengths(), (torch.randn(6),), backend="onnxruntime", progress=False)
+        dycl.compile(Lengths(), (torch.tensor([1.0, -1.0, 2.0, 3.0, -2.0, 1.0]),), backend="onnxruntime", progress=False)
     assert refused.value.line == inspect.getsourcelines(Lengths.forward)[1] + 3
     assert "its dtype depends on that length" in str(refused.value)
+
+
+def test_set_of_runtime_values_is_refused_at_its_line():
+    class SetArithmetic(torch.nn.Module):
+        def forward(self, x):
+            keep = (x.sum(1) > 0).nonzero().flatten().tolist()
+            drop = set(range(x.size(0))) - set(keep)
+            out = x.clone()
+            for i in sorted(drop):
+                out[i] = 0
+            return out
+
+    with pytest.raises(dycl.FrontendError) as refused:
+        dycl.compile(SetArithmetic(), (torch.randn(5, 3),), backend="onnxruntime", progress=False)
+    assert refused.value.line == inspect.getsourcelines(SetArithmetic.forward)[1] + 2
+    assert "`set(keep)`: a set of runtime values" in str(refused.value)
