@@ -709,6 +709,8 @@ _TENSOR_MATH: dict[str, HostSpec] = {
     "torch.aten.scalar_tensor": "np.array(s, dtype=dtype)",
     "torch.aten.tensor.float": "np.array(a, dtype=dtype)",
     "torch.aten.tensor.bool": "np.array(a, dtype=dtype)",
+    # `torch.tensor(lst)` of a host list of runtime length
+    "torch.aten.tensor": "np.array(data, dtype=dtype)",
     # filled tensors whose size is a host int (`torch.zeros(len(lengths), max(lengths))`),
     # ranges and narrowed views that a host int bounds (`torch.arange(n)`, `x.narrow(1, 0, n)`)
     "torch.aten.zeros": "np.zeros(size, dtype=dtype)",

@@ -50,6 +50,12 @@ class ReferenceInterpreter(Interpreter):
         if not isinstance(op, UnregisteredOp):
             return super()._run_op(op, inputs)
         name = op.op_name.data
+        if name == "torch.aten.tensor":  # (`t[] data`: no torch op call takes a Python list for it)
+            import torch
+
+            from dycl.dialects.dtypes import torch_dtype
+
+            return OpImplResult((torch.tensor(list(inputs[0]), dtype=torch_dtype(op.results[0].type.element_type)),), None)
         try:
             values = _run_named_op(name, inputs, len(op.results))
         except Exception as err:  # located error for any failing torch call

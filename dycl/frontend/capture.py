@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 from torch.export import Dim
-from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind, SymBoolArgument
+from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind, SymBoolArgument, SymFloatArgument, SymIntArgument
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -341,6 +341,7 @@ class RunCapturer:
             mutated, buffers = _mutations_as_outputs(program, self.state_buffers)
             if any(isinstance(spec.arg, SymBoolArgument) for spec in program.graph_signature.output_specs):
                 raise SizeTest()
+            _floats_as_number_outputs(program)
         if key is not None:
             self.cache.put(key, (program, mutated, buffers), paths)
         return self._import(program, mutated, {}, buffers)
@@ -663,6 +664,16 @@ def _functionalize(program):
     ):
         return program
     return program.run_decompositions({})
+
+
+def _floats_as_number_outputs(program) -> None:
+    """A runtime float the run returns (`x.sum(1).tolist()` of a float tensor, `.item()`)
+    is a result of type `!torch.float`. FxImporter imports a symbolic number's node by its
+    value's type, but takes only the int kind of argument as an output: the float's output
+    is named as that kind, its node (and so its type) unchanged."""
+    for spec in program.graph_signature.output_specs:
+        if spec.kind == OutputKind.USER_OUTPUT and isinstance(spec.arg, SymFloatArgument):
+            spec.arg = SymIntArgument(name=spec.arg.name)
 
 
 def _mutations_as_outputs(program, state_buffers: frozenset[str] = frozenset()) -> tuple[list[int], list[str]]:

@@ -261,7 +261,7 @@ class FunctionCompiler:
         if picked is not None:
             block.replace_current(picked)
             return
-        expanded = self._expand_call(stmt, env)
+        expanded = self._expand_call(stmt, env) or host_builtins.comprehension_as_loop(self, stmt, env)
         if expanded is not None:
             block.restart(expanded + block.stmts[block.i + 1 :], env)
             return
@@ -490,7 +490,7 @@ class FunctionCompiler:
                 if host_numpy.is_numpy(value) or V.holds_maybe(value):  # (numpy semantics, `is None`)
                     return True
             elif isinstance(sub, ast.Call):
-                if isinstance(sub.func, ast.Attribute) and sub.func.attr in X.SCALAR_METHODS:
+                if isinstance(sub.func, ast.Attribute) and sub.func.attr in X.SCALAR_METHODS or lists.reads_runtime_length_values(sub, env, written_in_run):
                     return True
                 if isinstance(sub.func, ast.Attribute) and sub.func.attr == "numpy" and not sub.args:
                     if any(n in written_in_run or not self._is_constant_name(n, env) for n in names_read(sub)):

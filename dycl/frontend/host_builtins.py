@@ -21,7 +21,7 @@ import builtins
 
 import torch
 
-from dycl.frontend import lists
+from dycl.frontend import lists, nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import RuntimeSize
@@ -36,6 +36,52 @@ def _describe(node: ast.AST) -> str:
 
 
 # ----- iteration --------------------------------------------------------------------------
+
+
+def comprehension_as_loop(c, stmt: ast.stmt, env) -> list[ast.stmt] | None:
+    """`out = [e for t in it if cond]` whose items are decided at run time (`it` a list of
+    runtime length, or a tensor's rows kept by a test of their values), as the loop Python
+    runs for it: `__out = []`, `for __t in it: if cond: __out.append(e)`, `out = __out`
+    (the target renamed, as the comprehension's own scope keeps it; the list made under a
+    fresh name, as `it` and `e` may read `out`). Else None: the comprehension is unrolled."""
+    comp = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+    if not isinstance(comp, ast.ListComp) or len(comp.generators) != 1 or comp.generators[0].is_async:
+        return None
+    generator = comp.generators[0]
+    iterable = env.get(generator.iter.id) if isinstance(generator.iter, ast.Name) else None
+    if not isinstance(generator.target, ast.Name) or not isinstance(iterable, V.Dyn):
+        return None
+    runtime_list = V.is_list_type(iterable.type) and lists.items_of(iterable) is None
+    filtered_rows = bool(generator.ifs) and V.is_tensor_type(iterable.type)
+    if not (runtime_list or filtered_rows):
+        return None
+    item, out = f"__item{fresh_id()}", f"__comprehension{fresh_id()}"
+    renamed = {generator.target.id: item}
+    body = [nodes.parsed(f"{out}.append(__element)", stmt)[0]]
+    body[0].value.args = [_renamed(comp.elt, renamed)]
+    for test in reversed(generator.ifs):
+        body = [ast.copy_location(ast.If(test=_renamed(test, renamed), body=body, orelse=[]), stmt)]
+    loop = ast.copy_location(ast.For(target=ast.Name(item, ast.Store()), iter=generator.iter, body=body, orelse=[]), stmt)
+    made = [*nodes.parsed(f"{out} = []", stmt), nodes.Loop(loop, nodes.ReturnTo(out, -1)),
+            ast.copy_location(ast.Assign(targets=stmt.targets, value=ast.Name(out, ast.Load())), stmt)]
+    for sub in (n for s in made for n in ast.walk(s.node if isinstance(s, nodes.Loop) else s)):
+        if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+            ast.copy_location(sub, stmt)
+    return [nodes.written_as(s, stmt) for s in made]
+
+
+def _renamed(expr: ast.expr, names: dict[str, str]) -> ast.expr:
+    """A copy of `expr` reading `names[n]` for each name n (not inside a nested scope of its own)."""
+    import copy
+
+    class Renamer(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.copy_location(ast.Name(names[node.id], node.ctx), node) if node.id in names else node
+
+        def visit_Lambda(self, node):
+            return node
+
+    return Renamer().visit(copy.deepcopy(expr))
 
 
 def iterate(c, value, node: ast.AST, what: str) -> list:
@@ -275,6 +321,20 @@ def _len(c, expr, env):
     return None  # a tensor or anything else: the caller's default
 
 
+def _set(c, expr, env):
+    """`set(keep)` of runtime values: which items are equal is known only at run time, and
+    the host program has no set values: refused, naming the set."""
+    node = _one_argument(c, expr, expr.func.id if isinstance(expr.func, ast.Name) else "set") if expr.args else None
+    value = c.expression(node, env) if node is not None and not isinstance(node, COMPREHENSIONS) else None
+    if value is None or isinstance(value, V.Const):
+        return None
+    raise c.error(
+        expr, f"{_describe(expr)}: a set of runtime values (which items are equal is known only at run time)",
+        "keep a mask: `keep_mask = torch.zeros(n, dtype=torch.bool); keep_mask[keep] = True`, then "
+        "`others = (~keep_mask).nonzero().flatten().tolist()` for the others, in order",
+    )
+
+
 def _list(c, expr, env):
     if not expr.args:
         return V.Tup((), "list")
@@ -451,6 +511,8 @@ HANDLERS = {
     builtins.all: _all,
     builtins.len: _len,
     builtins.list: _list,
+    builtins.set: _set,
+    builtins.frozenset: _set,
     builtins.tuple: _tuple,
     builtins.sum: _sum,
     builtins.max: _max,

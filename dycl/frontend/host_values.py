@@ -14,6 +14,8 @@ import ast
 import builtins
 import copy
 
+import torch
+
 from dycl.frontend import host_builtins, host_expressions, host_numpy, lists, packed, predicates, sizes
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
@@ -34,6 +36,10 @@ def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
         tensor = c._materialize(c.expression(expr.func.value, env), "tensor")
         example = eager(c, expr, lambda: tensor.example.item())
         return c.builder.host_op("torch.aten.item", [tensor], V.type_of_example(example), example)
+    if isinstance(expr.func, ast.Attribute) and expr.func.attr == "tolist" and not expr.args and not expr.keywords:
+        tensor = c.expression(expr.func.value, env)
+        if isinstance(tensor, V.Dyn) and V.is_tensor_type(tensor.type):
+            return lists.tolist(c, tensor, expr)
     func = c._try_constant(expr.func, env, quiet=True)
     result = predicates.host_call(c, expr, env, func)
     if result is not None:
@@ -57,7 +63,15 @@ def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
         result = host_numpy.torch_from_numpy(c, expr, env, func)
         if result is not None:
             return result
+    if func is V.MISSING and isinstance(expr.func, ast.Attribute) and expr.func.attr == "index":
+        container = receiver if receiver is not None else c.expression(expr.func.value, env)
+        if _scalar_items(container) is not None:
+            return _list_index(c, expr, env, container)
     args = [c.expression(a, env) for a in expr.args]
+    if func is torch.tensor and len(args) == 1 and isinstance(args[0], V.Dyn) and V.list_item_scalar(args[0].type) is not None:
+        return _tensor_of_runtime_list(c, expr, env, args[0])
+    if func is torch.tensor and len(args) == 1 and _scalar_items(args[0]) is not None and V.has_dyn(args[0]):
+        return _tensor_of_runtime_list(c, expr, env, _runtime_number_list(c, expr, _scalar_items(args[0])), static_length=True)
     made_or_read = packed.call(c, expr, env, func, args)
     if made_or_read is not None:
         return made_or_read
@@ -161,6 +175,90 @@ def _membership(c, expr: ast.Compare, item: V.EnvValue, container: V.EnvValue) -
     if isinstance(expr.ops[0], ast.NotIn):
         return c.builder.host_op("torch.aten.__not__", [found], V.BOOL, not found.example)
     return found
+
+
+def _tensor_of_runtime_list(c, expr: ast.Call, env, value: V.Dyn, static_length: bool = False) -> V.Dyn:
+    """`torch.tensor(lst, dtype=...)` of a list of runtime length (`lists`); a device or
+    `requires_grad` changes nothing the host program computes. (`static_length`: the list
+    has a length known here, not 0: a list of runtime numbers known item by item.)"""
+    options = {k.arg: c._try_constant(k.value, env, quiet=True) for k in expr.keywords}
+    if any(k not in ("dtype", "device", "requires_grad") or v is V.MISSING for k, v in options.items()) or (
+        options.get("dtype") is not None and not isinstance(options["dtype"], torch.dtype)
+    ):
+        raise c.error(expr, f"`{source_text(expr)}`: `torch.tensor` of a list of runtime length with these options", "give `dtype=` a torch dtype, or leave it out")
+    if options.get("dtype") is None and V.list_item_scalar(value.type) != V.FLOAT and not static_length:
+        raise c.error(  # (torch infers the dtype from the items: an empty list has none)
+            expr, f"`{source_text(expr)}` of a list of {V.scalar_name(V.list_item_scalar(value.type))}s whose length is known only at "
+            "runtime: its dtype depends on that length (an empty list makes a float32 tensor)",
+            "give the dtype: `torch.tensor(lst, dtype=torch.long)`",
+        )
+    return lists.tensor_of_runtime_list(c, expr, value, options.get("dtype"), static_length)
+
+
+def _runtime_number_list(c, node, items: list) -> V.Dyn:
+    """A list of Python numbers known item by item (some of them runtime values) as one
+    runtime list, its items of the kind torch.tensor makes of them all (any float: floats;
+    else any int: ints)."""
+    kinds = {V.type_of_example(V.example_of(i)) for i in items}
+    kind = V.FLOAT if V.FLOAT in kinds else V.INT if V.INT in kinds else V.BOOL
+    converted = []
+    for item in items:
+        item = c.builder.materialize(item)
+        if item.type != kind:
+            item = c.builder.host_op(host_expressions.conversion_op({V.FLOAT: float, V.INT: int}[kind], V.scalar_name(item.type)),
+                                     [item], kind, {V.FLOAT: float, V.INT: int}[kind](item.example))
+        converted.append(item)
+    list_type = V.SCALAR_LISTS[kind]
+    op = c.builder.op(lists.LIST_CONSTRUCT, [i.value for i in converted], [list_type])
+    return V.Dyn(op.result, list_type, [i.example for i in converted])
+
+
+def _scalar_items(container) -> list | None:
+    """The items of a list or tuple of Python numbers whose items are known here (runtime
+    ones among them: `vals = t.tolist()` of a static length), else None."""
+    if isinstance(container, V.Const) and isinstance(container.value, (list, tuple)):
+        items = [V.Const(v) for v in container.value]
+    elif isinstance(container, V.Tup) and container.kind in ("list", "tuple"):
+        items = list(container.items)
+    else:
+        return None
+    numbers = all(
+        isinstance(i, V.Const) and type(i.value) in (bool, int, float)
+        or isinstance(i, V.Dyn) and i.type in (V.INT, V.FLOAT, V.BOOL) for i in items
+    )
+    return items if numbers else None
+
+
+def _list_index(c, expr: ast.Call, env, container) -> V.EnvValue:
+    """`lst.index(v)` (beam search's `scores.index(max(scores))`) over a list of known
+    length: the first k with `lst[k] == v`, chosen on the host item by item from the last,
+    and eager's ValueError where no item is equal. (Python's `index` also matches an item
+    that *is* v; only a NaN is not equal to itself, and a NaN is never found here.)"""
+    if len(expr.args) != 1 or expr.keywords:
+        raise c.error(expr, f"`{source_text(expr)}`: `index` with a start or stop on a list of runtime values", "slice the list first (`lst[a:b].index(v)`)")
+    items = _scalar_items(container)
+    wanted = c.expression(expr.args[0], env)
+    if host_expressions.is_tensor(wanted) or not isinstance(wanted, (V.Const, V.Dyn)):
+        raise c.error(expr, f"`{source_text(expr)}`: `index` of a {V.kind_of(wanted)} in a list of Python numbers", "look up a Python number (`float(v)`, `int(v)`)")
+    example = eager(c, expr, lambda: [V.example_of(i) for i in items].index(V.example_of(wanted)))
+    position: V.EnvValue = V.Const(-1)  # (not found)
+    for k in reversed(range(len(items))):
+        if isinstance(items[k], V.Const) and isinstance(wanted, V.Const):
+            equal = V.Const(items[k].value == wanted.value)
+        else:
+            a, b = _scalar_pair(c, items[k], wanted, expr)
+            equal = c.builder.host_op(f"torch.aten.eq.{V.scalar_name(a.type)}", [a, b], V.BOOL, a.example == b.example)
+        if isinstance(equal, V.Const):
+            position = V.Const(k) if equal.value else position
+            continue
+        later = position
+        (chosen,) = c.select(equal, lambda k=k: [c.builder.constant(k).value], lambda: [c.builder.materialize(later).value])
+        position = V.Dyn(chosen, V.INT, example)
+    if isinstance(position, V.Const):
+        return position
+    found = c.builder.host_op("torch.aten.ne.int", [position, c.builder.constant(-1)], V.BOOL, True)
+    c.runtime_check(found, expr, f"`{source_text(expr)}`: the value is not in the list", kind="ValueError")
+    return position
 
 
 def is_none_test(c, expr: ast.Compare, operands) -> V.EnvValue:

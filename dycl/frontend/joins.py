@@ -287,17 +287,21 @@ def cast(c, leaf: V.Dyn, type_: Attribute) -> V.Dyn:
     return leaf
 
 
-def runtime_check(c, condition: V.EnvValue, node: ast.AST, message: str) -> None:
+def runtime_check(c, condition: V.EnvValue, node: ast.AST, message: str, kind: str | None = None) -> None:
     """Raise `message` (located at `node`) at run time where `condition` is false: a
-    check eager makes (`pack_padded_sequence`'s lengths). A check known here to fail is
-    the program's error, raised now."""
+    check eager makes (`pack_padded_sequence`'s lengths), as the exception `kind` eager
+    raises when given (a `dycl.error` kind), else a RuntimeError. A check known here to
+    fail is the program's error, raised now."""
     if isinstance(condition, V.Const):
         if not condition.value:
             raise c.error(node, message)
         return
 
     def fail() -> list:
-        ir.Operation.create("dycl.error", attributes={"message": ir.StringAttr.get(str(c.error(node, message)))})
+        attributes = {"message": ir.StringAttr.get(str(c.error(node, message)))}
+        if kind is not None:
+            attributes["kind"] = ir.StringAttr.get(kind)
+        ir.Operation.create("dycl.error", attributes=attributes)
         return []
     c.select(condition, lambda: [], fail)
 

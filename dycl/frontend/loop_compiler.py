@@ -174,6 +174,10 @@ def _runtime_iteration(c, loop: nodes.Loop, env) -> list[ast.stmt] | None:
         item = ast.Name(k, ast.Load())
     else:
         start = _enumerate_start(c, call, env)  # `enumerate(rows)`: its items count from `start`
+        if start is None and _reversed_argument(c, call, env) is not None:
+            backwards = c.expression(_reversed_argument(c, call, env), env)
+            if isinstance(backwards, V.Dyn) and V.is_tensor_type(backwards.type):
+                return _unrolled_rows(c, loop, backwards, env, reverse=True)  # `reversed(x.numpy())`
         iterated = c.expression(call if start is None else call.args[0], env)  # evaluated once, as Python does
         if isinstance(iterated, V.Dyn) and V.is_tensor_type(iterated.type):
             return _unrolled_rows(c, loop, iterated, env, start)
@@ -201,9 +205,17 @@ def _enumerate_start(c, call: ast.expr, env) -> int | None:
     return start if type(start) is int else None
 
 
-def _unrolled_rows(c, loop: nodes.Loop, tensor: V.Dyn, env: dict, start: int | None = None) -> list[ast.stmt]:
-    """`for row in t` (or a numpy array) whose first dimension is static: one copy of the
-    body per row. The rows are read before the loop, so a body that changes a row or
+def _reversed_argument(c, call: ast.expr, env) -> ast.expr | None:
+    """`a` of `reversed(a)`, else None."""
+    if (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Starred)
+            and c._try_constant(call.func, env, quiet=True) is reversed):
+        return call.args[0]
+    return None
+
+
+def _unrolled_rows(c, loop: nodes.Loop, tensor: V.Dyn, env: dict, start: int | None = None, reverse: bool = False) -> list[ast.stmt]:
+    """`for row in t` (or a numpy array, or `reversed(t)`: last row first) whose first
+    dimension is static: one copy of the body per row. The rows are read before the loop, so a body that changes a row or
     `t` in place (a row is a view of `t` in PyTorch and numpy) is refused."""
     node: ast.For = loop.node
     memory = aliases.storage_of(tensor.example)
@@ -220,6 +232,8 @@ def _unrolled_rows(c, loop: nodes.Loop, tensor: V.Dyn, env: dict, start: int | N
     if isinstance(tensor, host_numpy.NumpyValue):
         # numpy's integers index and count as Python ints do (`self.experts[k]`, `gate[0, k]`)
         rows = [host_numpy.integer_item(c, row) or row for row in rows]
+    if reverse:
+        rows.reverse()
     if start is not None:
         rows = [V.Tup((start + k, row)) for k, row in enumerate(rows)]
     return unroll(c.scope.source, loop, rows, lambda row: _bind_target(c, node.target, row))

@@ -544,6 +544,8 @@ def _capture_error(c, stmts, lines, error, flat_inputs=(), ints_as_tensors=True,
             "use torch.cond; if it is an index or a size, keep it a tensor (masks, "
             "`index_select`, `gather`)",
         )
+        if any(data_sizes.makes_data_sizes(s) for s in stmts):  # (`nz.tolist()` of `nz = m.nonzero()`: made on the host first)
+            failure = DataSize.of(failure)
     else:
         failure = c.error(
             stmts[0], f"`{source}` cannot be captured as a tensor program "

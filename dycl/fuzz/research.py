@@ -200,6 +200,10 @@ PREDICATE_PROBABILITY = 0.04
 DRAW_PROBABILITY = 0.1
 DRAW_WRAP = "torch.bernoulli((@).float()).bool()"
 PREDICATE_CONDITIONS = 1
+# `data_dependent_size`, where it would be its first kind, is followed by Python numbers from
+# the rows (`.tolist()`, `.index(max(...))`, comprehensions decided at run time), drawn from
+# `Researcher.numbers`.
+NUMBERS_PROBABILITY = 0.35
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
@@ -295,6 +299,8 @@ class Researcher:
         self.spellings = random.Random(f"issue28 spellings {rng.getstate()[1][:8]}")
         self.sizes = random.Random(f"issue28 sizes {rng.getstate()[1][:8]}")
         self.block_count = 0
+        # the issue-34 Python numbers (`python_numbers`) draw from a stream of their own too
+        self.numbers = random.Random(f"issue34 numbers {rng.getstate()[1][:8]}")
 
     # ----- names, modules, pieces --------------------------------------------------------
 
@@ -545,6 +551,25 @@ class Researcher:
         test = r.choice([f"{picked}.size(0) > 0", f"{picked}.numel() == 0", f"{picked}.shape[0] > 1", f"len({picked}) > 1"])
         first = fold(f"{picked}[:{r.choice([1, 2])}].sum(0, keepdim=True)")
         return [Research(f"{made}\nif {test}:\n    x = x + 0.1 * {first}\nelse:\n    x = x * 0.9", form)]
+
+    def python_numbers(self, stage: str, fold) -> list[Stmt]:
+        """Python numbers from 3 rows built from x (issue 34): their float sums as a list
+        (`.tolist()`) and the best row by `scores.index(max(scores))`; the picked rows'
+        positions as a list of runtime length (`.nonzero().flatten().tolist()`, 0..3 of them,
+        and a 3 after them: a loop over a list empty on the example path is refused), and a
+        comprehension over it into `torch.tensor(..., dtype=torch.long)` (`numbers` only)."""
+        r, s, form = self.numbers, self.summary[stage], "data_dependent_size"
+        rows, scores, best = self.fresh("rows"), self.fresh("scores"), self.fresh("best")
+        made = (f"{rows} = " + r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])",
+                                         f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"]))
+        threshold = r.choice(["0.05", "0.1", "-0.1"])
+        if r.random() < 0.5:
+            return [Research(f"{made}\n{scores} = {rows}.sum(1).tolist()\n{best} = {scores}.index(max({scores}))\n"
+                             f"x = x + 0.1 * {fold(f'{rows}[{best}].unsqueeze(0)')}", form)]
+        chosen, slots = self.fresh("chosen"), self.fresh("slots")
+        return [Research(f"{made}\n{chosen} = ({rows}.sum(1) > {threshold}).nonzero().flatten().tolist() + [3]\n"
+                         f"{slots} = [i + 1 for i in {chosen}]\n"
+                         f"x = x + 0.01 * (torch.tensor({slots}, dtype=torch.long).sum() + len({chosen}))", form)]
 
     def unique_or_repeat(self, stage: str, fold) -> list[Stmt]:
         """`torch.unique` (of dim None or 0) or `unique_consecutive` of labels made from 3 rows
@@ -843,7 +868,9 @@ class Researcher:
             made = self.older_masks(self.data_dependent_size(stage, fold))  # (its draws first: the main stream stays as it was)
             if self.extras.random() < EXTRA_PROBABILITY:
                 return self.unique_or_repeat(stage, fold)
-            return self.picked_count(stage, fold) if self.sizes.random() < EXTRA_PROBABILITY else made
+            if self.sizes.random() < EXTRA_PROBABILITY:
+                return self.picked_count(stage, fold)
+            return made + self.python_numbers(stage, fold) if self.numbers.random() < NUMBERS_PROBABILITY else made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]

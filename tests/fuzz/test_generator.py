@@ -397,6 +397,8 @@ RESEARCH_SPELLINGS = {
     "state made by Variable(torch.zeros(...))": r"self\.(ema|pair|hs|cs) = \(?Variable\(torch\.zeros\(",
     "state made by x.data.new(...).zero_()": r"self\.(pair|hs|cs) = \(?x\.data\.new\(1, \d+\)\.zero_\(\)",
     "state fed .data": r"self\.(ema|pair|hs)\b.*\.data\.mean\(\)",
+    "scores.index(max(scores)) of .tolist()": r"(scores\d+) = rows\d+\.sum\(1\)\.tolist\(\)\n\s*best\d+ = \1\.index\(max\(\1\)\)",
+    "[i + 1 for i in chosen] of a nonzero .tolist()": r"(chosen\d+) = .*\.nonzero\(\)\.flatten\(\)\.tolist\(\) \+ \[3\]\n\s*slots\d+ = \[i \+ 1 for i in \1\]",
 }
 
 

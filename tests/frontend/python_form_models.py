@@ -1,0 +1,160 @@
+"""Models for test_python_forms.py: the small Python forms of issue 34 (items 5 and 9) on
+runtime values, written as published code writes them."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class ConfidenceGate(nn.Module):
+    """An early-exit classifier reading its per-row confidences as Python floats
+    (`.tolist()` of a float tensor), then gating on the first."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(6, 4)
+
+    def forward(self, x):
+        confidences = self.head(x).softmax(-1).max(-1).values.tolist()
+        if confidences[0] > 0.4:
+            return x * confidences[1]
+        return x - sum(confidences)
+
+
+def gate_inputs():
+    torch.manual_seed(3)
+    return [(torch.randn(3, 6) * scale,) for scale in (0.1, 5.0, 1.0, 8.0)]
+
+
+class BeamPick(nn.Module):
+    """A beam search step keeping the best beam: `scores.index(max(scores))` of the beams'
+    float scores (`.tolist()`), then the beam at that index."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(5, 5)
+
+    def forward(self, beams):
+        scores = self.proj(beams).log_softmax(-1).max(-1).values.tolist()
+        best = scores.index(max(scores))
+        return beams[best] * scores[best]
+
+
+def beam_inputs():
+    torch.manual_seed(4)
+    return [(torch.randn(4, 5) * 3,) for _ in range(6)] + [(torch.zeros(4, 5),)]
+
+
+class EosPosition(nn.Module):
+    """A decoder's output cut at its end token: `ids.index(eos)` of the greedy token ids
+    (`.tolist()` of an int tensor); eager's ValueError where no token is the end token."""
+
+    eos = 2
+
+    def forward(self, logits):
+        ids = logits.argmax(-1).tolist()
+        end = ids.index(self.eos)
+        return logits[end]
+
+
+def eos_inputs():
+    def row(token):
+        return torch.nn.functional.one_hot(torch.tensor(token), 4).float()
+    return [(torch.stack([row(t) for t in tokens]),) for tokens in ([1, 2, 3], [2, 0, 2], [3, 3, 2], [0, 2, 1])]
+
+
+class KeptDetections(nn.Module):
+    """Detections kept by their score (`[d for d in dets if d[-1] > threshold]`), averaged,
+    or zeros when none is kept (`if len(kept) == 0`)."""
+
+    threshold = 0.5
+
+    def forward(self, dets):
+        kept = [d for d in dets if d[-1] > self.threshold]
+        if len(kept) == 0:
+            return dets.new_zeros(dets.size(1))
+        return torch.stack(kept).mean(0) * len(kept)
+
+
+def detection_inputs():
+    torch.manual_seed(5)
+    dets = [torch.rand(5, 4) for _ in range(3)]
+    dets[1][:, -1] = torch.tensor([0.9, 0.1, 0.8, 0.7, 0.2])
+    dets[2][:, -1] = torch.tensor([0.1, 0.2, 0.9, 0.3, 0.4])
+    return [(d,) for d in dets] + [(torch.zeros(5, 4),), (torch.ones(5, 4),)]
+
+
+class GreedyTokensScaled(nn.Module):
+    """Greedy decoding until a score drops (a list of runtime length), then a comprehension
+    over the collected scores (`[s * self.scale for s in scores]`)."""
+
+    scale = 0.5
+
+    def forward(self, x):
+        scores = []
+        step = 0
+        while step < x.size(0) and x[step].sum() > 0:
+            scores.append(x[step].max().item())
+            step += 1
+        scaled = [s * self.scale + 1 for s in scores]
+        return torch.tensor(scaled + [0.0])
+
+
+def greedy_inputs():
+    torch.manual_seed(6)
+    ones = torch.ones(4, 3)
+    return [(torch.cat([ones[:k], -ones[k:]]) * torch.rand(4, 3),) for k in (2, 0, 4, 1)]
+
+
+class ExpertCounts(nn.Module):
+    """An MoE dispatcher's bookkeeping: the experts whose gate fires
+    (`.nonzero().flatten().tolist()`, a list of runtime length), their slots
+    (`[i + 1 for i in chosen]`) as a tensor, and the total load."""
+
+    def forward(self, gates):
+        chosen = (gates > 0).nonzero().flatten().tolist()
+        slots = [i + 1 for i in chosen]
+        load = torch.tensor(slots, dtype=torch.long)
+        return load, load.sum() + len(chosen)
+
+
+def expert_inputs():
+    return [(torch.tensor(g),) for g in ([1.0, -1.0, 2.0, 3.0, -2.0, 1.0], [-1.0] * 6, [0.5, -1, -1, -1, -1, -1], [1.0] * 6)]
+
+
+class ReversedScan(nn.Module):
+    """A right-to-left scan over a numpy copy of the scores, as Python floats
+    (`for v in reversed(x.numpy())`), back into a tensor (`torch.tensor(out)`)."""
+
+    def forward(self, x):
+        out = []
+        running = 0.0
+        for v in reversed(x.detach().cpu().numpy()):
+            running = max(running, float(v))
+            out.append(running)
+        return torch.tensor(out)
+
+
+def reversed_inputs():
+    torch.manual_seed(7)
+    return [(torch.randn(5),) for _ in range(3)] + [(-torch.ones(5),)]
+
+
+class ZeroDropped(nn.Module):
+    """Rows whose score is not positive zeroed, one by one, in order: the indices from a
+    mask (`(~kept).nonzero().flatten().tolist()`), the form DyCL suggests for
+    `sorted(set(range(n)) - set(keep))`."""
+
+    def forward(self, x):
+        kept = x.sum(1) > 0
+        out = x.clone()
+        dropped = (~kept).nonzero().flatten().tolist()
+        for i in dropped:
+            out[i] = 0
+        return out
+
+
+def dropped_inputs():
+    torch.manual_seed(8)
+    return [(torch.randn(5, 3),) for _ in range(3)] + [(torch.ones(5, 3),), (-torch.ones(5, 3),)]
