@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, lists, nodes, packed, runs
+from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, lists, nodes, packed, pytree_values, runs
 from dycl.frontend import values as V
 from dycl.frontend.build import NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, SizeTest, SpecializedInput, WeightMutation
@@ -382,7 +382,7 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
     structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
     try:
         renewed: list[tuple[V.Tup, V.Tup]] = []
-        result = runs.to_env_value(pytree.tree_unflatten(structured, out_spec), c.builder, eager, dict(input_lists), input_lists, renewed)
+        result = runs.to_env_value(pytree_values.structured(out_spec, structured), c.builder, eager, dict(input_lists), input_lists, renewed)
         for old, new in renewed:  # an input list the run returns: its holders see the run's version
             lists.replace_everywhere(env, old, new)
         return result
