@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, lists, nodes, packed, pytree_values, runs
+from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, library_calls, lists, nodes, packed, pytree_values, runs
 from dycl.frontend import values as V
 from dycl.frontend.build import NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, SizeTest, SpecializedInput, WeightMutation
@@ -503,6 +503,10 @@ def _capture_error(c, stmts, lines, error, flat_inputs=(), ints_as_tensors=True,
             raise runs.IntsAsTensors()
         return _specialized_int(c, stmts[0])
     source = runs.statement_text(stmts)
+    in_library = library_calls.refusal_in_library(error, source.splitlines()[0])
+    if in_library is not None:  # (transformers' own line: the user's code is not where it fails)
+        in_library.detail = text
+        return in_library
     packing = next((s for s in stmts for n in ast.walk(s) if isinstance(n, ast.Call) and packed.called_name(n) in packed.PACKING), None)
     if packing is not None:  # (with lengths known here, the run would have been captured)
         failure = c.error(
