@@ -74,7 +74,12 @@ def refusal_in_library(error: BaseException, via: str) -> FrontendError | None:
 def _quoted(frame: traceback.FrameSummary, limit: int = 160) -> str:
     """The source of what the frame was running (its lines, whitespace collapsed)."""
     last = getattr(frame, "end_lineno", None) or frame.lineno
-    text = " ".join(linecache.getline(frame.filename, n).strip() for n in range(frame.lineno, last + 1)) or (frame.line or "")
+    lines = []
+    for n in range(frame.lineno, last + 1):  # (up to the end of a statement's header)
+        lines.append(linecache.getline(frame.filename, n).strip())
+        if lines[-1].endswith(":"):
+            break
+    text = " ".join(lines) or (frame.line or "")
     text = " ".join(text.split()).replace("( ", "(").replace(" )", ")")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
