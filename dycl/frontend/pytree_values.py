@@ -73,3 +73,31 @@ def structured(spec: pytree.TreeSpec, leaves: list):
 
 def _is_library_type(kind: type) -> bool:
     return not issubclass(kind, (tuple, list)) and kind.__module__.partition(".")[0] not in ("collections", "builtins")
+
+
+def snapshot(objects) -> dict[int, tuple]:
+    """The library objects among a run's example inputs (by id), with their leaves' ids."""
+    return {id(obj): (obj, _leaf_ids(obj)) for obj in objects if is_node(obj)}
+
+
+def changed(snapshots: dict[int, tuple], renewed: set[int], values_by_object: dict):
+    """The value of an object the run changed (its leaves are other tensors now: a cache
+    the model appended to) that the run did not return as a result (`renewed`: the values
+    its results replaced), or None. Such a change is invisible to the host program."""
+    for key, (obj, before) in snapshots.items():
+        value = values_by_object.get(key)
+        if _leaf_ids(obj) != before and id(value) not in renewed:
+            return value
+    return None
+
+
+def _leaf_ids(obj) -> tuple:
+    leaves, spec = pytree.tree_flatten(obj)
+    return (str(spec), *map(id, leaves))
+
+
+def holds(value, part) -> bool:
+    """Whether `value` is `part` or holds it in its items."""
+    from dycl.frontend import values as V
+
+    return value is part or isinstance(value, V.Tup) and any(holds(item, part) for item in value.items)

@@ -127,3 +127,29 @@ def test_generate_as_the_entry_method_is_refused_in_transformers(gpt2):
         dycl.compile(gpt2, (prompt,), backend="onnxruntime", method="generate", progress=False)
     assert os.path.join("transformers", "generation") in refused.value.file, refused.value
     assert refused.value.line > 0
+
+
+class StaleCache(nn.Module):
+    """The model appends to `cache` in place, and only `.logits` is kept: a later read of
+    `cache` (in another block) must see the appended keys, which the host never got."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        cache = transformers.DynamicCache()
+        if input_ids.sum() > 0:
+            input_ids = input_ids + 0
+        first = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True).logits
+        if first.sum() > 0:
+            first = first * 2
+        second = self.model(input_ids=input_ids[:, -1:], past_key_values=cache, use_cache=True)
+        return second.logits + first.sum()
+
+
+def test_a_cache_changed_but_not_returned_is_refused(gpt2):
+    prompt = torch.randint(0, VOCAB, (1, 4), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(FrontendError, match=r"changes `cache` \(a DynamicCache\) without returning it") as refused:
+        dycl.compile(StaleCache(gpt2).eval(), (prompt,), backend="onnxruntime", progress=False)
+    assert refused.value.file == __file__
