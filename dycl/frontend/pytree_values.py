@@ -15,10 +15,6 @@ from typing import Any
 
 import torch.utils._pytree as pytree
 
-# Containers the frontend has kinds of its own for (values.Tup "tuple"/"list"/DictKind).
-_BUILTIN = (tuple, list, dict)
-
-
 @dataclass(frozen=True, eq=False)
 class NodeKind:
     """The kind of a `Tup` that is a registered pytree node of a library type."""
@@ -71,8 +67,9 @@ def structured(spec: pytree.TreeSpec, leaves: list):
     return visit(spec)
 
 
-def _is_library_type(kind: type) -> bool:
-    return not issubclass(kind, (tuple, list)) and kind.__module__.partition(".")[0] not in ("collections", "builtins")
+def _is_library_type(kind) -> bool:
+    """(A namedtuple's node type is `collections.namedtuple` itself, not a class.)"""
+    return isinstance(kind, type) and not issubclass(kind, (tuple, list)) and kind.__module__.partition(".")[0] not in ("collections", "builtins")
 
 
 def snapshot(objects) -> dict[int, tuple]:
