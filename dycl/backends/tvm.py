@@ -140,6 +140,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             _in_every_graph(program, _bool_arithmetic_as_logic)
             _in_every_graph(program, _divisions_by_a_zero_number)
             _in_every_graph(program, _wrap_negative_indices)
+            _in_every_graph(program, _skip_legacy_empty_cat_operands)
             _in_every_graph(program, empty_tensors_as_constants)  # (again: decompositions make new ones)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
     except Exception as err:
@@ -320,6 +321,27 @@ def _fold_alpha(graph_module) -> None:
             scaled = other * alpha
         node.args = (node.args[0], scaled)
         node.kwargs = {k: v for k, v in node.kwargs.items() if k != "alpha"}
+    graph_module.recompile()
+
+
+def _skip_legacy_empty_cat_operands(graph_module) -> None:
+    """`torch.cat([torch.tensor([]), k], dim=-2)`: PyTorch skips a 1-d operand of 0 items
+    among operands of another rank (its legacy rule: transformers' `DynamicLayer` starts
+    as such a tensor), Relax refuses ranks that differ. Such operands are dropped."""
+    import torch
+
+    aten = torch.ops.aten
+    for node in list(graph_module.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.cat.default:
+            continue
+        operands = list(node.args[0])
+        metas = [o.meta.get("val") if isinstance(o, torch.fx.Node) else None for o in operands]
+        if any(m is None for m in metas) or all(m.dim() == 1 for m in metas):
+            continue
+        kept = [o for o, m in zip(operands, metas) if not (m.dim() == 1 and isinstance(m.shape[0], int) and m.shape[0] == 0)]
+        if kept and len(kept) < len(operands):
+            node.args = (kept, *node.args[1:])
+    graph_module.graph.lint()
     graph_module.recompile()
 
 

@@ -29,7 +29,7 @@ from torch_mlir import ir
 from dycl.frontend import aliases, asserts, binding, callees, data_sizes, desugar, dispatch, lists, nodes, optional, packed
 from dycl.frontend import host_builtins, host_numpy, predicates, runs, sizes, structure, unentered
 from dycl.frontend import host_slices, host_statements, host_values, inlining, joins, loop_compiler, mutation, run_compiler
-from dycl.frontend import exceptions, nested_functions
+from dycl.frontend import exceptions, nested_functions, pytree_values
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
 from dycl.frontend.attributes import ModuleAttributes
@@ -537,6 +537,8 @@ class FunctionCompiler:
             return V.MISSING
         if any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(value)):
             return V.MISSING
+        if pytree_values.is_node(value):
+            return V.MISSING  # (`DynamicCache()`: a run makes it, a value that runs change)
         return value
 
     def _calls_container_method(self, expr: ast.expr, env) -> bool:

@@ -14,7 +14,7 @@ from dycl.frontend.build import RESULT_NAMES
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.compiler import FunctionCompiler
 from dycl.frontend.errors import FrontendError
-from dycl.frontend import callees
+from dycl.frontend import callees, library_calls
 from dycl.frontend.state import CallState, Recompile, UnsupportedState
 from dycl.frontend.stitch import inline_private_calls
 from dycl.frontend.unentered import MAX_BUMPS, UnenteredLoop, bumped
@@ -56,6 +56,7 @@ def import_module(
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     model.eval()
+    library_calls.register_library_trees()
     try:
         state = CallState(model)
     except UnsupportedState as refused:  # (a tensor changed in place, found before compiling)

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import ast
 
-from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, nested_functions, nodes, packed
+from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, library_calls, nested_functions, nodes, packed
 from dycl.frontend import values as V
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
 from dycl.frontend.rewrite import (NO_RECEIVER, SourceFunction, changes_an_argument_list, fresh_id, has_control_flow, inline_call,
                                    parse_function)
 
-# Functions from these packages are never inlined (their control flow is on Python values).
-_LIBRARY_MODULES = {"torch", "numpy", "functools", "typing", "math"}
 
 
 def hoist_test_call(c, stmt: ast.If, env) -> list[ast.stmt] | None:
@@ -79,13 +77,13 @@ def callee(c, call_node: ast.Call, env, nested: bool = False):
     if resolved is None:
         return None
     function, receiver = resolved
-    if (getattr(function, "__module__", None) or "").partition(".")[0] in _LIBRARY_MODULES:
-        return None
+    if library_calls.is_library_function(function):
+        return None  # (captured whole in a run)
     try:
         source = parse_function(function)
     except FrontendError:
         return None
-    bodies = [source.node, *binding.wrapped_bodies(function, _LIBRARY_MODULES)]  # (a wrapper runs them too)
+    bodies = [source.node, *binding.wrapped_bodies(function, library_calls.LIBRARY_PACKAGES)]  # (a wrapper runs them too)
     must = exceptions.must_inline(call_node, function, receiver) or _passes_runtime_scalars(call_node, env) or any(
         has_control_flow(n) or c.attributes.concerns(n) or changes_an_argument_list(n) or _packs_sequences(n)
         or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(c, source, receiver, call_node, env)

@@ -70,8 +70,12 @@ def _compile_for(c, loop: nodes.Loop, rest, env, live_out):
                 return _compile_runtime_loop(c, loop, rest, env, live_out, trip=iterable)
         except loops.LoopStructureError:
             if len(iterable) > loops.MAX_UNROLL:
-                raise
+                peeled = _peeled(c, loop, iterable)
+                if peeled is None:
+                    raise
+                return peeled + rest, env
             # `states` is None, then a tuple: a constant trip count can be unrolled instead
+            # (one copy per iteration: its sizes are static, which every backend compiles)
     if isinstance(iterable, range) and not read_after and loops.unrolled_copies(node.body, len(iterable)) > loops.MAX_UNROLLED_COPIES:
         try:  # (the index a runtime int: `x[:, i] = ...` as for `range(n)`)
             with _undone_on(c, FrontendError):
@@ -90,6 +94,37 @@ def _compile_for(c, loop: nodes.Loop, rest, env, live_out):
         return unroll(c.scope.source, loop, list(range(len(items))), bind) + rest, env
     unrolled = unroll(c.scope.source, loop, items, lambda item: _bind_target(c, node.target, item))
     return unrolled + rest, env
+
+
+def _peeled(c, loop: nodes.Loop, trip: range) -> list[ast.stmt] | None:
+    """A loop whose carried values change structure in its first iteration only (an empty
+    cache, then one holding a tensor per layer; `h = None`, then a tensor), its first
+    iteration apart (unrolled) and the others a runtime loop:
+
+        __went_on = False                          (True where the first iteration ends
+        <body, first item> ; __went_on = True       without `break`)
+        if __went_on:
+            for <target> in <the range after the first item>: <body>
+
+    None when that is not Python's meaning as written (a `continue` would skip the flag, a
+    `return` leaves from inside both loops) or was done already (the rest is not peeled
+    again: what still changes there is unrolled or refused)."""
+    node: ast.For = loop.node
+    if len(trip) < 2 or loop.has_return or getattr(node, "dycl_peeled", False):
+        return None
+    if any(isinstance(n, ast.Continue) for n in loops.own_statements(node.body)):
+        return None
+    uid = fresh_id()
+    went_on, rest_range = f"__went_on{uid}", f"__rest_range{uid}"
+    first = copy.copy(node)
+    first.body = [*node.body, nodes.assign(went_on, ast.Constant(True), node)]
+    head = unroll(c.scope.source, nodes.Loop(first, loop.returns), [trip[0]], lambda item: _bind_target(c, node.target, item))
+    rest = copy.copy(node)
+    rest.iter = nodes.located(ast.Name(rest_range, ast.Load()), node)
+    rest.dycl_peeled = True
+    nodes.written_as(rest, node)
+    guarded = nodes.located(ast.If(test=ast.Name(went_on, ast.Load()), body=[nodes.Loop(rest, loop.returns)], orelse=[]), node)
+    return [nodes.assign(went_on, ast.Constant(False), node), *head, nodes.BindConst(rest_range, trip[1:], node.lineno), guarded]
 
 
 def _refuse_resizing_the_iterated_list(c, node: ast.For, env) -> None:

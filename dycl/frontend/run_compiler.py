@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, lists, nodes, packed, runs
+from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, library_calls, lists, nodes, packed, pytree_values, runs
 from dycl.frontend import values as V
 from dycl.frontend.build import NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, SizeTest, SpecializedInput, WeightMutation
@@ -229,6 +229,7 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
     examples = {name: runs.example_value(value, made, input_lists) if value is not V.UNDEF else None for name, value in input_specs}
     in_env = {id(converted): original for name in names for converted, original in runs.tups_of(inputs[name], originals[name])}
     input_lists = {key: in_env.get(id(value), value) for key, value in input_lists.items()}
+    library_objects = pytree_values.snapshot(made.values())  # (a cache the run may change)
     versions = [leaf.example._version if isinstance(leaf.example, torch.Tensor) else None for leaf in flat_inputs]
     called: list[torch.nn.Module] | None = []
     assigned = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -384,9 +385,17 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
     structured = [produced.get(k, V.Const(leaf)) for k, leaf in enumerate(out_leaves)]
     try:
         renewed: list[tuple[V.Tup, V.Tup]] = []
-        result = runs.to_env_value(pytree.tree_unflatten(structured, out_spec), c.builder, eager, dict(input_lists), input_lists, renewed)
+        result = runs.to_env_value(pytree_values.structured(out_spec, structured), c.builder, eager, dict(input_lists), input_lists, renewed)
         for old, new in renewed:  # an input list the run returns: its holders see the run's version
             lists.replace_everywhere(env, old, new)
+        changed = pytree_values.changed(library_objects, {id(old) for old, _ in renewed}, input_lists)
+        kept = sorted(set(live) - written_in(stmts)) if changed is not None else []  # (names the run binds anew are its results)
+        holders = [n for n in kept if pytree_values.holds(env.get(n), changed)]
+        if holders:  # (read again later, it would be the version from before the run)
+            name = holders[0]
+            raise c.error(stmts[0], f"`{runs.statement_text(stmts).splitlines()[0]}` changes `{name}` (a "
+                          f"{changed.kind}) without returning it", "use the object the call returns "
+                          "(`past_key_values = outputs.past_key_values`) in the same statement's results")
         return result
     except FrontendError as error:  # located here: the statement that built the value
         raise c.error(stmts[0], error.construct, error.hint) from None
@@ -505,6 +514,10 @@ def _capture_error(c, stmts, lines, error, flat_inputs=(), ints_as_tensors=True,
             raise runs.IntsAsTensors()
         return _specialized_int(c, stmts[0])
     source = runs.statement_text(stmts)
+    in_library = library_calls.refusal_in_library(error, source.splitlines()[0])
+    if in_library is not None:  # (transformers' own line: the user's code is not where it fails)
+        in_library.detail = text
+        return in_library
     packing = next((s for s in stmts for n in ast.walk(s) if isinstance(n, ast.Call) and packed.called_name(n) in packed.PACKING), None)
     if packing is not None:  # (with lengths known here, the run would have been captured)
         failure = c.error(

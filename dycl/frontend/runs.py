@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from dycl.frontend import aliases, lists
+from dycl.frontend import aliases, lists, pytree_values
 from dycl.frontend import values as V
 from dycl.frontend.capture import IntArithmetic
 from dycl.frontend.desugar import source_text
@@ -504,6 +504,17 @@ def to_env_value(structured, builder, example, lists: dict[int, V.Tup], inputs: 
     renewed = [] if renewed is None else renewed
     if isinstance(structured, (V.Dyn, V.Const)):
         return structured
+    if isinstance(structured, V.Tup) and pytree_values.is_node(example):
+        # a library object (a cache): one value per object, like a list, so that a run
+        # changing an input cache gives its holders the new version
+        known = lists.get(id(example))
+        if known is None or (id(example) in inputs and known is inputs[id(example)]):
+            parts, _ = pytree_values.children(example)
+            new = V.Tup(tuple(to_env_value(s, builder, e, lists, inputs, renewed) for s, e in zip(structured.items, parts)), structured.kind)
+            if known is not None:
+                renewed.append((known, new))
+            lists[id(example)] = new
+        return lists[id(example)]
     if isinstance(structured, tuple):
         return V.Tup(tuple(to_env_value(s, builder, e, lists, inputs, renewed) for s, e in zip(structured, example)))
     if isinstance(structured, list) and isinstance(example, list):

@@ -24,7 +24,7 @@ from xdsl.ir import Attribute
 
 from dycl.dialects import dtypes
 from dycl.dialects.torch import BoolType, FloatType, IntType, ListType, NoneType, ValueTensorType
-from dycl.frontend import complex_values
+from dycl.frontend import complex_values, pytree_values
 from dycl.frontend.errors import FrontendError
 from dycl.ir import DyclParser, make_context
 
@@ -58,7 +58,8 @@ class DictKind:
 @dataclass(frozen=True)
 class Tup:
     """A Python tuple (or, with kind="list", a list display used as an operand; with a
-    `DictKind`, a dict whose items are the values of its keys)."""
+    `DictKind`, a dict whose items are the values of its keys; with a
+    `pytree_values.NodeKind`, a library object torch.export takes apart, such as a cache)."""
 
     items: tuple
     kind: str | DictKind = "tuple"
@@ -75,6 +76,8 @@ def python_container(value: Tup, items: list):
         return items
     if isinstance(value.kind, DictKind):
         return dict(zip(value.kind.keys, items))
+    if isinstance(value.kind, pytree_values.NodeKind):
+        return value.kind.build(items)
     return tuple(items)
 
 
