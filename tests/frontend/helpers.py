@@ -110,6 +110,20 @@ def assert_replays_after_reset(compiled, model, calls, state_error, tolerance: f
         assert state_error(fresh, compiled.state) <= tolerance
 
 
+def buffer_of(model, path: str) -> torch.Tensor:
+    """The registered buffer at a state_dict path (`"attention.cache_k"`)."""
+    owner, _, attr = path.rpartition(".")
+    return (model.get_submodule(owner) if owner else model).get_buffer(attr)
+
+
+def state_error(eager_model, state: dict) -> float:
+    """Max abs error of a compiled model's state against the eager module's buffers."""
+    import numpy as np
+
+    expected = {path: buffer_of(eager_model, path).detach().clone() for path in state}
+    return max_abs_error(expected, {path: torch.from_numpy(np.array(value)) for path, value in state.items()})
+
+
 def seeded_model(factory):
     """`factory()` in eval mode, its weights drawn from seed 0."""
     torch.manual_seed(0)

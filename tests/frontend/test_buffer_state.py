@@ -17,20 +17,13 @@ import dycl
 from dycl.frontend import import_module
 from dycl.interpreter import run_call
 from tests.frontend.buffer_state_models import BUFFERS, SEQUENCES
-from tests.frontend.helpers import assert_replays_after_reset, max_abs_error, seeded_model as _build, tiered
+from tests.frontend.helpers import assert_replays_after_reset, max_abs_error, seeded_model as _build, state_error, tiered
 
 TOLERANCE = 1e-5
 
 
-def _buffer(model, path: str) -> torch.Tensor:
-    owner, _, attr = path.rpartition(".")
-    return (model.get_submodule(owner) if owner else model).get_buffer(attr)
 
 
-def _state_error(eager_model, state: dict) -> float:
-    """Max abs error of a compiled model's state against the eager module's buffers."""
-    expected = {path: _buffer(eager_model, path).detach().clone() for path in state}
-    return max_abs_error(expected, {path: torch.from_numpy(np.array(value)) for path, value in state.items()})
 
 
 def _eager_call(model, args):
@@ -49,12 +42,12 @@ def test_buffer_sequence_on_the_interpreter(name):
     assert not set(state) & set(program.weights)  # (state, not weights)
     if name == "llama_cache":  # (the mask buffer forward only reads stays a weight)
         assert "mask" in program.weights
-    assert _state_error(model, state) == 0.0
+    assert state_error(model, state) == 0.0
     weights = {k: torch.from_numpy(v) for k, v in program.weights.items()}
     worst = 0.0
     for args in calls:
         output, state = run_call(program.module, args, weights, state, program.function_name)
-        worst = max(worst, max_abs_error(_eager_call(eager, args), output), _state_error(eager, state))
+        worst = max(worst, max_abs_error(_eager_call(eager, args), output), state_error(eager, state))
     print(f"{name}: max abs error {worst:.3g} over {len(calls)} calls (interpreter)")
     assert worst <= TOLERANCE, worst
 
@@ -69,10 +62,10 @@ def _compiled_sequence(name, backend):
     # compiled model starts from them
     assert max_abs_error(before, dict(model.state_dict())) == 0.0
     assert compiled.stateful and set(compiled.state) == set(BUFFERS[name])
-    assert _state_error(model, compiled.state) == 0.0
+    assert state_error(model, compiled.state) == 0.0
     worst = 0.0
     for args in calls:
-        worst = max(worst, max_abs_error(_eager_call(eager, args), compiled(*args)), _state_error(eager, compiled.state))
+        worst = max(worst, max_abs_error(_eager_call(eager, args), compiled(*args)), state_error(eager, compiled.state))
     print(f"{name}: max abs error {worst:.3g} over {len(calls)} calls ({backend})")
     assert worst <= TOLERANCE, worst
     return compiled, model, calls
@@ -82,7 +75,7 @@ def _compiled_sequence(name, backend):
 @pytest.mark.parametrize("name", tiered(SEQUENCES, set(SEQUENCES) - {"llama_cache"}))
 def test_buffer_sequence_on_onnxruntime(name):
     compiled, model, calls = _compiled_sequence(name, "onnxruntime")
-    assert_replays_after_reset(compiled, model, calls, _state_error, TOLERANCE)
+    assert_replays_after_reset(compiled, model, calls, state_error, TOLERANCE)
 
 
 @pytest.mark.slow
@@ -103,10 +96,10 @@ def test_kv_cache_survives_save_and_load(tmp_path):
     assert np.abs(compiled.state["attention.cache_k"]).max() > 0
     compiled.save(tmp_path / "artifact")
     loaded = dycl.load(tmp_path / "artifact")
-    assert "state.npz" in loaded.manifest["files"] and _state_error(eager, loaded.state) <= TOLERANCE
+    assert "state.npz" in loaded.manifest["files"] and state_error(eager, loaded.state) <= TOLERANCE
     for args in calls[3:]:
         assert max_abs_error(_eager_call(eager, args), loaded(*args)) <= TOLERANCE
-        assert _state_error(eager, loaded.state) <= TOLERANCE
+        assert state_error(eager, loaded.state) <= TOLERANCE
     loaded.reset_state()
     assert all(not np.any(value) for value in loaded.state.values())
 

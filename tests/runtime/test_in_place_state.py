@@ -18,19 +18,13 @@ from torch import nn
 
 import dycl
 from tests.frontend.buffer_state_models import BUFFERS, SEQUENCES
-from tests.frontend.helpers import assert_replays_after_reset, max_abs_error, seeded_model
+from tests.frontend.helpers import assert_replays_after_reset, max_abs_error, seeded_model, state_error
 
 TOLERANCE = 1e-5
 
 
-def _buffer(model, path: str) -> torch.Tensor:
-    owner, _, attr = path.rpartition(".")
-    return (model.get_submodule(owner) if owner else model).get_buffer(attr)
 
 
-def _state_error(eager_model, state: dict) -> float:
-    expected = {path: _buffer(eager_model, path).detach().clone() for path in state}
-    return max_abs_error(expected, {path: torch.from_numpy(np.asarray(value).copy()) for path, value in state.items()})
 
 
 def _eager_call(model, args):
@@ -47,7 +41,7 @@ def _replay(compiled, eager_model, calls) -> float:
     worst = 0.0
     for args in calls:
         worst = max(worst, max_abs_error(_eager_call(eager_model, args), compiled(*args)),
-                    _state_error(eager_model, compiled.state))
+                    state_error(eager_model, compiled.state))
     return worst
 
 
@@ -70,7 +64,7 @@ def test_gpt_fast_cache_is_written_in_place():
     assert worst <= TOLERANCE
     assert _addresses(compiled) == before  # no step copied a cache
     assert set(before) == set(BUFFERS["gpt_fast_kv_cache"])
-    assert_replays_after_reset(compiled, model, calls, _state_error, TOLERANCE)
+    assert_replays_after_reset(compiled, model, calls, state_error, TOLERANCE)
     # reset_state gave the model a fresh copy of the initial state: never the initial arrays
     assert all(a is not b for a, b in zip(compiled._state.values(), compiled._initial_state.values()))
 
@@ -104,7 +98,7 @@ def test_run_many_of_a_stateful_model_writes_in_place_in_order():
     before = _addresses(compiled)
     outputs = compiled.run_many([tuple(args) for args in calls])
     worst = max(max_abs_error(_eager_call(eager, args), out) for args, out in zip(calls, outputs))
-    assert worst <= TOLERANCE and _state_error(eager, compiled.state) <= TOLERANCE
+    assert worst <= TOLERANCE and state_error(eager, compiled.state) <= TOLERANCE
     assert _addresses(compiled) == before
 
 
@@ -209,7 +203,7 @@ def test_an_output_that_is_the_cache_is_not_written_by_the_next_call():
     for args in calls:
         expected = _eager_call(eager, args).clone()  # (eager returns the buffer itself)
         kept.append((expected, compiled(*args)))
-        assert _state_error(eager, compiled.state) <= TOLERANCE
+        assert state_error(eager, compiled.state) <= TOLERANCE
     assert max(max_abs_error(e, a) for e, a in kept) <= TOLERANCE
 
 
@@ -239,7 +233,7 @@ def test_a_call_that_raises_after_the_write_leaves_the_cache_as_eager_does():
         _eager_call(eager, big)
     with pytest.raises(AssertionError, match="too large"):
         compiled(*big)
-    assert _state_error(eager, compiled.state) == 0.0
+    assert state_error(eager, compiled.state) == 0.0
     assert _replay(compiled, eager, calls[3:]) <= TOLERANCE
 
 
