@@ -15,6 +15,8 @@ from typing import Any
 
 import torch.utils._pytree as pytree
 
+from dycl.frontend import values as V
+
 @dataclass(frozen=True, eq=False)
 class NodeKind:
     """The kind of a `Tup` that is a registered pytree node of a library type."""
@@ -52,8 +54,6 @@ def structured(spec: pytree.TreeSpec, leaves: list):
     """`tree_unflatten(leaves, spec)`, except that a library node becomes a `Tup` of kind
     `NodeKind` around its structured children rather than the library's object (whose
     constructor would see frontend values)."""
-    from dycl.frontend import values as V  # (values imports this module)
-
     it = iter(leaves)
 
     def visit(node: pytree.TreeSpec):
@@ -95,6 +95,4 @@ def _leaf_ids(obj) -> tuple:
 
 def holds(value, part) -> bool:
     """Whether `value` is `part` or holds it in its items."""
-    from dycl.frontend import values as V
-
     return value is part or isinstance(value, V.Tup) and any(holds(item, part) for item in value.items)

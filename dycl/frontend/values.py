@@ -24,7 +24,7 @@ from xdsl.ir import Attribute
 
 from dycl.dialects import dtypes
 from dycl.dialects.torch import BoolType, FloatType, IntType, ListType, NoneType, ValueTensorType
-from dycl.frontend import complex_values, pytree_values
+from dycl.frontend import complex_values
 from dycl.frontend.errors import FrontendError
 from dycl.ir import DyclParser, make_context
 
@@ -76,8 +76,9 @@ def python_container(value: Tup, items: list):
         return items
     if isinstance(value.kind, DictKind):
         return dict(zip(value.kind.keys, items))
-    if isinstance(value.kind, pytree_values.NodeKind):
-        return value.kind.build(items)
+    build = getattr(value.kind, "build", None)  # (a library object's kind rebuilds it: pytree_values.NodeKind)
+    if build is not None:
+        return build(items)
     return tuple(items)
 
 
