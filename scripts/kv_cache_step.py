@@ -28,23 +28,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import dycl
+from dycl.zoo.gpt_decode import KVCache  # gpt-fast's
 
 HEADS, HEAD_DIM = 4, 64
 DIM = HEADS * HEAD_DIM
-
-
-class KVCache(nn.Module):
-    def __init__(self, length: int):
-        super().__init__()
-        self.register_buffer("k_cache", torch.zeros(1, HEADS, length, HEAD_DIM))
-        self.register_buffer("v_cache", torch.zeros(1, HEADS, length, HEAD_DIM))
-
-    def update(self, input_pos, k_val, v_val):
-        k_out = self.k_cache
-        v_out = self.v_cache
-        k_out[:, :, input_pos] = k_val
-        v_out[:, :, input_pos] = v_val
-        return k_out, v_out
 
 
 class Attention(nn.Module):
@@ -52,7 +39,7 @@ class Attention(nn.Module):
         super().__init__()
         self.wqkv = nn.Linear(DIM, 3 * DIM, bias=False)
         self.wo = nn.Linear(DIM, DIM, bias=False)
-        self.kv_cache = KVCache(length)
+        self.kv_cache = KVCache(1, length, HEADS, HEAD_DIM)
 
     def forward(self, x, input_pos, mask):
         bsz, seqlen, _ = x.shape

@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dycl.zoo.gpt_decode import KVCache  # gpt-fast's KVCache (model.py): the write goes through an alias of the buffer
+
 SEQUENCES: dict = {}
 BUFFERS: dict = {}
 
@@ -98,27 +100,6 @@ class LlamaDecoder(nn.Module):
 
 SEQUENCES["llama_cache"] = (LlamaDecoder, _sequence_of_steps(4, 4))
 BUFFERS["llama_cache"] = ("attention.cache_k", "attention.cache_v")
-
-
-class KVCache(nn.Module):
-    """gpt-fast's KVCache (model.py): the write goes through an alias of the buffer."""
-
-    def __init__(self, max_batch_size, max_seq_length, n_heads, head_dim, dtype=torch.float32):
-        super().__init__()
-        cache_shape = (max_batch_size, n_heads, max_seq_length, head_dim)
-        self.register_buffer("k_cache", torch.zeros(cache_shape, dtype=dtype))
-        self.register_buffer("v_cache", torch.zeros(cache_shape, dtype=dtype))
-
-    def update(self, input_pos, k_val, v_val):
-        # input_pos: [S], k_val: [B, H, S, D]
-        assert input_pos.shape[0] == k_val.shape[2]
-
-        k_out = self.k_cache
-        v_out = self.v_cache
-        k_out[:, :, input_pos] = k_val
-        v_out[:, :, input_pos] = v_val
-
-        return k_out, v_out
 
 
 class GptFastAttention(nn.Module):
