@@ -14,21 +14,13 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
+from dycl.zoo.gpt_decode import logits_to_probs  # gpt-fast's (generate.py)
+
 CASES: dict = {}
 REFUSED: dict = {}
 
 
 # ----- gpt-fast: generate(idx, max_new_tokens, *, temperature, top_k, **sampling_kwargs) --
-
-
-def logits_to_probs(logits, temperature: float = 1.0, top_k: Optional[int] = None):
-    logits = logits / max(temperature, 1e-5)
-    if top_k is not None:
-        v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
-        pivot = v.select(-1, -1).unsqueeze(-1)
-        logits = torch.where(logits < pivot, -float("Inf"), logits)
-    probs = torch.nn.functional.softmax(logits, dim=-1)
-    return probs
 
 
 def sample(logits, temperature: float = 1.0, top_k: Optional[int] = None):
