@@ -195,50 +195,39 @@ def _median(record: dict, system: str) -> float:
     return entry.get("time", {}).get("median_ms", math.nan)
 
 
+PAIRED_RATIOS = {  # name -> (numerator system, denominator system), of their median times
+    "dynamism_overhead_ort": ("dycl-ort", "oracle-ort"),
+    "overhead_past_decisions_ort": ("dycl-ort", "oracle-ort-decided"),
+    "dynamism_overhead_tvm": ("dycl-tvm", "oracle-tvm"),
+    "tvm_tuned_vs_ort": ("dycl-tvm-tuned", "dycl-ort"),
+    "hoist_free_speedup": ("dycl-ort-nohoist", "dycl-ort"),
+    "merge_calls_speedup": ("dycl-ort", "dycl-ort-merge"),
+    "keep_branches_speedup": ("dycl-ort-split", "dycl-ort"),
+}
+
+
 def derive(record: dict) -> None:
     """Ratios the tables report: speed-up over eager and torch.compile, dynamism overhead
     (DyCL / oracle with the same backend), its part past deciding the path (DyCL / the
-    oracle with its decisions), hoist-free, merge-calls and keep-branches ablations."""
-    eager, compiled = _median(record, "eager"), _median(record, "torch.compile")
-    ratios = {}
+    oracle with its decisions), hoist-free, merge-calls and keep-branches ablations; the
+    ratios that divide a system whose rounds were unstable are listed apart."""
+    divides: dict[str, tuple[str, str]] = {}
     for system in record["systems"]:
-        ms = _median(record, system)
-        ratios[f"{system}/speedup_vs_eager"] = eager / ms
+        divides[f"{system}/speedup_vs_eager"] = ("eager", system)
         if system != "torch.compile":
-            ratios[f"{system}/speedup_vs_torch_compile"] = compiled / ms
-    ratios["dynamism_overhead_ort"] = _median(record, "dycl-ort") / _median(record, "oracle-ort")
-    ratios["overhead_past_decisions_ort"] = _median(record, "dycl-ort") / _median(record, "oracle-ort-decided")
-    ratios["dynamism_overhead_tvm"] = _median(record, "dycl-tvm") / _median(record, "oracle-tvm")
-    ratios["tvm_tuned_vs_ort"] = _median(record, "dycl-tvm-tuned") / _median(record, "dycl-ort")
-    ratios["hoist_free_speedup"] = _median(record, "dycl-ort-nohoist") / _median(record, "dycl-ort")
-    ratios["merge_calls_speedup"] = _median(record, "dycl-ort") / _median(record, "dycl-ort-merge")
-    ratios["keep_branches_speedup"] = _median(record, "dycl-ort-split") / _median(record, "dycl-ort")
-    record["ratios"] = {k: v for k, v in ratios.items()}
+            divides[f"{system}/speedup_vs_torch_compile"] = ("torch.compile", system)
+    divides |= PAIRED_RATIOS
+    ratios = {key: _median(record, top) / _median(record, bottom) for key, (top, bottom) in divides.items()}
+    record["ratios"] = ratios
     flagged = unstable_systems(record)
     record["unstable_systems"] = flagged
-    record["unstable_ratios"] = sorted(k for k in ratios if _ratio_systems(k) & set(flagged))
+    record["unstable_ratios"] = sorted(key for key, pair in divides.items() if set(pair) & set(flagged))
 
 
 def unstable_systems(record: dict) -> list[str]:
     """The systems of a record whose rounds did not measure one thing (`timing.unstable`)."""
     return [system for system, entry in record["systems"].items()
             if "time" in entry and unstable(entry["time"]["median_ms"], entry["time"]["q1_ms"], entry["time"]["q3_ms"])]
-
-
-def _ratio_systems(key: str) -> set[str]:
-    """The systems a ratio of `derive` divides."""
-    if "/" in key:
-        system, versus = key.split("/")
-        return {system, "eager" if versus.endswith("eager") else "torch.compile"}
-    return {
-        "dynamism_overhead_ort": {"dycl-ort", "oracle-ort"},
-        "overhead_past_decisions_ort": {"dycl-ort", "oracle-ort-decided"},
-        "dynamism_overhead_tvm": {"dycl-tvm", "oracle-tvm"},
-        "tvm_tuned_vs_ort": {"dycl-tvm-tuned", "dycl-ort"},
-        "hoist_free_speedup": {"dycl-ort-nohoist", "dycl-ort"},
-        "merge_calls_speedup": {"dycl-ort", "dycl-ort-merge"},
-        "keep_branches_speedup": {"dycl-ort-split", "dycl-ort"},
-    }[key]
 
 
 def bench(names: Sequence[str], settings: Settings, on_record=None) -> list[dict]:
