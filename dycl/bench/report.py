@@ -102,7 +102,8 @@ def merge_cold_costs(records: Sequence[dict], earlier: dict) -> None:
 
 
 def _stable_ratio(record: dict, key: str) -> float:
-    """A record's ratio, NaN (left out of geomeans) where a system it divides was unstable."""
+    """A ratio of `record` (a network's record, or its `throughput_details`), NaN (left out
+    of geomeans) where a system it divides was unstable."""
     return math.nan if key in record.get("unstable_ratios", ()) else record["ratios"].get(key, math.nan)
 
 
@@ -154,7 +155,7 @@ def throughput_summary(records: Sequence[dict]) -> dict:
     flagged unstable is left out."""
     ok = [r for r in records if "throughput" in r]
     top = max(max(r["throughput_details"]["sizes"]) for r in ok)
-    ratio = lambda key, rs=ok: [_stable_throughput_ratio(r["throughput_details"], key) for r in rs]  # noqa: E731
+    ratio = lambda key, rs=ok: [_stable_ratio(r["throughput_details"], key) for r in rs]  # noqa: E731
     finite = lambda xs: [x for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]  # noqa: E731
     vs_one, vs_static = ratio(f"run_many_vs_one_at_a_time@{top}"), ratio(f"run_many_vs_static@{top}")
     skipping = [r for r in ok if r["network"] not in SKIP_WORK_EXEMPT]
@@ -385,10 +386,6 @@ def _served(cost: dict | None) -> str:
     if not cost["run_many_form"]:
         return "none (run_many runs the one-request form)"
     return f"{cost['run_many_subdnn_count']} beside {cost['subdnn_count']}, {cost['compile_seconds']:.1f} s"
-
-
-def _stable_throughput_ratio(details: dict, key: str) -> float:
-    return math.nan if key in details.get("unstable_ratios", ()) else details["ratios"].get(key, math.nan)
 
 
 def _rps(x) -> str:
