@@ -105,7 +105,11 @@ def compiled(c, node: ast.AST, code: str, bindings: dict) -> V.EnvValue:
         nodes.written_as(statement, c.current[1] if c.current else node)
     none = lists.as_runtime_list(c, V.Tup((), "list"), V.SCALAR_LISTS[V.INT])  # (lists start empty, of ints)
     env = {**bindings, "__none": V.Dyn(none.value, none.type, [])}
-    return c.compile_block(statements, env, {"__out"})["__out"]
+    current = c.current
+    try:
+        return c.compile_block(statements, env, {"__out"})["__out"]
+    finally:
+        c.current = current  # (the user's statement is still the one being compiled)
 
 
 def _int_list(c, value: V.EnvValue, node: ast.AST, what: str) -> V.Dyn:
@@ -213,6 +217,8 @@ def check_context(c, node: ast.expr) -> None:
     of `name = ...` whose every use in the function is one of those (`check_uses`)."""
     statement = c.current[1] if c.current else None
     parents = {id(child): parent for parent in ast.walk(statement) for child in ast.iter_child_nodes(parent)} if statement else {}
+    if id(node) not in parents:  # (the statement compiled is a copy: the node at the same place)
+        node = next((n for n in ast.walk(statement) if _same_place(n, node)), node) if statement else node
     parent = parents.get(id(node))
     while isinstance(parent, ast.BinOp) and type(parent.op) in SET_OPERATORS:
         node, parent = parent, parents.get(id(parent))
@@ -250,6 +256,11 @@ def check_uses(c, name: str) -> None:
                 "in its hash table's order, which depends on the table's size and history",
                 f"iterate `sorted({written})`, or use `len({written})`, `k in {written}` and the set operators",
             )
+
+
+def _same_place(a: ast.AST, b: ast.AST) -> bool:
+    return type(a) is type(b) and all(getattr(a, k, None) == getattr(b, k, None) is not None
+                                      for k in ("lineno", "col_offset", "end_lineno", "end_col_offset"))
 
 
 def _order_free_use(c, node: ast.expr, parent, source=None) -> bool:

@@ -26,6 +26,7 @@ from dycl.frontend.rewrite import fresh_id
 from dycl.dialects.torch_ops import LIST_ITEM, LIST_LENGTH
 
 _COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+_SCALAR_EXAMPLES = {V.INT: 0, V.FLOAT: 0.0, V.BOOL: False}  # (an item of a list empty on the example path: `_runtime_item`)
 
 
 def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
@@ -505,12 +506,16 @@ def _runtime_item(c, expr: ast.Subscript, holder: V.Dyn, key) -> V.EnvValue:
     index = host_numpy.integer_item(c, index) or index  # (a numpy integer: through `__index__`)
     if index.type != V.INT:
         raise c.error(expr, f"indexing a list with {V.describe_type(index.type)}", "index it with an int")
-    if not holder.example:
+    scalar = V.list_item_scalar(holder.type)
+    if not holder.example and scalar is None:
         raise RuntimeSize.of(c.error(
             expr, f"`{source_text(expr)}` of a list that is empty on the example path",
             "check DyCL's example inputs: the list must have items when the model is imported",
         ))
-    example = lists.safe_item(holder.example, index.example)
+    # (a Python number read from a list empty on the example path, in a loop over it that
+    # the example does not enter: any number of its type stands for it, as the host op is
+    # exact for every value)
+    example = lists.safe_item(holder.example, index.example) if holder.example else _SCALAR_EXAMPLES[scalar]
     return c.builder.host_op(LIST_ITEM, [holder, index], lists.item_ir_type(holder), example)
 
 
