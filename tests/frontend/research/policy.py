@@ -530,7 +530,7 @@ class FactoredPolicyHeads(nn.Module):
         for k in range(len(self.action_heads)):
             a = getattr(self, "head{}".format(k))(h)
             if a.item() == 0 and k == 0:
-                return h.new_zeros(1, len(self.action_heads)), 0
+                return h.new_zeros(1, len(self.action_heads)), 0.0
         actions = [head.saved_action.float() for head in self.action_heads]
         log_prob = sum(head.saved_log_prob for head in self.action_heads)
         return torch.stack(actions, 1), float(log_prob)
