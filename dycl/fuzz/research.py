@@ -1003,7 +1003,7 @@ class Researcher:
         if form == "instance_forward":  # (its own stream and names: see INSTANCE_FORWARD_PROBABILITY)
             b, k = self.blocks, self.block_count
             self.block_count += 1
-            block = b.choice(sorted(CLASSES))
+            block = b.choice(sorted(name for name in CLASSES if name.startswith("OnlyForward")))  # (SDN's blocks)
             self.classes.add(block)
             layer = f"nn.Conv2d({w}, {w}, 3, padding=1)" if stage == "image" else f"nn.Linear({w}, {w})"
             output = b.choice(["None", layer.replace(", 3, padding=1", ", 1")])
