@@ -143,8 +143,8 @@ def reversed_inputs():
 
 class ZeroDropped(nn.Module):
     """Rows whose score is not positive zeroed, one by one, in order: the indices from a
-    mask (`(~kept).nonzero().flatten().tolist()`), the form DyCL suggests for
-    `sorted(set(range(n)) - set(keep))`."""
+    mask (`(~kept).nonzero().flatten().tolist()`), the mask form of
+    `sorted(set(range(n)) - set(keep))` (`UnfinishedRows`)."""
 
     def forward(self, x):
         kept = x.sum(1) > 0

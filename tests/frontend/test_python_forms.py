@@ -16,9 +16,14 @@ meaning (before, each was refused):
   tensor's value as a Python value", "cannot be captured as a tensor program");
 - `for v in reversed(x.numpy())`: the rows last first (before: "`reversed` is not lowered
   for numpy");
-- refused at the line: `set(keep)` of runtime values (the host has no sets; the hint's
-  mask form compiles, `zero_dropped_rows`); `torch.tensor(lst)` of a runtime-length list of ints without a
-  dtype (an empty list makes float32, a non-empty one int64).
+- sets of runtime ints (issue 34, item 9.2): `set(range(b)) - set(finished)` visited through
+  `sorted(...)`, `&`, `|`, `^`, `len`, `in` (a set is the sorted list of its distinct items,
+  made by host loops); `sorted(lst)` of runtime ints (`reverse=True` too); `lst.index(v,
+  start)`; `x.numpy()[::-1]` (before: each refused);
+- refused at the line: a use of a set where its order shows (`for i in s`, `list(s)`: CPython
+  iterates a set in its hash table's order); `sorted` of runtime floats; `torch.from_numpy`
+  of a reversed array (eager raises); `torch.tensor(lst)` of a runtime-length list of ints
+  without a dtype (an empty list makes float32, a non-empty one int64).
 """
 
 from __future__ import annotations
