@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import torch
 
 from dycl.frontend import nodes
-from dycl.frontend.callees import module_named, wrapped
+from dycl.frontend.callees import is_module_list, module_named, wrapped
+from dycl.frontend.lists import CONTAINER_METHOD_NAMES
 from dycl.frontend import values as V
 
 
@@ -74,6 +75,7 @@ class ModuleAttributes:
         self.by_name: dict[str, Attribute] = {}
         self.read_from_module: dict[str, ast.AST] = {}  # variable -> the first load of the module's value
         self.assigned: set[str] = set()  # attribute names some code assigns (`hidden`)
+        self.attribute_names: set[str] = set()  # the attribute names that have variables (`hidden`)
 
     # ----- marking ----------------------------------------------------------------------
 
@@ -137,6 +139,7 @@ class ModuleAttributes:
         if key not in self._by_key:
             name = f"{nodes.ATTRIBUTE_PREFIX}{len(self._by_key)}_{attr}"
             self._by_key[key] = self.by_name[name] = Attribute(name, owner, attr)
+            self.attribute_names.add(attr)
         return self._by_key[key]
 
     # ----- compiling ----------------------------------------------------------------------
@@ -145,7 +148,7 @@ class ModuleAttributes:
         """`stmt` with its marked accesses turned into variables where the call assigned them
         (on this path, or earlier in the same run: `written`). Only the statement's own
         expressions: nested statement lists are bound when they are compiled."""
-        if not self.by_name or not _has_marks(stmt):
+        if not self.by_name or not (_has_marks(stmt) or _names_attribute(stmt, self.attribute_names)):
             return stmt
         bound = self._bind(stmt, _Binder(self, env, written, error))
         if self.append_only:
@@ -171,10 +174,15 @@ class ModuleAttributes:
 
     def concerns(self, fdef: ast.FunctionDef) -> bool:
         """Whether a helper must be compiled by DyCL (inlined), not run inside a captured
-        block: it assigns an attribute, or reads one by the name of one that code assigns
-        (configuration that nothing assigns, `self.threshold`, is read where it runs)."""
+        block: it assigns an attribute, reads one by the name of one that code assigns
+        (configuration that nothing assigns, `self.threshold`, is read where it runs), or
+        changes a container an attribute holds (`self.gate_instances.append(g)`: run on
+        examples, it would change the module's own list; compiled, it is refused)."""
         for node in ast.walk(fdef):
             if isinstance(node, ast.Attribute) and (isinstance(node.ctx, ast.Store) or node.attr in self.assigned):
+                return True
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_METHOD_NAMES
+                    and isinstance(node.func.value, ast.Attribute)):
                 return True
         return False
 
@@ -258,13 +266,13 @@ class _Binder(ast.NodeTransformer):
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign):
-        name = getattr(node.target, "dycl_local", None)
+        name = self._variable_of(node.target) if isinstance(node.target, ast.Attribute) else None
         if name is not None and not self._assigned(name, node):
             raise self.attributes.refuse_persistent(name, node, self.error)  # `self.count += 1`
         return self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute):
-        name = getattr(node, "dycl_local", None)
+        name = self._variable_of(node)
         if name is None:
             return self.generic_visit(node)
         if isinstance(node.ctx, ast.Del):
@@ -282,6 +290,56 @@ class _Binder(ast.NodeTransformer):
             return ast.copy_location(ast.Name(name, ast.Load()), node)
         self.attributes.read_from_module.setdefault(name, node)
         return self.generic_visit(node)
+
+    def visit_ListComp(self, node: ast.ListComp):
+        """`[g.saved_action for g in self.gate_instances]` over modules known here, whose
+        element reads an attribute variable of the item: one element per module, each
+        reading its own module's variable (`[__attr3_saved_action, __attr7_saved_action]`)."""
+        unrolled = _unrolled_over_modules(node, self._constant_of, self.attributes)
+        return self.visit(unrolled) if unrolled is not None else self.generic_visit(node)
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp):
+        """`sum(h.saved_log_prob for h in self.heads)`: the same, as a generator over the
+        unrolled list, when computing an element ahead of the consumer changes nothing (it
+        only reads attributes of the item and calls their methods, no other function)."""
+        unrolled = _unrolled_over_modules(node, self._constant_of, self.attributes)
+        if unrolled is None:
+            return self.generic_visit(node)
+        item = f"__item{nodes.fresh_id()}"
+        generator = ast.comprehension(target=ast.Name(item, ast.Store()), iter=self.visit(unrolled), ifs=[], is_async=0)
+        return nodes.located(ast.GeneratorExp(elt=ast.Name(item, ast.Load()), generators=[generator]), node)
+
+    def _variable_of(self, node: ast.Attribute) -> str | None:
+        """The attribute variable `node` accesses: its mark (`self.hidden`), or the variable
+        of a module this call reaches through a reference known here (`g.saved_action` with
+        `g` a module of a loop over modules, `self.gate_instances[0].saved_action`)."""
+        name = getattr(node, "dycl_local", None)
+        if name is not None or node.attr not in self.attributes.attribute_names:
+            return name
+        owner = self._constant_of(node.value)
+        attribute = self.attributes._by_key.get((id(owner), node.attr)) if isinstance(owner, torch.nn.Module) else None
+        return attribute.name if attribute is not None else None
+
+    def _constant_of(self, expr: ast.expr):
+        """The object `expr` names when it is known here: a variable bound to a constant, a
+        submodule or a module list of it, an item of one at a constant index; else None."""
+        if isinstance(expr, ast.Name):
+            value = self.env.get(expr.id)
+            return value.value if isinstance(value, V.Const) else None
+        if isinstance(expr, ast.Attribute) and getattr(expr, "dycl_local", None) is None:
+            base = self._constant_of(expr.value)
+            if isinstance(base, torch.nn.Module):
+                found = base._modules.get(expr.attr, base.__dict__.get(expr.attr))
+                return found if isinstance(found, torch.nn.Module) or is_module_list(found) else None
+        index = _constant_index(expr.slice) if isinstance(expr, ast.Subscript) else None
+        if index is not None:
+            base = self._constant_of(expr.value)
+            if is_module_list(base) or isinstance(base, (torch.nn.ModuleList, torch.nn.Sequential)):
+                try:
+                    return base[index]
+                except IndexError:
+                    return None
+        return None
 
     def _assigned(self, name: str, node: ast.AST) -> bool:
         value = self.env.get(name, V.MISSING)
@@ -343,9 +401,79 @@ def _is_state(owner: torch.nn.Module, attr: str) -> bool:
     if attr.startswith("__") or attr in owner._parameters or attr in owner._buffers or attr in owner._modules:
         return False
     if attr in owner.__dict__:
-        return True
+        return not is_module_list(owner.__dict__[attr])  # (`self.gate_instances`: modules, not state)
     on_class = inspect.getattr_static(type(owner), attr, _ABSENT)
     return on_class is _ABSENT or not (callable(on_class) or hasattr(on_class, "__get__"))
+
+
+def _unrolled_over_modules(comp: ast.ListComp | ast.GeneratorExp, constant_of, attributes: ModuleAttributes) -> ast.List | None:
+    """`[e(g) for g in mods]` as `[e(mods[0]), e(mods[1]), ...]` when `mods` is a list of
+    modules known here and `e` reads an attribute variable of some item (`g.saved_action`),
+    else None. Python evaluates `mods` once and `e` per item in order; the list is constant,
+    so reading `mods[k]` instead of the item is the same. (A generator's element must call
+    nothing but methods of what it reads from the item: `_reads_only`.)"""
+    if len(comp.generators) != 1:
+        return None
+    generator = comp.generators[0]
+    if generator.ifs or generator.is_async or not isinstance(generator.target, ast.Name):
+        return None
+    modules = constant_of(generator.iter)
+    if not (is_module_list(modules) or isinstance(modules, (torch.nn.ModuleList, torch.nn.Sequential))):
+        return None
+    target = generator.target.id
+    if any(isinstance(n, ast.comprehension) and target in {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+           for n in ast.walk(comp.elt)):
+        return None  # (an inner comprehension rebinds the name)
+    read = {n.attr for n in ast.walk(comp.elt) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == target}
+    if not any((id(module), attr) in attributes._by_key for module in modules for attr in read):
+        return None
+    if isinstance(comp, ast.GeneratorExp) and not _reads_only(comp.elt, target, attributes.attribute_names):
+        return None
+
+    class Item(ast.NodeTransformer):
+        def __init__(self, k: int):
+            self.k = k
+
+        def visit_Name(self, node: ast.Name):
+            if node.id != target:
+                return node
+            item = ast.Subscript(value=copy.deepcopy(generator.iter), slice=ast.Constant(self.k), ctx=ast.Load())
+            return ast.copy_location(item, node)
+
+    elements = [Item(k).visit(copy.deepcopy(comp.elt)) for k in range(len(modules))]
+    unrolled = ast.copy_location(ast.List(elts=elements, ctx=ast.Load()), comp)
+    for node in ast.walk(unrolled):
+        if "lineno" in node._attributes and not hasattr(node, "lineno"):
+            ast.copy_location(node, comp)
+    return unrolled
+
+
+def _reads_only(expr: ast.expr, target: str, variables: set[str]) -> bool:
+    """Whether evaluating `expr` calls nothing but methods of attribute variables read from
+    `target` (`h.saved_log_prob.float()`: the item's own modules are never called) and
+    assigns nothing: computed early, it is the same."""
+    def first_attribute(node) -> str | None:
+        while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+            inner = node.func if isinstance(node, ast.Call) else node.value
+            if isinstance(node, ast.Attribute) and isinstance(inner, ast.Name) and inner.id == target:
+                return node.attr
+            node = inner
+        return None
+
+    for node in ast.walk(expr):
+        if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda)):
+            return False
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and first_attribute(node.func.value) in variables):
+            return False
+    return True
+
+
+def _constant_index(node: ast.expr) -> int | None:
+    """The int an index written as a literal denotes (`0`, `-1`), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _constant_index(node.operand)
+        return -inner if inner is not None else None
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _assigned(value) -> bool:
@@ -356,4 +484,11 @@ def _has_marks(stmt: ast.AST) -> bool:
     return any(getattr(n, "dycl_local", None) for n in ast.walk(stmt))
 
 
+def _names_attribute(stmt: ast.AST, names: set[str]) -> bool:
+    """Whether `stmt` reads or writes an attribute by the name of one that has a variable (it
+    may reach that variable through a module known here: `g.saved_action`)."""
+    return any(isinstance(n, ast.Attribute) and n.attr in names for n in ast.walk(stmt))
+
+
 __all__ = ["ModuleAttributes", "PARTIAL", "Poisoned", "AttributeStateRead"]
+

@@ -102,7 +102,7 @@ def _filled(cell) -> bool:
     return True
 
 
-__all__ = ["entry", "function_of", "forward_is", "module_forward", "runs_only_forward", "wrapped"]
+__all__ = ["entry", "function_of", "forward_is", "is_module_list", "module_forward", "module_named", "runs_only_forward", "wrapped"]
 
 
 def module_named(expr: ast.expr, self_name: str, receiver: torch.nn.Module) -> torch.nn.Module | None:
@@ -116,3 +116,11 @@ def module_named(expr: ast.expr, self_name: str, receiver: torch.nn.Module) -> t
             child = parent._modules.get(expr.attr)
             return child if isinstance(child, torch.nn.Module) else None
     return None
+
+
+def is_module_list(value) -> bool:
+    """A plain list (or tuple) of modules kept on a module (`self.gate_instances`, filled in
+    `__init__` with modules registered elsewhere too): what forward reads of it is constant,
+    as a `ModuleList` is (attributes.py, state.py); a change of it in forward is refused
+    where it is compiled, as any change of a list the module holds (`lists.module_state_owner`)."""
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, torch.nn.Module) for v in value)

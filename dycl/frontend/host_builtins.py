@@ -21,7 +21,7 @@ import builtins
 
 import torch
 
-from dycl.frontend import lists, nodes
+from dycl.frontend import host_sets, lists, nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import RuntimeSize
@@ -322,17 +322,51 @@ def _len(c, expr, env):
 
 
 def _set(c, expr, env):
-    """`set(keep)` of runtime values: which items are equal is known only at run time, and
-    the host program has no set values: refused, naming the set."""
+    """`set(keep)` of runtime ints: the sorted list of its distinct items (host_sets.py),
+    used only where a set's order does not show."""
     node = _one_argument(c, expr, expr.func.id if isinstance(expr.func, ast.Name) else "set") if expr.args else None
-    value = c.expression(node, env) if node is not None and not isinstance(node, COMPREHENSIONS) else None
-    if value is None or isinstance(value, V.Const):
+    if node is None or isinstance(node, COMPREHENSIONS):
         return None
-    raise c.error(
-        expr, f"{_describe(expr)}: a set of runtime values (which items are equal is known only at run time)",
-        "keep a mask: `keep_mask = torch.zeros(n, dtype=torch.bool); keep_mask[keep] = True`, then "
-        "`others = (~keep_mask).nonzero().flatten().tolist()` for the others, in order",
-    )
+    ranged = _runtime_range(c, node, env)
+    value = ranged if ranged is not None else c.expression(node, env)
+    if isinstance(value, V.Const):
+        try:  # (known here: Python's own set)
+            return V.Const(c._eval_constant(expr.func, env)(value.value))
+        except Exception:
+            return None
+    host_sets.check_context(c, expr)
+    return value if isinstance(value, host_sets.SortedSet) else host_sets.distinct(c, expr, value, "a set")
+
+
+def _runtime_range(c, node: ast.expr, env) -> V.EnvValue | None:
+    """The items of `range(...)` of runtime ints, as a runtime list (ascending for a positive
+    step: a set of them is that list), else None."""
+    if not (isinstance(node, ast.Call) and c._try_constant(node.func, env, quiet=True) is builtins.range
+            and 1 <= len(node.args) <= 3 and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)):
+        return None
+    bounds = [c.expression(a, env) for a in node.args]
+    if all(isinstance(b, V.Const) for b in bounds):
+        return V.Const(range(*(b.value for b in bounds)))
+    names = [f"__r{k}" for k in range(len(bounds))]
+    made = host_sets.compiled(c, node, f"__out = list(__none)\nfor __v in range({', '.join(names)}):\n    __out.append(__v)\n", dict(zip(names, bounds)))
+    step = bounds[2] if len(bounds) == 3 else V.Const(1)
+    if isinstance(made, V.Dyn) and isinstance(step, V.Const) and step.value > 0:
+        return host_sets.SortedSet(made.value, made.type, list(made.example))
+    return made
+
+
+def _sorted(c, expr, env):
+    """`sorted(lst)` / `sorted(lst, reverse=True)` of runtime ints (host_sets.py); None for
+    anything else (a constant, a `key=`: the caller's default)."""
+    if len(expr.args) != 1 or isinstance(expr.args[0], ast.Starred) or any(k.arg != "reverse" for k in expr.keywords):
+        return None
+    reverse = c._try_constant(expr.keywords[0].value, env, quiet=True) if expr.keywords else False
+    if type(reverse) is not bool:
+        raise c.error(expr, f"{_describe(expr)}: `reverse` known only at run time", "pass a constant")
+    value = c.expression(expr.args[0], env)
+    if isinstance(value, V.Const) or not (lists.is_list(value) or isinstance(value, V.Tup)):
+        return None
+    return host_sets.sorted_list(c, expr, value, reverse)
 
 
 def _list(c, expr, env):
@@ -513,6 +547,7 @@ HANDLERS = {
     builtins.list: _list,
     builtins.set: _set,
     builtins.frozenset: _set,
+    builtins.sorted: _sorted,
     builtins.tuple: _tuple,
     builtins.sum: _sum,
     builtins.max: _max,

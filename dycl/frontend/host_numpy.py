@@ -374,6 +374,38 @@ def method_call(c, call: ast.Call, env, receiver):
     )
 
 
+@dataclass(frozen=True)
+class ReversedArray(NumpyValue):
+    """`a[::-1]` of a numpy value: numpy's view with a negative stride, which torch does not
+    take (`torch.from_numpy` raises on it; `.copy()` first)."""
+
+
+def reversed_view(c, expr: ast.Subscript, holder, env) -> V.EnvValue | None:
+    """`a[::-1]`, `a[:, ::-1]` of a numpy value: the values of `torch.flip` along the dims
+    sliced with step -1 (torch's slices take no negative step), then the other slices.
+    None when the index has no negative step; other negative steps are refused."""
+    parts = list(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+    steps = [c._try_constant(p.step, env, quiet=True) if isinstance(p, ast.Slice) and p.step is not None else None for p in parts]
+    if not any(isinstance(s, int) and s < 0 for s in steps):
+        return None
+    bounds = [[c._try_constant(b, env, quiet=True) if b is not None else None for b in (p.lower, p.upper)]
+              if isinstance(p, ast.Slice) else None for p in parts]
+    if any(b is None or any(v is V.MISSING for v in b) for b in bounds) or any(s is V.MISSING for s in steps):
+        raise c.error(expr, f"{_describe(expr)}: a negative step on a numpy value, with an index other than slices of constant bounds",
+                      "reverse it alone (`a[::-1]`), then index the result")
+    if any(isinstance(s, int) and s < 0 and (s != -1 or b != [None, None]) for s, b in zip(steps, bounds)):
+        raise c.error(expr, f"{_describe(expr)}: a negative step other than `::-1` on a numpy value",
+                      "reverse with `a[::-1]`, then slice the result with a positive step")
+    dims = tuple(k for k, s in enumerate(steps) if s == -1)
+    kept = ", ".join(":" if s == -1 else f"{_text(b[0])}:{_text(b[1])}:{_text(s)}" for s, b in zip(steps, bounds))
+    flipped = _run(c, expr, f"__dycl_torch.flip(__a, {dims!r})[{kept}]", {"__a": as_torch(holder)})
+    return ReversedArray(flipped.value, flipped.type, flipped.example)
+
+
+def _text(value) -> str:
+    return "" if value is None else repr(value)
+
+
 TORCH_FROM_NUMPY = {torch.from_numpy, torch.as_tensor}
 
 
@@ -381,6 +413,9 @@ def torch_from_numpy(c, call: ast.Call, env, func):
     if len(call.args) != 1 or call.keywords:
         return None
     value = c.expression(call.args[0], env)
+    if isinstance(value, ReversedArray):  # (eager raises: a negative stride)
+        raise c.error(call, f"{_describe(call)}: ValueError: a numpy array with a negative stride (`a[::-1]`) is not taken by torch",
+                      "copy it first: `torch.from_numpy(a[::-1].copy())`")
     if isinstance(value, NumpyValue):
         return as_torch(value)  # the same memory
     return None

@@ -16,7 +16,7 @@ import copy
 
 import torch
 
-from dycl.frontend import host_builtins, host_expressions, host_numpy, lists, packed, predicates, sizes
+from dycl.frontend import host_builtins, host_expressions, host_numpy, host_sets, lists, packed, predicates, sizes
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
@@ -26,6 +26,7 @@ from dycl.frontend.rewrite import fresh_id
 from dycl.dialects.torch_ops import LIST_ITEM, LIST_LENGTH
 
 _COMPARISON_WORDS = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+_SCALAR_EXAMPLES = {V.INT: 0, V.FLOAT: 0.0, V.BOOL: False}  # (an item of a list empty on the example path: `_runtime_item`)
 
 
 def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
@@ -157,6 +158,8 @@ def _membership(c, expr: ast.Compare, item: V.EnvValue, container: V.EnvValue) -
         candidates = [V.Const(v) for v in container.value]
     elif isinstance(container, V.Tup) and not isinstance(container.kind, V.DictKind):
         candidates = list(container.items)
+    elif isinstance(container, V.Dyn) and container.type == V.SCALAR_LISTS[V.INT]:
+        return host_sets.contains(c, expr, item, container)  # (a runtime list or set of ints)
     else:
         raise c.error(expr, f"`{source_text(expr)}`: `in` on a {V.kind_of(container)} of runtime values", "compare with each item (`k == a or k == b`)")
     found = None
@@ -233,14 +236,21 @@ def _list_index(c, expr: ast.Call, env, container) -> V.EnvValue:
     """`lst.index(v)` (beam search's `scores.index(max(scores))`) over a list of known
     length: the first k with `lst[k] == v`, chosen on the host item by item from the last,
     and eager's ValueError where no item is equal. (Python's `index` also matches an item
-    that *is* v; only a NaN is not equal to itself, and a NaN is never found here.)"""
-    if len(expr.args) != 1 or expr.keywords:
-        raise c.error(expr, f"`{source_text(expr)}`: `index` with a start or stop on a list of runtime values", "slice the list first (`lst[a:b].index(v)`)")
+    that *is* v; only a NaN is not equal to itself, and a NaN is never found here.) With a
+    start (and stop), `lst.index(v, i, j)`, only the positions in `lst[i:j]` as `index`
+    bounds them (from the end when negative, then clamped at 0) are candidates: decided here
+    for constant bounds, by a host test per position for runtime ones."""
+    if not 1 <= len(expr.args) <= 3 or expr.keywords or any(isinstance(a, ast.Starred) for a in expr.args):
+        raise c.error(expr, f"`{source_text(expr)}`: `index` with these arguments", "call `lst.index(v)`, `lst.index(v, start)` or `lst.index(v, start, stop)`")
     items = _scalar_items(container)
     wanted = c.expression(expr.args[0], env)
     if host_expressions.is_tensor(wanted) or not isinstance(wanted, (V.Const, V.Dyn)):
         raise c.error(expr, f"`{source_text(expr)}`: `index` of a {V.kind_of(wanted)} in a list of Python numbers", "look up a Python number (`float(v)`, `int(v)`)")
-    example = eager(c, expr, lambda: [V.example_of(i) for i in items].index(V.example_of(wanted)))
+    bounds = [c.expression(a, env) for a in expr.args[1:]]
+    for bound in bounds:
+        if not (isinstance(bound, V.Const) and type(bound.value) is int or isinstance(bound, V.Dyn) and bound.type == V.INT):
+            raise c.error(expr, f"`{source_text(expr)}`: a bound of `index` that is a {V.kind_of(bound)}", "give ints")
+    example = eager(c, expr, lambda: [V.example_of(i) for i in items].index(V.example_of(wanted), *(V.example_of(b) for b in bounds)))
     position: V.EnvValue = V.Const(-1)  # (not found)
     for k in reversed(range(len(items))):
         if isinstance(items[k], V.Const) and isinstance(wanted, V.Const):
@@ -248,6 +258,7 @@ def _list_index(c, expr: ast.Call, env, container) -> V.EnvValue:
         else:
             a, b = _scalar_pair(c, items[k], wanted, expr)
             equal = c.builder.host_op(f"torch.aten.eq.{V.scalar_name(a.type)}", [a, b], V.BOOL, a.example == b.example)
+        equal = _within_bounds(c, equal, k, len(items), bounds)
         if isinstance(equal, V.Const):
             position = V.Const(k) if equal.value else position
             continue
@@ -255,10 +266,33 @@ def _list_index(c, expr: ast.Call, env, container) -> V.EnvValue:
         (chosen,) = c.select(equal, lambda k=k: [c.builder.constant(k).value], lambda: [c.builder.materialize(later).value])
         position = V.Dyn(chosen, V.INT, example)
     if isinstance(position, V.Const):
+        if position.value == -1:
+            raise c.error(expr, f"`{source_text(expr)}`: ValueError: the value is not in the list", "check the example inputs")
         return position
     found = c.builder.host_op("torch.aten.ne.int", [position, c.builder.constant(-1)], V.BOOL, True)
     c.runtime_check(found, expr, f"`{source_text(expr)}`: the value is not in the list", kind="ValueError")
     return position
+
+
+def _within_bounds(c, equal: V.EnvValue, k: int, n: int, bounds: list) -> V.EnvValue:
+    """`equal` and position k in [start, stop) as `list.index` bounds them (n items)."""
+    for bound, holds in zip(bounds, (lambda k, b: k >= b, lambda k, b: k < b)):
+        if isinstance(equal, V.Const) and not equal.value:
+            return equal
+        if isinstance(bound, V.Const):
+            limit = bound.value + n if bound.value < 0 else bound.value
+            inside = V.Const(holds(k, max(limit, 0)))
+        else:
+            limit = lists._wrapped(c, bound, n)  # (from the end when negative; k >= 0 clamps)
+            name = "ge" if holds(1, 1) else "lt"
+            inside = c.builder.host_op(f"torch.aten.{name}.int", [c.builder.constant(k), limit], V.BOOL, holds(k, limit.example))
+        if isinstance(inside, V.Const):
+            equal = equal if inside.value else V.Const(False)
+        elif isinstance(equal, V.Const):
+            equal = inside
+        else:
+            equal = c.builder.host_op("torch.aten.__and__.bool", [equal, inside], V.BOOL, equal.example and inside.example)
+    return equal
 
 
 def is_none_test(c, expr: ast.Compare, operands) -> V.EnvValue:
@@ -299,6 +333,9 @@ def _scalar_pair(c, left, right, node):
 
 def host_BinOp(c, expr: ast.BinOp, env) -> V.EnvValue:
     left, right = c.expression(expr.left, env), c.expression(expr.right, env)
+    if type(expr.op) in host_sets.SET_OPERATORS and host_sets.is_set_operation(left, right):
+        host_sets.check_context(c, expr)
+        return host_sets.combine(c, expr, host_sets.as_set(c, expr, left), host_sets.as_set(c, expr, right))
     if isinstance(expr.op, ast.Add) and (lists.is_list(left) or lists.is_list(right)):
         ops = lists.ListOps(c, expr, f"`{source_text(expr)}`")
         if not (lists.is_list(left) and lists.is_list(right)):
@@ -399,6 +436,9 @@ def host_Subscript(c, expr: ast.Subscript, env) -> V.EnvValue:
             raise packed.refuse(c, expr, "indexes with something other than a constant int")
         return packed.read(c, expr, holder, key)
     if not (lists.is_list(holder) or isinstance(holder, V.Tup) or isinstance(holder, V.Const) and isinstance(holder.value, tuple)):
+        reversed_rows = host_numpy.reversed_view(c, expr, holder, env) if host_numpy.is_numpy(holder) else None
+        if reversed_rows is not None:  # (`x.numpy()[::-1]`)
+            return reversed_rows
         sliced = c._sliced_on_host(expr, holder, env)
         if sliced is not None:
             return host_numpy.mark(sliced, [holder])
@@ -466,12 +506,16 @@ def _runtime_item(c, expr: ast.Subscript, holder: V.Dyn, key) -> V.EnvValue:
     index = host_numpy.integer_item(c, index) or index  # (a numpy integer: through `__index__`)
     if index.type != V.INT:
         raise c.error(expr, f"indexing a list with {V.describe_type(index.type)}", "index it with an int")
-    if not holder.example:
+    scalar = V.list_item_scalar(holder.type)
+    if not holder.example and scalar is None:
         raise RuntimeSize.of(c.error(
             expr, f"`{source_text(expr)}` of a list that is empty on the example path",
             "check DyCL's example inputs: the list must have items when the model is imported",
         ))
-    example = lists.safe_item(holder.example, index.example)
+    # (a Python number read from a list empty on the example path, in a loop over it that
+    # the example does not enter: any number of its type stands for it, as the host op is
+    # exact for every value)
+    example = lists.safe_item(holder.example, index.example) if holder.example else _SCALAR_EXAMPLES[scalar]
     return c.builder.host_op(LIST_ITEM, [holder, index], lists.item_ir_type(holder), example)
 
 

@@ -11,6 +11,9 @@ unconditionally (`_hoist_nested_call`), and is refused otherwise. What a call ru
 from __future__ import annotations
 
 import ast
+import functools
+
+import torch
 
 from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, library_calls, nested_functions, nodes, packed
 from dycl.frontend import values as V
@@ -86,10 +89,34 @@ def callee(c, call_node: ast.Call, env, nested: bool = False):
     bodies = [source.node, *binding.wrapped_bodies(function, library_calls.LIBRARY_PACKAGES)]  # (a wrapper runs them too)
     must = exceptions.must_inline(call_node, function, receiver) or _passes_runtime_scalars(call_node, env) or any(
         has_control_flow(n) or c.attributes.concerns(n) or changes_an_argument_list(n) or _packs_sequences(n)
-        or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(c, source, receiver, call_node, env)
+        or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(c, source, receiver, call_node, env) \
+        or _runs_attribute_writer(func)
     if not must and (nested or not any(_desugared(n) for n in bodies)):
         return None  # runs inside a captured block
     return source, receiver
+
+
+def _runs_attribute_writer(called) -> bool:
+    """Whether the module `called` holds a module whose forward (of the user's) assigns
+    module attributes (a block owning a gate that stores `self.saved_action = action`): run
+    inside a captured block, that store would be the example run's (and refused), so the
+    block's forward is inlined, down to the gate."""
+    if not isinstance(called, torch.nn.Module):
+        return False
+    for module in called.modules():
+        resolved = callees.function_of(module) if module is not called else None
+        if resolved is not None and not library_calls.is_library_function(resolved[0]) and _assigns_attributes(resolved[0]):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=512)
+def _assigns_attributes(function) -> bool:
+    try:
+        fdef = parse_function(function).node
+    except FrontendError:
+        return False
+    return any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) for n in ast.walk(fdef))
 
 
 def _passes_runtime_scalars(call: ast.Call, env) -> bool:

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import torch
 
 from dycl.frontend import values as V
-from dycl.frontend.callees import module_named, wrapped
+from dycl.frontend.callees import is_module_list, module_named, wrapped
 from dycl.frontend.nodes import fresh_id
 from dycl.frontend.errors import FrontendError
 
@@ -518,7 +518,8 @@ def _appended_lists(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]
             if receiver is None:
                 continue
             owner = module_named(receiver.value, self_name, module)
-            if owner is not None and type(owner.__dict__.get(receiver.attr)) is list:
+            value = owner.__dict__.get(receiver.attr) if owner is not None else None
+            if type(value) is list and not is_module_list(value):  # (`self.gate_instances`: constant modules)
                 if not any(o is owner and a == receiver.attr for o, a in found):
                     found.append((owner, receiver.attr))
     return found

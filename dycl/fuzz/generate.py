@@ -470,7 +470,8 @@ def _is_research(stmt: Stmt) -> bool:
 
 
 def _research_module(name: str) -> bool:
-    return name in R.STATE_MODULES or (name.startswith("r") and name[1:].isdigit()) or (name.startswith("rb") and name[2:].isdigit())
+    return name in R.STATE_MODULES or (name.startswith("r") and name[1:].isdigit()) or (name.startswith("rb") and name[2:].isdigit()) \
+        or (name.startswith(("rgl", "rg")) and name.lstrip("rgl").isdigit())
 
 
 def _uses(stmts: list[Stmt], name: str) -> bool:

@@ -148,6 +148,12 @@ FORMS = (
     # sizes that depend on the data: nonzero and mask gathers, stores back, a loop over the
     # live rows that stops when none is left
     "data_dependent_size",
+    # gates kept in a plain list besides their ModuleList, what each saved on itself read back
+    # through the list (dycl.fuzz.research draws it from its own stream, after `attr_list`)
+    "gate_list",
+    # sets of runtime ints, `sorted`, `index(v, start)`, `a[::-1]` of a numpy value (its own
+    # stream, after `data_dependent_size`)
+    "set_indices",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -204,6 +210,11 @@ PREDICATE_CONDITIONS = 1
 # the rows (`.tolist()`, `.index(max(...))`, comprehensions decided at run time), drawn from
 # `Researcher.numbers`.
 NUMBERS_PROBABILITY = 0.35
+# `attr_list` is followed by a gate list (`gate_list`), and `data_dependent_size` by index
+# bookkeeping with sets (`set_indices`), with these probabilities, drawn from `Researcher.gates`
+# and `Researcher.sets`.
+GATE_LIST_PROBABILITY = 0.5
+SETS_PROBABILITY = 0.35
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
@@ -257,6 +268,19 @@ class OnlyForwardBlock(nn.Module):
         fwd = self.layers[1](self.layers[0](x))
         return fwd, 0, None
 """,
+    "SavedActionGate": """\
+class SavedActionGate(nn.Module):
+    def __init__(self, width):
+        super(SavedActionGate, self).__init__()
+        self.proj = nn.Linear(width, 1)
+
+    def forward(self, s):
+        prob = torch.sigmoid(self.proj(s))
+        action = (prob > 0.5).float()
+        self.saved_action = action
+        self.saved_prob = prob
+        return action
+""",
     "OnlyForwardPlainBlock": """\
 class OnlyForwardPlainBlock(nn.Module):
     def __init__(self, layer, output):
@@ -301,6 +325,10 @@ class Researcher:
         self.block_count = 0
         # the issue-34 Python numbers (`python_numbers`) draw from a stream of their own too
         self.numbers = random.Random(f"issue34 numbers {rng.getstate()[1][:8]}")
+        # the issue-34 gate lists and sets of ints draw from streams of their own too
+        self.gates = random.Random(f"issue34 gates {rng.getstate()[1][:8]}")
+        self.sets = random.Random(f"issue34 sets {rng.getstate()[1][:8]}")
+        self.gate_lists = 0
 
     # ----- names, modules, pieces --------------------------------------------------------
 
@@ -570,6 +598,56 @@ class Researcher:
         return [Research(f"{made}\n{chosen} = ({rows}.sum(1) > {threshold}).nonzero().flatten().tolist() + [3]\n"
                          f"{slots} = [i + 1 for i in {chosen}]\n"
                          f"x = x + 0.01 * (torch.tensor({slots}, dtype=torch.long).sum() + len({chosen}))", form)]
+
+    def gate_list(self, stage: str, fold) -> list[Stmt]:
+        """Gates kept in a plain list on the model besides their ModuleList (issue 34, item
+        9.1): each gate stores its action and probability on itself in its forward
+        (`SavedActionGate`), and forward reads them back through the list after the gates
+        ran: a comprehension into `torch.cat`, a generator into `sum`, a loop, or the last
+        one by index (`gates` only)."""
+        g, s, w, form = self.gates, self.summary[stage], self.width, "gate_list"
+        self.classes.add("SavedActionGate")
+        k = self.gate_lists
+        self.gate_lists += 1
+        gates, kept = f"rg{k}", f"rgl{k}"
+        self.register(gates, f"nn.ModuleList([SavedActionGate({w}) for _ in range({g.choice([2, 3])})])")
+        self.register(kept, f"list(self.{gates})")
+        gate, inst = self.fresh("gate"), self.fresh("inst")
+        run = f"for {gate} in self.{gates}:\n    x = x + 0.1 * {fold(f'{gate}({s}) * torch.tanh({s})')}"
+        read = g.choice([
+            f"x = x + 0.1 * torch.cat([{inst}.saved_action for {inst} in self.{kept}], 1).sum()",
+            f"x = x * (1.0 + 0.1 * sum({inst}.saved_prob.sum() for {inst} in self.{kept}))",
+            f"for {inst} in self.{kept}:\n    x = x + 0.05 * {inst}.saved_prob.sum()",
+            f"x = x + 0.1 * self.{kept}[-1].saved_action.sum()",
+        ])
+        return [Research(f"{run}\n{read}", form)]
+
+    def set_indices(self, stage: str, fold) -> list[Stmt]:
+        """Index bookkeeping on the host (issue 34, item 9.2): the rows of 3 built from x that
+        a mask leaves out, `set(range(3)) - set(picked)`, visited through `sorted(...)`, a set
+        operator with a constant set and `in`; `sorted(..., reverse=True)` of the picked
+        positions; `scores.index(v, 1)`; a right-to-left scan over `s.numpy()[::-1]` (`sets` only)."""
+        r, s, form = self.sets, self.summary[stage], "set_indices"
+        rows, picked, rest, i = self.fresh("rows"), self.fresh("picked"), self.fresh("rest"), self.fresh("i")
+        made = (f"{rows} = " + r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])",
+                                         f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
+                + f"\n{picked} = ({rows}.sum(1) > {r.choice(['0.05', '0.1', '-0.1'])}).nonzero().flatten().tolist()")
+        kind = r.randrange(4)
+        if kind == 0:
+            use = (f"{rest} = set(range(3)) - set({picked})\nfor {i} in sorted({rest}):\n"
+                   f"    x = x + 0.05 * ({i} + 1) * {fold(f'{rows}[{i}].unsqueeze(0)')}")
+        elif kind == 1:
+            use = (f"{rest} = set({picked}) {r.choice(['|', '&', '^', '-'])} {{1, 2}}\n"
+                   f"x = x * (1.0 + 0.1 * len({rest}) + (0.2 if 0 in {rest} else 0.0))")
+        elif kind == 2:
+            scores = self.fresh("scores")
+            use = (f"{rest} = sorted({picked} + [2], reverse=True)\n{scores} = {rows}.sum(1).tolist()\n"
+                   f"x = x + 0.05 * {fold(f'{rows}[{rest}[0]].unsqueeze(0)')} * {scores}.index(max({scores}[1:]), 1)")
+        else:
+            v, acc = self.fresh("v"), self.fresh("acc")
+            use = (f"{acc} = 0.0\nfor {v} in {s}[0].detach().numpy()[::-1]:\n    {acc} = {acc} * 0.5 + float({v})\n"
+                   f"x = x + 0.1 * {acc} + 0.01 * len({picked})")
+        return [Research(f"{made}\n{use}", form)]
 
     def unique_or_repeat(self, stage: str, fold) -> list[Stmt]:
         """`torch.unique` (of dim None or 0) or `unique_consecutive` of labels made from 3 rows
@@ -870,7 +948,8 @@ class Researcher:
                 return self.unique_or_repeat(stage, fold)
             if self.sizes.random() < EXTRA_PROBABILITY:
                 return self.picked_count(stage, fold)
-            return made + self.python_numbers(stage, fold) if self.numbers.random() < NUMBERS_PROBABILITY else made
+            made = made + self.python_numbers(stage, fold) if self.numbers.random() < NUMBERS_PROBABILITY else made
+            return made + self.set_indices(stage, fold) if self.sets.random() < SETS_PROBABILITY else made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]
@@ -913,7 +992,8 @@ class Researcher:
             fill = r.choice([f"for head in {heads}:\n    self.{p}.append(torch.sigmoid(head({s})))",
                              f"self.{p}.extend([torch.sigmoid(head({s})) for head in {heads}])"])
             merge = r.choice([f"torch.stack(self.{p}).mean(0)", f"sum(self.{p}) / len(self.{p})", f"self.{p}[-1]"])
-            return [Research(f"self.{p} = []\n{fill}\nx = x + {fold(merge)}", form)]
+            made = [Research(f"self.{p} = []\n{fill}\nx = x + {fold(merge)}", form)]
+            return made + self.gate_list(stage, fold) if self.gates.random() < GATE_LIST_PROBABILITY else made
         if form == "attr_counter":
             n = self.fresh("n")
             orelse = [Research(r.choice([f"self.{n} -= 1", "pass"]), form)] if r.random() < 0.3 else None
@@ -923,7 +1003,7 @@ class Researcher:
         if form == "instance_forward":  # (its own stream and names: see INSTANCE_FORWARD_PROBABILITY)
             b, k = self.blocks, self.block_count
             self.block_count += 1
-            block = b.choice(sorted(CLASSES))
+            block = b.choice(sorted(name for name in CLASSES if name.startswith("OnlyForward")))  # (SDN's blocks)
             self.classes.add(block)
             layer = f"nn.Conv2d({w}, {w}, 3, padding=1)" if stage == "image" else f"nn.Linear({w}, {w})"
             output = b.choice(["None", layer.replace(", 3, padding=1", ", 1")])

@@ -209,13 +209,16 @@ REFUSED["assigned_in_while"] = (AssignedInWhile, (_vec(1.0, 2.0, 3.0),), "after-
 
 
 def scaled(x, module):
-    return module.memory * x  # line marker: function-reads
+    return module.memory * x
+
+
+def scaled_named(x, module, name):
+    return getattr(module, name) * x
 
 
 class FunctionReadsState(nn.Module):
-    """A plain function reads the attribute through a parameter other than its first: DyCL
-    cannot follow it inside the captured block, and says so (it would read the module's old
-    value)."""
+    """A plain function reads the attribute through a parameter other than its first: the
+    parameter is the module, known here, so the read is the call's attribute variable."""
 
     def __init__(self):
         super().__init__()
@@ -224,6 +227,16 @@ class FunctionReadsState(nn.Module):
     def forward(self, x):
         self.memory = x * 3
         y = scaled(x, self)
+        return F.relu(y)
+
+
+class FunctionReadsStateByName(FunctionReadsState):
+    """... by a name it is given (`getattr(module, name)`): DyCL runs the function inside a
+    captured block, where it would read the module's old value, and says so."""
+
+    def forward(self, x):
+        self.memory = x * 3  # line marker: function-reads (the run it starts)
+        y = scaled_named(x, self, "memory")
         return F.relu(y)
 
 
@@ -243,7 +256,8 @@ class FunctionGivenSelf(FunctionReadsState):
 
 
 CASES["function_given_self"] = (FunctionGivenSelf, [(_vec(1.0, 2.0, 3.0),), (_vec(-3.0, 2.0, -4.0),)])
-REFUSED["function_reads_state"] = (FunctionReadsState, (_vec(1.0, 2.0, 3.0),), "function-reads", "captured block")
+CASES["function_reads_state"] = (FunctionReadsState, [(_vec(1.0, 2.0, 3.0),), (_vec(-3.0, 2.0, -4.0),)])
+REFUSED["function_reads_state_by_name"] = (FunctionReadsStateByName, (_vec(1.0, 2.0, 3.0),), "function-reads", "captured block")
 
 
 class NestedHelperCall(nn.Module):

@@ -193,6 +193,67 @@ class BeamSearch(nn.Module):
         return complete_seqs[i], complete_scores[i], k
 
 
+class ShowAttendTellBeam(nn.Module):
+    """Show-Attend-Tell's `caption_image_beam_search` as published (issue 34, item 9.3): the
+    beam count `k` is a Python int (`k = beam_size`, `k -= len(complete_inds)`, `if k == 0:`)
+    and, at the same time, the rows of `encoder_out`, `h`, `seqs` and `top_k_scores`
+    (`encoder_out.expand(k, ...)`, `encoder_out[prev_word_inds[incomplete_inds]]`), and the
+    count that `topk(k, 0, True, True)` takes; the finished beams in Python lists."""
+
+    def __init__(self, vocab_size=6, encoder_dim=8, hidden=8, beam_size=3, max_steps=4, start=1, end=0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, hidden)
+        self.init_h = nn.Linear(encoder_dim, hidden)
+        self.decode_step = nn.GRUCell(hidden + encoder_dim, hidden)
+        self.fc = nn.Linear(hidden, vocab_size)
+        self.vocab_size, self.beam_size, self.max_steps, self.start, self.end = vocab_size, beam_size, max_steps, start, end
+        with torch.no_grad():  # (the end token's score follows the encoding's first feature)
+            self.fc.weight[end].zero_()
+            self.fc.weight[end, 0] = 4.0
+
+    def forward(self, encoder_out):
+        k = self.beam_size
+        vocab_size = self.vocab_size
+        encoder_dim = encoder_out.size(-1)
+        encoder_out = encoder_out.view(1, -1, encoder_dim)
+        num_pixels = encoder_out.size(1)
+        encoder_out = encoder_out.expand(k, num_pixels, encoder_dim)
+        k_prev_words = torch.LongTensor([[self.start]] * k)
+        seqs = k_prev_words
+        top_k_scores = torch.zeros(k, 1)
+        complete_scores = torch.zeros(0)
+        step = 1
+        h = self.init_h(encoder_out.mean(dim=1))
+        while True:
+            embeddings = self.embedding(k_prev_words).squeeze(1)
+            awe = encoder_out.mean(dim=1)
+            h = self.decode_step(torch.cat([embeddings, awe], dim=1), h)
+            scores = F.log_softmax(self.fc(h), dim=1)
+            scores = top_k_scores.expand_as(scores) + scores
+            if step == 1:
+                top_k_scores, top_k_words = scores[0].topk(k, 0, True, True)
+            else:
+                top_k_scores, top_k_words = scores.view(-1).topk(k, 0, True, True)
+            prev_word_inds = top_k_words // vocab_size
+            next_word_inds = top_k_words % vocab_size
+            seqs = torch.cat([seqs[prev_word_inds], next_word_inds.unsqueeze(1)], dim=1)
+            incomplete_inds = (next_word_inds != self.end).nonzero().squeeze(1)
+            complete_inds = (next_word_inds == self.end).nonzero().squeeze(1)
+            complete_scores = torch.cat([complete_scores, top_k_scores[complete_inds]])
+            k -= len(complete_inds)
+            if k == 0:
+                break
+            seqs = seqs[incomplete_inds]
+            h = h[prev_word_inds[incomplete_inds]]
+            encoder_out = encoder_out[prev_word_inds[incomplete_inds]]
+            top_k_scores = top_k_scores[incomplete_inds].unsqueeze(1)
+            k_prev_words = next_word_inds[incomplete_inds].unsqueeze(1)
+            if step > self.max_steps:
+                break
+            step += 1
+        return complete_scores, k, step
+
+
 class UniqueScoreRows(nn.Module):
     def forward(self, x):
         scores = x * 3

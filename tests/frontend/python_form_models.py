@@ -143,8 +143,8 @@ def reversed_inputs():
 
 class ZeroDropped(nn.Module):
     """Rows whose score is not positive zeroed, one by one, in order: the indices from a
-    mask (`(~kept).nonzero().flatten().tolist()`), the form DyCL suggests for
-    `sorted(set(range(n)) - set(keep))`."""
+    mask (`(~kept).nonzero().flatten().tolist()`), the mask form of
+    `sorted(set(range(n)) - set(keep))` (`UnfinishedRows`)."""
 
     def forward(self, x):
         kept = x.sum(1) > 0
@@ -158,3 +158,96 @@ class ZeroDropped(nn.Module):
 def dropped_inputs():
     torch.manual_seed(8)
     return [(torch.randn(5, 3),) for _ in range(3)] + [(torch.ones(5, 3),), (-torch.ones(5, 3),)]
+
+
+class UnfinishedRows(nn.Module):
+    """A batch decoder's bookkeeping with Python sets (issue 34, item 9.2): the rows not
+    finished yet, `set(range(b)) - set(finished)`, visited in order (`for i in
+    sorted(todo)`), and how many are left."""
+
+    def forward(self, x):
+        finished = (x.sum(1) > 0).nonzero().flatten().tolist()
+        todo = set(range(x.size(0))) - set(finished)
+        out = x.clone()
+        for i in sorted(todo):
+            out[i] = out[i] * 0.5 + i
+        return out, len(todo)
+
+
+def unfinished_inputs():
+    torch.manual_seed(9)
+    return [(torch.randn(5, 3),) for _ in range(3)] + [(torch.ones(5, 3),), (-torch.ones(5, 3),)]
+
+
+class ExpertSets(nn.Module):
+    """Routing bookkeeping: the experts two gates pick (runtime lists of indices), as sets
+    combined by `&`, `|`, `^` and `-`, tested with `in`, and back to tensors through
+    `sorted(...)`."""
+
+    def forward(self, g1, g2):
+        first = set((g1 > 0).nonzero().flatten().tolist())
+        second = set((g2 > 0).nonzero().flatten().tolist())
+        both, either, one = first & second, first | second, first ^ second
+        only_first = first - second
+        shared = torch.tensor(sorted(both) + [-1], dtype=torch.long)
+        bonus = 1.0 if 4 in either else 0.0
+        return shared, len(either), len(one) * 10 + len(only_first), bonus
+
+
+def expert_set_inputs():
+    rows = ([1.0, -1.0, 2.0, 3.0, -2.0, 1.0], [-1.0] * 6, [1.0] * 6, [-1.0, 1.0, -1.0, 1.0, -1.0, 1.0])
+    return [(torch.tensor(a), torch.tensor(b)) for a, b in zip(rows, rows[1:] + rows[:1])] + [(torch.tensor(rows[0]), torch.tensor(rows[0]))]
+
+
+class SortedPositions(nn.Module):
+    """`sorted()` of a runtime list of ints (a list of runtime length): the picked positions
+    scrambled (`(7 * i) % 6`), sorted ascending and descending (`reverse=True`)."""
+
+    def forward(self, x):
+        picked = (x > 0).nonzero().flatten().tolist()
+        scrambled = [(7 * i) % 6 - i // 2 for i in picked]
+        ordered = sorted(scrambled)
+        return torch.tensor(ordered + sorted(picked, reverse=True) + [9], dtype=torch.long)
+
+
+def sorted_inputs():
+    return [(torch.tensor(v),) for v in ([1.0, -1.0, 2.0, 3.0, -2.0, 1.0], [-1.0] * 6, [1.0] * 6, [0.5, -1, -1, -1, -1, 2])]
+
+
+class SecondEndToken(nn.Module):
+    """A decoder's output between its first two end tokens: `ids.index(eos, first + 1)`
+    starts after the first (a runtime start), `ids.index(eos, 1)` after position 0."""
+
+    eos = 2
+
+    def forward(self, logits):
+        ids = logits.argmax(-1).tolist()
+        first = ids.index(self.eos)
+        second = ids.index(self.eos, first + 1)
+        from_one = ids.index(self.eos, 1, len(ids))
+        return logits[second] * (second - first), from_one
+
+
+def second_end_inputs():
+    def row(token):
+        return torch.nn.functional.one_hot(torch.tensor(token), 4).float()
+    return [(torch.stack([row(t) for t in tokens]),) for tokens in ([2, 2, 3, 1], [0, 2, 1, 2], [2, 0, 3, 2], [1, 2, 2, 0])]
+
+
+class ReversedNumpyScores(nn.Module):
+    """Right-to-left over a numpy copy: `x.detach().numpy()[::-1]` iterated, and the
+    reversed array back in torch (`torch.from_numpy(a[::-1].copy())`)."""
+
+    def forward(self, x):
+        scores = x.detach().cpu().numpy()
+        best, out = -1e9, []
+        for v in scores[::-1]:
+            best = max(best, float(v.max()))
+            out.append(best)
+        flipped = torch.from_numpy(scores[::-1].copy())
+        return torch.tensor(out), flipped * 2
+
+
+def reversed_numpy_inputs():
+    torch.manual_seed(10)
+    return [(torch.randn(4, 3),) for _ in range(3)] + [(-torch.ones(4, 3),)]

@@ -18,6 +18,7 @@ from tests.frontend.data_size_models import (
     AdaptiveComputationTime,
     BatchEarlyExit,
     BeamSearch,
+    ShowAttendTellBeam,
     MaskedSelect,
     NonzeroRows,
     TokenPruning,
@@ -477,3 +478,20 @@ def test_a_slice_to_the_end_of_rows_from_the_data_compiles_on_onnxruntime():
         torch.tensor([[0.0, 0, 1, 1], [2.0, 0, 1, 1], [0.0, 1, 3, 2]]), torch.tensor([[2.0, 0, 1, 1]] * 3),
         torch.tensor([[0.0, 0, 1, 1]] * 3), torch.tensor([[2.0, 0, 1, 1], [0.0, 1, 3, 2], [2.0, 0, 1, 1]]))]
     assert_compiled_exactly(ValidBoxes, inputs, "onnxruntime")
+
+
+def test_published_beam_search_with_topk_of_the_beam_count_is_refused_at_its_line():
+    """Show-Attend-Tell's beam search as published: `k` is a Python int and the beams' row
+    count at once (`expand(k, ...)`, `k -= len(complete_inds)`, `encoder_out[...]`), which
+    compiles (`BeamSearch`, exact); its `scores.topk(k, 0, True, True)` with a runtime k
+    reads the indices, whose order for equal scores is topk's own kernel's: refused at that
+    line, naming it (before: "a number computed from tensor values", the wrong cause)."""
+    torch.manual_seed(0)
+    model = ShowAttendTellBeam().eval()
+    encoding = torch.cat([beam_inputs()[0][0]] * 2).unsqueeze(0)
+    with pytest.raises(dycl.FrontendError) as refused:
+        dycl.compile(model, (encoding,), backend="onnxruntime", progress=False)
+    source, first = inspect.getsourcelines(ShowAttendTellBeam.forward)
+    topk_lines = [first + k for k, line in enumerate(source) if ".topk(k, 0, True, True)" in line]
+    assert refused.value.line in topk_lines, refused.value
+    assert "count known only at run time" in str(refused.value) and "its indices" in str(refused.value)

@@ -16,9 +16,14 @@ meaning (before, each was refused):
   tensor's value as a Python value", "cannot be captured as a tensor program");
 - `for v in reversed(x.numpy())`: the rows last first (before: "`reversed` is not lowered
   for numpy");
-- refused at the line: `set(keep)` of runtime values (the host has no sets; the hint's
-  mask form compiles, `zero_dropped_rows`); `torch.tensor(lst)` of a runtime-length list of ints without a
-  dtype (an empty list makes float32, a non-empty one int64).
+- sets of runtime ints (issue 34, item 9.2): `set(range(b)) - set(finished)` visited through
+  `sorted(...)`, `&`, `|`, `^`, `len`, `in` (a set is the sorted list of its distinct items,
+  made by host loops); `sorted(lst)` of runtime ints (`reverse=True` too); `lst.index(v,
+  start)`; `x.numpy()[::-1]` (before: each refused);
+- refused at the line: a use of a set where its order shows (`for i in s`, `list(s)`: CPython
+  iterates a set in its hash table's order); `sorted` of runtime floats; `torch.from_numpy`
+  of a reversed array (eager raises); `torch.tensor(lst)` of a runtime-length list of ints
+  without a dtype (an empty list makes float32, a non-empty one int64).
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ CASES = {
     "tolist_of_runtime_length": (M.ExpertCounts, M.expert_inputs),
     "reversed_numpy_rows": (M.ReversedScan, M.reversed_inputs),
     "zero_dropped_rows": (M.ZeroDropped, M.dropped_inputs),
+    "set_difference_of_rows": (M.UnfinishedRows, M.unfinished_inputs),
+    "set_operators": (M.ExpertSets, M.expert_set_inputs),
+    "sorted_runtime_ints": (M.SortedPositions, M.sorted_inputs),
+    "index_with_start": (M.SecondEndToken, M.second_end_inputs),
+    "reversed_numpy_slice": (M.ReversedNumpyScores, M.reversed_numpy_inputs),
 }
 
 
@@ -62,6 +72,15 @@ def _every_path(name: str, model, args_list) -> None:
         assert {int((a[0].sum(1) <= 0).sum()) for a in args_list} >= {0, 5} and len({int((a[0].sum(1) <= 0).sum()) for a in args_list}) >= 3
     elif name == "tolist_of_runtime_length":
         assert {len(eager(model, a)[0]) for a in args_list} == {0, 1, 4, 6}
+    elif name == "set_difference_of_rows":
+        assert {eager(model, a)[1] for a in args_list} >= {0, 5} and len({eager(model, a)[1] for a in args_list}) >= 3
+    elif name == "set_operators":
+        outs = [eager(model, a) for a in args_list]
+        assert {len(o[0]) for o in outs} >= {1, 3} and {o[3] for o in outs} == {0.0, 1.0}
+    elif name == "sorted_runtime_ints":
+        assert {len(eager(model, a)) for a in args_list} == {1, 5, 9, 13}
+    elif name == "index_with_start":
+        assert len({eager(model, a)[1] for a in args_list}) >= 2
 
 
 def _compiled_error(name: str, backend: str) -> float:
@@ -107,17 +126,49 @@ def test_tensor_of_runtime_int_list_without_dtype_is_refused_at_its_line():
     assert "its dtype depends on that length" in str(refused.value)
 
 
-def test_set_of_runtime_values_is_refused_at_its_line():
-    class SetArithmetic(torch.nn.Module):
+def test_iterating_a_set_of_runtime_ints_is_refused_at_its_use():
+    """CPython iterates a set in its hash table's order (`{9, 3}` gives 9 first): only
+    order-free uses compile, and the refusal names the use."""
+    class SetOrder(torch.nn.Module):
         def forward(self, x):
             keep = (x.sum(1) > 0).nonzero().flatten().tolist()
             drop = set(range(x.size(0))) - set(keep)
             out = x.clone()
-            for i in sorted(drop):
+            for i in drop:
                 out[i] = 0
             return out
 
+    class SetIterated(torch.nn.Module):
+        def forward(self, x):
+            keep = (x.sum(1) > 0).nonzero().flatten().tolist()
+            return torch.tensor(list(set(keep)) + [0], dtype=torch.long)
+
+    for model, line in ((SetOrder(), 5), (SetIterated(), 3)):
+        with pytest.raises(dycl.FrontendError) as refused:
+            dycl.compile(model, (torch.randn(5, 3),), backend="onnxruntime", progress=False)
+        assert refused.value.line == inspect.getsourcelines(type(model).forward)[1] + line - 1, refused.value
+        assert "hash table's order" in str(refused.value) and "sorted(" in str(refused.value)
+
+
+def test_sorted_of_runtime_floats_is_refused_at_its_line():
+    class SortedScores(torch.nn.Module):
+        def forward(self, x):
+            scores = x.sum(1).tolist()
+            return torch.tensor(sorted(scores))
+
     with pytest.raises(dycl.FrontendError) as refused:
-        dycl.compile(SetArithmetic(), (torch.randn(5, 3),), backend="onnxruntime", progress=False)
-    assert refused.value.line == inspect.getsourcelines(SetArithmetic.forward)[1] + 2
-    assert "`set(keep)`: a set of runtime values" in str(refused.value)
+        dycl.compile(SortedScores(), (torch.randn(5, 3),), backend="onnxruntime", progress=False)
+    assert refused.value.line == inspect.getsourcelines(SortedScores.forward)[1] + 2
+    assert "runtime ints only" in str(refused.value)
+
+
+def test_from_numpy_of_a_reversed_array_is_refused_as_eager_raises():
+    class FromReversed(torch.nn.Module):
+        def forward(self, x):
+            return torch.from_numpy(x.numpy()[::-1]) * 2
+
+    with pytest.raises(ValueError):
+        FromReversed()(torch.randn(4))
+    with pytest.raises(dycl.FrontendError) as refused:
+        dycl.compile(FromReversed(), (torch.randn(4),), backend="onnxruntime", progress=False)
+    assert "negative stride" in str(refused.value)

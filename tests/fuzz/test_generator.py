@@ -399,6 +399,13 @@ RESEARCH_SPELLINGS = {
     "state fed .data": r"self\.(ema|pair|hs)\b.*\.data\.mean\(\)",
     "scores.index(max(scores)) of .tolist()": r"(scores\d+) = rows\d+\.sum\(1\)\.tolist\(\)\n\s*best\d+ = \1\.index\(max\(\1\)\)",
     "[i + 1 for i in chosen] of a nonzero .tolist()": r"(chosen\d+) = .*\.nonzero\(\)\.flatten\(\)\.tolist\(\) \+ \[3\]\n\s*slots\d+ = \[i \+ 1 for i in \1\]",
+    "[g.saved_action for g in self.gate_list]": r"torch\.cat\(\[(inst\d+)\.saved_action for \1 in self\.rgl\d+\], 1\)",
+    "self.gate_list[-1].saved_action": r"self\.rgl\d+\[-1\]\.saved_action",
+    "set(range(3)) - set(picked), then sorted": r"(rest\d+) = set\(range\(3\)\) - set\(picked\d+\)\n\s*for i\d+ in sorted\(\1\):",
+    "a set operator with a constant set, then in": r"(rest\d+) = set\(picked\d+\) [|&^-] \{1, 2\}\n.*0 in \1",
+    "sorted(..., reverse=True)": r"sorted\(picked\d+ \+ \[2\], reverse=True\)",
+    "lst.index(v, start)": r"(scores\d+)\.index\(max\(\1\[1:\]\), 1\)",
+    "a numpy value reversed with [::-1]": r"\.numpy\(\)\[::-1\]:",
 }
 
 

@@ -491,6 +491,63 @@ class RecurrentPolicyStream(nn.Module):
         return images([(0, 1.0), (1, 1.0), (2, 3.0), (3, 0.5), (4, 1.0), (5, 2.0)], shape=(1, 8))
 
 
+class FactoredActionHead(nn.Module):
+    """One dimension of a factored action space: greedy at inference, the action and its
+    log-probability kept on the head (`self.saved_action`, `self.saved_log_prob`)."""
+
+    def __init__(self, hidden, choices):
+        super().__init__()
+        self.logits = nn.Linear(hidden, choices)
+
+    def forward(self, h):
+        log_probs = F.log_softmax(self.logits(h), dim=-1)
+        action = log_probs.argmax(-1)
+        self.saved_action = action
+        self.saved_log_prob = log_probs.gather(-1, action.unsqueeze(-1))
+        return action
+
+
+class FactoredPolicyHeads(nn.Module):
+    """A policy over a factored action space: the heads are registered as named submodules
+    and kept in a plain list `self.action_heads` (appended in `__init__`); forward runs each,
+    stops early when a head picks the no-op action, then reads back what the heads saved in
+    this call through the list (`for head in self.action_heads: ...head.saved_action`)."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('gate-list', 'self-attr', 'early-return')
+
+    def __init__(self, dims=(3, 2, 3)):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 16), nn.Tanh())
+        self.action_heads = []
+        for k, choices in enumerate(dims):
+            head = FactoredActionHead(16, choices)
+            setattr(self, "head{}".format(k), head)
+            self.action_heads.append(head)
+
+    def forward(self, x):
+        h = self.body(x)
+        for k in range(len(self.action_heads)):
+            a = getattr(self, "head{}".format(k))(h)
+            if a.item() == 0 and k == 0:
+                return h.new_zeros(1, len(self.action_heads)), 0.0
+        actions = [head.saved_action.float() for head in self.action_heads]
+        log_prob = sum(head.saved_log_prob for head in self.action_heads)
+        return torch.stack(actions, 1), float(log_prob)
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return tuple(output[0].flatten().tolist())
+
+    @staticmethod
+    def example_inputs():
+        return (randn(1, 8, seed=1),)
+
+    @staticmethod
+    def path_inputs():
+        return images([(k, s) for k in range(6) for s in (0.5, 3.0)], shape=(1, 8))
+
+
 MODELS = [
     ActorCriticArgmax,
     ReinforceExpertPolicy,
@@ -505,4 +562,5 @@ MODELS = [
     RecurrentPolicyStream,
     StreamingLSTMTupleState,
     StreamingCellPairPolicy,
+    FactoredPolicyHeads,
 ]

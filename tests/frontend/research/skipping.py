@@ -527,6 +527,67 @@ class SkipSelfCounter(nn.Module):
         return images([(0, 1.0), (1, 1.0), (2, 1.0), (4, 1.0)], shape=(1, 8))
 
 
+class RLGate(nn.Module):
+    """SkipNet's RL gate at inference: pooled features -> a keep probability, the greedy
+    action; both kept on the gate (`self.saved_action`, `self.saved_prob`) for the trainer."""
+
+    def __init__(self, channel=8):
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.proj = nn.Conv2d(channel, 1, 1)
+
+    def forward(self, x):
+        prob = torch.sigmoid(self.proj(self.pool(x))).view(x.size(0), 1)
+        action = (prob > 0.5).float()
+        self.saved_action = action
+        self.saved_prob = prob
+        return action.view(x.size(0), 1, 1, 1)
+
+
+class SkipNetGateInstances(nn.Module):
+    """SkipNet / dynamic-routing RL code: the gates are registered (`self.gates`, a
+    ModuleList) and also kept in a plain list `self.gate_instances`, filled in `__init__`;
+    after the blocks, forward collects what each gate saved in this call
+    (`[g.saved_action for g in self.gate_instances]`)."""
+
+    N_PATHS = 5
+    CONSTRUCTS = ('gate-list', 'self-attr', 'list-comp')
+
+    def __init__(self, num_classes=10, blocks=3):
+        super().__init__()
+        self.stem = conv_bn(3, 8)
+        self.blocks = nn.ModuleList([BasicBlock(8) for _ in range(blocks)])
+        self.gates = nn.ModuleList()
+        self.gate_instances = []
+        for _ in range(blocks):
+            gate = RLGate(8)
+            self.gates.append(gate)
+            self.gate_instances.append(gate)
+        self.fc = pooled_head(8, num_classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for block, gate in zip(self.blocks, self.gates):
+            action = gate(x)
+            if action.sum() > 0:
+                x = block(x)
+        actions = torch.cat([g.saved_action for g in self.gate_instances], 1)
+        probs = torch.cat([inst.saved_prob for inst in self.gate_instances], 1)
+        return self.fc(x), actions, probs
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return gate_pattern(output[1].flatten())
+
+    @staticmethod
+    def example_inputs():
+        return tinted([(0, 1.0)])[0]
+
+    @staticmethod
+    def path_inputs():
+        return tinted([(0, 0.2), (0, 2.0), (2, 3.0), (3, 2.0), (6, 3.0), (0, 1.0)])
+
+
 MODELS = [
     SkipNetFeedforward,
     SkipNetRNNGate,
@@ -538,4 +599,5 @@ MODELS = [
     SkipAllAny,
     SkipExtendGroups,
     SkipSelfCounter,
+    SkipNetGateInstances,
 ]

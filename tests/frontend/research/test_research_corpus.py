@@ -53,7 +53,7 @@ DEFAULT_ON_ONNXRUNTIME = {
     "ACTConstantLSTM", "BlockDropAgentNumpy", "CaptionLengthsDecoder", "DecoderSelfHidden", "DurationRegulator",
     "ExitConfHistory", "ExitOutputsDict", "GreedyStripEnd", "MoEHardRouting", "MoETopKMask", "NpWhereExit",
     "RouterNumpyArgsort", "SDNEarlyExitOverride", "SharedExpertGate", "ShowAttendTellOneWord", "ShowTellPacked",
-    "SkipAllAny", "SkipExtendGroups", "SkipListSurgery", "StreamingLSTMTupleState", "VariableThresholdExit",
+    "SkipAllAny", "SkipExtendGroups", "SkipListSurgery", "SkipNetGateInstances", "StreamingLSTMTupleState", "VariableThresholdExit",
     "DeeBertHighwayExit", "NestedStepDecoder",
 }
 
