@@ -289,7 +289,7 @@ def add_forms(program: Program, width: int, vector_start: int, outputs: list[str
         _insert(program, vector_start, r, Research(text, form="complex_rotary"))
     r = _stream("dynamic_dim", seed)
     if r.random() < PROBABILITY:
-        program.arguments.append(("ctx", "dynamic_rows"))
+        program.arguments.insert(0, ("ctx", "dynamic_rows"))  # (before any parameter with a default)
         uses = r.sample(DYNAMIC, r.choice([1, 2]))
         text = "\n".join(u.replace("{b}", str(r.randint(2, 4))) for u in uses)
         _insert(program, vector_start, r, Research(text, form="dynamic_dim"))

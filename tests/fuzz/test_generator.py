@@ -162,7 +162,8 @@ def test_mutating_programs_leave_their_input_and_weights_alone_in_eager():
             with torch.no_grad():
                 model(*arguments(inp))
             assert torch.equal(x, before), program.seed
-        assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items()), program.seed
+        # (but the buffers issue 34's `buffer_state` changes: state kept across calls)
+        assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items() if k not in program.buffers), program.seed
 
 
 def test_calibrated_thresholds_send_inputs_down_different_arms():
