@@ -81,7 +81,9 @@ def test_about_half_the_programs_mutate_tensors_and_never_without_mutation():
         assert bool(found) == (program.prologue[:1] == ["x = x.clone()"]), seed  # a mutating program clones its input
         mutating += bool(found)
         plain = generate(seed, mutation=False)
-        assert not list(_mutations(plain)) and "x.clone()" not in render(plain).source
+        assert not list(_mutations(plain))
+        # (issue 34's `optional_arg` copies x for nanoGPT's masked store: `fz_logits = x.clone()`)
+        assert "x.clone()" not in render(generate(seed, mutation=False, issue34=False)).source
     assert 0.35 * len(FIRST_SEEDS) < mutating < 0.65 * len(FIRST_SEEDS)
 
 
@@ -144,7 +146,9 @@ def test_one_arm_mutation_of_a_tensor_made_before_the_if():
             if isinstance(stmt, Mutation) and stmt.form == "branch_one_arm" and isinstance(nxt, If):
                 name = stmt.text.split(" = ")[0]
                 arm = nxt.branches[0][1]
-                assert len(nxt.branches) == 1 and all(isinstance(s, Mutation) for s in arm)
+                # (issue 34's forms may be put in any block of forward's vector part, this arm too)
+                assert len(nxt.branches) == 1 and all(isinstance(s, Mutation) for s in arm
+                                                      if not (isinstance(s, Research) and s.form in F.FORMS))
                 assert f"x + {name}" in repr(body[j + 1 :])  # read after the if
                 found += 1
     assert found >= 3
