@@ -297,6 +297,10 @@ class RunCapturer:
         anchored = not examples
         if anchored:
             examples, dynamic_dims = [_anchor()], [[]]
+        # a complex example that views a real tensor (`view_as_complex(x.reshape(1, -1, 2))`
+        # held by a variable): torch's fake tensors rebuild it as `view_as_complex(base)`, which
+        # fails where the base's last dim is not 2; a copy has a storage of its own
+        examples = [e.clone() if complex_values.is_complex(e) and e._is_view() else e for e in examples]
         specs = []
         for example, dims in zip(examples, dynamic_dims):
             if isinstance(example, torch.Tensor):

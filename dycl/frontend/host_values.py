@@ -129,6 +129,12 @@ def host_Compare(c, expr: ast.Compare, env) -> V.EnvValue:
         return V.Const((operands[0].value in operands[1].kind.keys) == isinstance(expr.ops[0], ast.In))
     if len(operands) == 2 and type(expr.ops[0]) in (ast.Is, ast.IsNot) and any(isinstance(o, V.Maybe) for o in operands):
         return is_none_test(c, expr, operands)
+    if len(operands) == 2 and type(expr.ops[0]) in (ast.Is, ast.IsNot) and any(
+        isinstance(o, V.Const) and o.value is None for o in operands
+    ) and any(isinstance(o, V.Dyn) for o in operands):
+        # a runtime value is never None (`top_k is not None` of an optional input compiled
+        # for its example's int only: optional.py's `fixed_kinds`)
+        return V.Const(isinstance(expr.ops[0], ast.IsNot))
     if len(operands) == 2 and type(expr.ops[0]) in (ast.In, ast.NotIn) and not host_expressions.is_tensor(operands[0]):
         return _membership(c, expr, *operands)
     if any(host_expressions.is_tensor(o) for o in operands):

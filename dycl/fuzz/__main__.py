@@ -3,6 +3,7 @@
     python -m dycl.fuzz --count 2000 --seed 0                 # random programs vs eager (ONNX Runtime)
     python -m dycl.fuzz --count 0 --ir-mutations 10000 --seed 0   # malformed IR through dycl-opt
     python -m dycl.fuzz --count 200 --seed 5000 --tvm-every 20 --shrink --out fuzz-out/
+    python -m dycl.fuzz --count 500 --seed 0 --form issue34 --resume --out fuzz-out/   # issue 34's forms; resumable
 
 Program seeds are SEED, SEED+1, ...; mutation case i is reproducible from (SEED, i). Every
 outcome is appended to OUT/programs.jsonl / OUT/mutations.jsonl, the summary to
@@ -37,7 +38,10 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per program")
     parser.add_argument("--chunk", type=int, default=10, help="programs per worker process")
     parser.add_argument("--form", default=None,
-                        help="only the seeds (from SEED on) whose program has this research form: COUNT of them")
+                        help="only the seeds (from SEED on) whose program has one of these forms (comma-separated; "
+                             "`issue34`: those of dycl.fuzz.forms.ISSUE_34): COUNT of them")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the seeds OUT/programs.jsonl already has (the summary counts them all)")
     parser.add_argument("--shrink", action="store_true", help="shrink each distinct failure into a regression test")
     parser.add_argument("--regressions", type=Path, default=Path("tests/fuzz/regressions"))
     parser.add_argument("--out", type=Path, default=Path("fuzz-out"))
@@ -57,13 +61,15 @@ def main(argv=None) -> int:
 
 
 def _seeds_with_form(args) -> list[int]:
-    """The first COUNT seeds from SEED on whose program has the research form `args.form`."""
+    """The first COUNT seeds from SEED on whose program has one of the forms `args.form`
+    names (`dycl.fuzz.forms.tags`)."""
+    from dycl.fuzz.forms import ISSUE_34, tags
     from dycl.fuzz.generate import generate
-    from dycl.fuzz.program import forms
 
+    wanted = {f for name in args.form.split(",") for f in (ISSUE_34 if name == "issue34" else (name,))}
     seeds, seed = [], args.seed
     while len(seeds) < args.count:
-        if args.form in forms(generate(seed, mutation=not args.no_mutation, research=not args.no_research)):
+        if wanted & set(tags(generate(seed, mutation=not args.no_mutation, research=not args.no_research))):
             seeds.append(seed)
         seed += 1
     return seeds
@@ -72,6 +78,9 @@ def _seeds_with_form(args) -> list[int]:
 def _programs(args, summary) -> bool:
     from dycl.fuzz.campaign import check_seeds, failed, shrink_seed, summarize
 
+    previous = []
+    if args.resume and (args.out / "programs.jsonl").exists():  # a campaign run in chunks
+        previous = [json.loads(line) for line in (args.out / "programs.jsonl").read_text().splitlines() if line.strip()]
     log = open(args.out / "programs.jsonl", "a")
 
     def report(outcome):
@@ -82,8 +91,10 @@ def _programs(args, summary) -> bool:
         print(mark, end="", flush=True, file=sys.stderr)
 
     seeds = list(range(args.seed, args.seed + args.count)) if args.form is None else _seeds_with_form(args)
-    outcomes = check_seeds(seeds, args.backend, args.tvm_every, args.chunk, args.timeout, report, not args.no_mutation,
-                           not args.no_research)
+    done = {o["seed"] for o in previous}
+    outcomes = [o for o in previous if o["seed"] in seeds]
+    outcomes += check_seeds([s for s in seeds if s not in done], args.backend, args.tvm_every, args.chunk, args.timeout,
+                            report, not args.no_mutation, not args.no_research)
     log.close()
     summary["programs"] = summarize(outcomes) | {"seeds": f"{seeds[0]}..{seeds[-1]}"}
     failures = [o for o in outcomes if failed(o)]

@@ -18,7 +18,10 @@ list argument, state kept across calls) draw from a third stream:
 is that program with research statements added (and statements wrapped in
 `with torch.no_grad():`, and some tensor conditions drawn as a halting draw of probability 0
 or 1, `torch.bernoulli((x.mean() > t).float()).bool()`, from a fourth stream), its modules
-keeping their names.
+keeping their names. Issue 34's forms (`dycl.fuzz.forms`: keyword calls and decorators,
+optional arguments, starred unpacking, complex rotary embeddings, `mark_dynamic` runtime
+dims, registered buffers changed in place) are added to research programs last, each from a
+stream of its own: `generate(seed, issue34=False)` is the program of before.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from dycl.fuzz import forms as F
 from dycl.fuzz import mutation as M
 from dycl.fuzz import research as R
 from dycl.fuzz.program import Break, Cond, CondLine, For, If, Line, Mutation, Program, Research, Stmt, While, With
@@ -107,8 +111,10 @@ class _Scope:
 
 
 class Generator:
-    def __init__(self, seed: int, max_conditions: int = 5, mutation: bool = True, research: bool = True):
+    def __init__(self, seed: int, max_conditions: int = 5, mutation: bool = True, research: bool = True,
+                 issue34: bool = True):
         self.rng = random.Random(seed)
+        self.issue34 = issue34
         self.seed = seed
         self.width = self.rng.choice([4, 6, 8])
         self.modules: dict[str, str] = {}
@@ -439,6 +445,8 @@ class Generator:
             body.insert(erng.randint(vector_start, len(body)), Research(text, form="exception"))
             if "FuzzStop" in text:
                 program.classes.append(EXCEPTION_CLASS)
+        if self.issue34:  # issue 34's forms: streams of their own
+            F.add_forms(program, self.width, vector_start, self.outputs)
 
 
 def walk(blocks: list[list[Stmt]]):
@@ -487,7 +495,9 @@ def _name_index(stmts: list[Stmt], placeholder: str | None, name: str) -> None:
             stmt.text = stmt.text.replace(placeholder, name)
 
 
-def generate(seed: int, max_conditions: int = 5, mutation: bool = True, research: bool = True) -> Program:
+def generate(seed: int, max_conditions: int = 5, mutation: bool = True, research: bool = True,
+             issue34: bool = True) -> Program:
     """Program `seed`; `mutation=False`: never mutate (the programs of campaigns before mutation);
-    `research=False`: no research-code constructs (the programs before they existed)."""
-    return Generator(seed, max_conditions, mutation, research).program()
+    `research=False`: no research-code constructs (the programs before they existed);
+    `issue34=False`: none of `dycl.fuzz.forms` (the programs before them)."""
+    return Generator(seed, max_conditions, mutation, research, issue34).program()

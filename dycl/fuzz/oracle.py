@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dycl.fuzz.program import Program, all_conditions, forms, render
+from dycl.fuzz.program import Program, all_conditions, render
 
 CANDIDATES = 16
 MAX_INPUTS = 8
@@ -56,6 +56,7 @@ RTOL, ATOL = 1e-3, 1e-4
 
 _counter = itertools.count()
 RENDERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> (Rendered, file) (prepare)
+INITIAL_STATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> its state before the sequence
 # model -> eager's state after each call of `prepare`'s sequence (attribute -> value)
 EAGER_STATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 STATE_ATTRIBUTES = ("saved", "steps", "ema", "pair", "hs", "cs")  # what `cross_call_state` keeps (research.STATE_MODULES)
@@ -82,7 +83,7 @@ class Outcome:
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     by_design: bool = False  # a refusal the program asks for (module state changed in forward)
-    forms: list[str] = field(default_factory=list)  # the program's research forms (`program.forms`)
+    forms: list[str] = field(default_factory=list)  # the program's forms (`dycl.fuzz.forms.tags`)
 
     @property
     def failed(self) -> bool:
@@ -137,11 +138,37 @@ def candidate_inputs(program: Program, count: int = CANDIDATES) -> list:
         scale = rng.choice([0.1, 0.5, 1.0, 2.0, 5.0])
         shift = rng.choice([-1.0, -0.3, 0.0, 0.0, 0.3, 1.0])
         inputs.append(torch.randn(*program.input_shape, generator=generator) * scale + shift)
-    if not program.lengths:
-        return inputs
-    lrng = random.Random(program.seed * 31 + 0x1E)
-    kind = tuple if program.lengths_type == "tuple" else list
-    return [(x, kind(lrng.randint(0, 4) for _ in range(program.lengths))) for x in inputs]
+    if program.lengths:
+        lrng = random.Random(program.seed * 31 + 0x1E)
+        kind = tuple if program.lengths_type == "tuple" else list
+        inputs = [(x, kind(lrng.randint(0, 4) for _ in range(program.lengths))) for x in inputs]
+    if program.arguments:  # (their own streams: x and `lengths` are those of the program without them)
+        arng = random.Random(program.seed * 61 + 0xA6)
+        tensors = torch.Generator().manual_seed(program.seed * 67 + 0xA7)
+        width = program.input_shape[1]
+        inputs = [(*arguments(inp), *(_extra_argument(kind, width, arng, tensors) for _, kind in program.arguments))
+                  for inp in inputs]
+    return inputs
+
+
+def _extra_argument(kind: str, width: int, rng: random.Random, generator: torch.Generator):
+    """A value of a `Program.arguments` parameter: an optional int (None in about half the
+    calls, else 1..W+2), or a (T, W) tensor of T in 2..6 rows with dim 0 marked dynamic."""
+    if kind == "optional_int":
+        return None if rng.random() < 0.5 else rng.randint(1, width + 2)
+    if kind == "dynamic_rows":
+        rows = torch.randn(rng.randint(2, 6), width, generator=generator) * rng.choice([0.5, 1.0, 2.0])
+        torch._dynamo.mark_dynamic(rows, 0)
+        return rows
+    raise ValueError(f"no values for an argument of kind {kind!r}")
+
+
+def argument_variety(program: Program, inp) -> tuple:
+    """What must vary among the chosen inputs for `Program.arguments`: whether each optional
+    is None, and each dynamic tensor's rows."""
+    extras = arguments(inp)[len(arguments(inp)) - len(program.arguments):]
+    return tuple(v is None if kind == "optional_int" else v.shape[0]
+                 for v, (_, kind) in zip(extras, program.arguments))
 
 
 def arguments(inp) -> tuple:
@@ -306,33 +333,67 @@ def prepare(program: Program):
     calibrate(program, probe_model, probe_path, inputs)
     traces = [traced_run(probe_model, probe_path, x, program.thresholds) for x in inputs]
     chosen = select_inputs(traces, rendered.arms, program.thresholds)
+    if program.arguments:
+        chosen = _vary_arguments(program, chosen, inputs, traces)
     covered = set().union(*(traces[i].lines for i in chosen)) & set(rendered.arms) if chosen else set()
     model, final, path = build(program)
     RENDERED[model] = (final, path)
     selected = [inputs[i] for i in chosen]
-    initial = state_of(model)
+    initial = state_of(model, program.buffers)
     expected, states = [], []
     with torch.no_grad():
         for x in selected:  # one sequence of calls (a model that keeps state sees them all)
             expected.append(model(*arguments(x)))
-            states.append(state_of(model))
-    model.__dict__.update(initial)  # compiled from the state before the sequence
+            states.append(state_of(model, program.buffers))
+    restore_state(model, initial)  # compiled from the state before the sequence
+    INITIAL_STATES[model] = initial
     EAGER_STATES[model] = states
     return model, selected, expected, len(rendered.arms), len(covered)
 
 
-def state_of(model) -> dict[str, Any]:
-    """A copy of the attributes `cross_call_state` keeps (those the model has)."""
+def _vary_arguments(program: Program, chosen: list[int], inputs: list, traces: list[Trace]) -> list[int]:
+    """`chosen` and, for each value of `argument_variety` the chosen inputs lack, an input
+    that keeps a margin and has it (an optional None and given, every row count)."""
+    chosen = list(chosen)
+    safe = [i for i, t in enumerate(traces) if margin(t, program.thresholds) >= MIN_MARGIN]
+    for position in range(len(program.arguments)):
+        seen = {argument_variety(program, inputs[i])[position] for i in chosen}
+        for i in safe:
+            value = argument_variety(program, inputs[i])[position]
+            if value not in seen:
+                chosen.append(i)
+                seen.add(value)
+    return chosen
+
+
+def state_of(model, buffers=()) -> dict[str, Any]:
+    """A copy of the attributes `cross_call_state` keeps (those the model has) and of the
+    registered buffers named (by their state_dict key: `Program.buffers`)."""
     import copy
 
-    return {name: copy.deepcopy(model.__dict__[name]) for name in STATE_ATTRIBUTES if name in model.__dict__}
+    state = {name: copy.deepcopy(model.__dict__[name]) for name in STATE_ATTRIBUTES if name in model.__dict__}
+    return state | {name: model.get_buffer(name).detach().clone() for name in buffers}
 
 
-def compare_state(eager: dict[str, Any], state: dict[str, Any]) -> str | None:
-    """None when a compiled model's state (attribute path -> value) matches eager's."""
+def restore_state(model, state: dict[str, Any]) -> None:
+    """Back to a `state_of` copy (buffers written into, the module's own tensors)."""
+    for name, value in state.items():
+        if name in model.__dict__ or name in STATE_ATTRIBUTES:
+            model.__dict__[name] = value
+        else:
+            model.get_buffer(name).copy_(value)
+
+
+def compare_state(eager: dict[str, Any], state: dict[str, Any], initial: dict[str, Any] | None = None) -> str | None:
+    """None when a compiled model's state (attribute path -> value) matches eager's; a
+    buffer eager changed from `initial` must be in it (else DyCL took it for a weight)."""
     unknown = sorted(set(state) - set(eager))
     if unknown:
         return f"state {unknown}: attributes the model does not keep"
+    changed = sorted(k for k in (initial or {}) if k not in STATE_ATTRIBUTES and k not in state
+                     and not torch.equal(initial[k], eager[k]))
+    if changed:
+        return f"state misses {changed}: buffers eager changed"
     problem = compare(tuple(eager[k] for k in state), tuple(state.values()))
     return None if problem is None else f"state after the call: {problem}"
 
@@ -342,7 +403,9 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
     from dycl.frontend import FrontendError, import_module
     from dycl.interpreter import find_function, flatten_inputs, output_tree, run_call, run_function, unflatten
 
-    outcome = Outcome(program.seed, backend=backend or "interpreter", forms=forms(program))
+    from dycl.fuzz.forms import tags
+
+    outcome = Outcome(program.seed, backend=backend or "interpreter", forms=tags(program))
     start = time.perf_counter()
 
     def stage(name):
@@ -370,6 +433,7 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
         return _finish(outcome, "frontend-crash", _error(err), start)
     stage("frontend")
     states = EAGER_STATES.get(model, [{}] * len(inputs))
+    initial = INITIAL_STATES.get(model, {})
     try:
         from dycl.ir import make_context
         from dycl.passes.pipeline import PipelinePass
@@ -381,11 +445,11 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
         for x, e, eager_state in zip(inputs, expected, states):
             if imported.state:
                 got, state = run_call(imported.module, arguments(x), imported.weights, state, imported.function_name)
-                problem = compare(e, got) or compare_state(eager_state, state)
+                problem = compare(e, got) or compare_state(eager_state, state, initial)
             else:
                 args = flatten_inputs(function, arguments(x))
                 got = unflatten(tree, run_function(imported.module, args, imported.weights, imported.function_name))
-                problem = compare(e, got)
+                problem = compare(e, got) or compare_state(eager_state, {}, initial)
             if problem:
                 return _finish(outcome, "hcfg-mismatch", problem, start)
     except Exception as err:
@@ -409,15 +473,15 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
             got = compiled(*arguments(x))
         except Exception as err:
             return _finish(outcome, "runtime-error", _error(err), start)
-        problem = compare(e, got) or (compare_state(eager_state, compiled.state) if compiled.stateful else None)
+        problem = compare(e, got) or compare_state(eager_state, compiled.state if compiled.stateful else {}, initial)
         if problem:
             return _finish(outcome, "mismatch", problem, start)
     if program.lengths:  # the compiled model takes `lengths` of the example's length only
         from dycl.runtime import InputError
 
-        x, lengths = arguments(inputs[0])
+        x, lengths, *rest = arguments(inputs[0])
         try:
-            compiled(x, type(lengths)([*lengths, 1]))
+            compiled(x, type(lengths)([*lengths, 1]), *rest)
         except InputError:
             pass
         except Exception as err:

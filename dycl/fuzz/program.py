@@ -138,6 +138,15 @@ class Program:
     lengths: int = 0  # > 0: forward(self, x, lengths) with that many Python ints
     lengths_type: str = "list"  # "list" | "tuple": the container `lengths` is passed in
     classes: list[str] = field(default_factory=list)  # module classes' sources, before the program's
+    # issue 34's forms (`dycl.fuzz.forms`): forward's decorators, extra forward parameters as
+    # (source, kind: "optional_int" | "dynamic_rows"; `oracle.candidate_inputs` draws their
+    # values), methods of the class (sources), extra `__init__` lines, and the registered
+    # buffers forward changes (the oracle compares them after every call)
+    forward_decorators: list[str] = field(default_factory=list)
+    arguments: list[tuple[str, str]] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    init: list[str] = field(default_factory=list)
+    buffers: list[str] = field(default_factory=list)
 
     @property
     def class_name(self) -> str:
@@ -302,13 +311,21 @@ def render(program: Program, probe: bool = False) -> Rendered:
     for k in slots:
         value = program.thresholds[k] if program.thresholds else 0.0
         w.emit(2, f"self.t{k} = {value!r}")
+    for line in program.init:
+        w.emit(2, line)
     for name, body in program.helpers.items():
         w.emit(0, "")
         w.emit(1, f"def {name}(self, x):")
         w.body(2, body)
         w.emit(2, "return x")
+    for source in program.methods:
+        w.emit(0, "")
+        w.emit(1, source.rstrip("\n"))
     w.emit(0, "")
-    w.emit(1, "def forward(self, x, lengths):" if program.lengths else "def forward(self, x):")
+    for decorator in program.forward_decorators:
+        w.emit(1, decorator)
+    parameters = ["self", "x"] + (["lengths"] if program.lengths else []) + [source for source, _ in program.arguments]
+    w.emit(1, f"def forward({', '.join(parameters)}):")
     for line in program.prologue:
         w.emit(2, line)
     w.body(2, program.body)

@@ -82,3 +82,14 @@ def attention_inputs():
     x = torch.randn(2, 5, 8)
     causal = torch.tril(torch.ones(5, 5))
     return [(x, causal), (x, None), (x * 2, torch.ones(5, 5)), (x * 2, None)]
+
+
+class TestedAndReadUntested(nn.Module):
+    """`top_k` tested with `is not None` and also read untested (`top_k or 1`): compiled for
+    the example's kind only, where the test is known (found by the issue-34 fuzz campaign:
+    the test was refused as "`is not` between runtime values", hiding the first refusal)."""
+
+    def forward(self, x, top_k: Optional[int] = None):
+        if top_k is not None:
+            x = x * 2
+        return x * (top_k or 1)

@@ -92,6 +92,16 @@ def test_optional_input_used_without_test_takes_the_example_kind():
         compiled(*calls[1])
 
 
+def test_an_is_none_test_of_an_optional_compiled_for_its_example_kind_only_is_known():
+    model = _model(O.TestedAndReadUntested)
+    x = torch.randn(2, 3)
+    compiled = dycl.compile(model, (x, 3), backend="onnxruntime", progress=False)
+    for k in (3, 5, 1):
+        assert max_abs_error(eager(model, (x, k)), compiled(x, k)) <= 1e-6
+    with pytest.raises(dycl.InputError, match="top_k"):
+        compiled(x, None)
+
+
 def test_unpacking_too_few_items_is_refused_at_its_line():
     import textwrap
 

@@ -90,7 +90,7 @@ def test_state_kept_across_calls_matches_eager_call_by_call(backend, monkeypatch
     assert outcome.status == "ok" and outcome.inputs >= 2, outcome.detail
     from dycl.fuzz import oracle
 
-    monkeypatch.setattr(oracle, "compare_state", lambda eager, state: None if not eager.get("steps") else "drift")
+    monkeypatch.setattr(oracle, "compare_state", lambda eager, state, initial=None: None if not eager.get("steps") else "drift")
     assert check_program(program, backend=backend).status in ("hcfg-mismatch", "mismatch")
 
 

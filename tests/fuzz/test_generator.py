@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
+from dycl.fuzz import forms as F
 from dycl.fuzz import research as R
 from dycl.fuzz.generate import generate, walk
 from dycl.fuzz.mutation import FORMS
@@ -24,7 +25,7 @@ from tests.fuzz.strategies import programs
 def test_generated_programs_are_python_that_eager_pytorch_runs(program):
     source = render(program).source
     ast.parse(source)
-    assert re.search(r"def forward\(self, x(, lengths)?\):", source) and ("if " in source or "while " in source)
+    assert re.search(r"def forward\(self, x(, lengths)?(, [^)]+)?\):", source) and ("if " in source or "while " in source)
     model, _, _ = build(program)
     with torch.no_grad():
         model(*arguments(candidate_inputs(program, 1)[0]))
@@ -37,8 +38,13 @@ def test_generation_is_deterministic_in_the_seed():
         assert render(generate(seed)).source == render(generate(seed)).source
         assert render(generate(seed, mutation=False)).source == render(generate(seed, mutation=False)).source
         assert render(generate(seed, research=False)).source == render(generate(seed, research=False)).source
-        lengths = [arguments(i)[1:] for i in candidate_inputs(generate(seed), 3)]
-        assert lengths == [arguments(i)[1:] for i in candidate_inputs(generate(seed), 3)]
+        lengths = [_plain(arguments(i)[1:]) for i in candidate_inputs(generate(seed), 3)]
+        assert lengths == [_plain(arguments(i)[1:]) for i in candidate_inputs(generate(seed), 3)]
+
+
+def _plain(args):
+    """Arguments with their tensors as lists (a tensor's `==` is not a bool)."""
+    return [a.tolist() if isinstance(a, torch.Tensor) else a for a in args]
 
 
 FIRST_SEEDS = range(300)
@@ -75,7 +81,9 @@ def test_about_half_the_programs_mutate_tensors_and_never_without_mutation():
         assert bool(found) == (program.prologue[:1] == ["x = x.clone()"]), seed  # a mutating program clones its input
         mutating += bool(found)
         plain = generate(seed, mutation=False)
-        assert not list(_mutations(plain)) and "x.clone()" not in render(plain).source
+        assert not list(_mutations(plain))
+        # (issue 34's `optional_arg` copies x for nanoGPT's masked store: `fz_logits = x.clone()`)
+        assert "x.clone()" not in render(generate(seed, mutation=False, issue34=False)).source
     assert 0.35 * len(FIRST_SEEDS) < mutating < 0.65 * len(FIRST_SEEDS)
 
 
@@ -138,7 +146,9 @@ def test_one_arm_mutation_of_a_tensor_made_before_the_if():
             if isinstance(stmt, Mutation) and stmt.form == "branch_one_arm" and isinstance(nxt, If):
                 name = stmt.text.split(" = ")[0]
                 arm = nxt.branches[0][1]
-                assert len(nxt.branches) == 1 and all(isinstance(s, Mutation) for s in arm)
+                # (issue 34's forms may be put in any block of forward's vector part, this arm too)
+                assert len(nxt.branches) == 1 and all(isinstance(s, Mutation) for s in arm
+                                                      if not (isinstance(s, Research) and s.form in F.FORMS))
                 assert f"x + {name}" in repr(body[j + 1 :])  # read after the if
                 found += 1
     assert found >= 3
@@ -156,7 +166,8 @@ def test_mutating_programs_leave_their_input_and_weights_alone_in_eager():
             with torch.no_grad():
                 model(*arguments(inp))
             assert torch.equal(x, before), program.seed
-        assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items()), program.seed
+        # (but the buffers issue 34's `buffer_state` changes: state kept across calls)
+        assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items() if k not in program.buffers), program.seed
 
 
 def test_calibrated_thresholds_send_inputs_down_different_arms():
@@ -272,7 +283,7 @@ def test_every_research_form_appears_in_the_first_300_seeds_in_every_context():
             forms[form] += 1
             contexts[context] += 1
         kinds[program.lengths_type if program.lengths else None] += 1
-    assert set(forms) == set(R.FORMS), set(R.FORMS) - set(forms)
+    assert set(forms) - set(F.FORMS) == set(R.FORMS), set(R.FORMS) - set(forms)  # (issue 34's: test_forms.py)
     assert set(contexts) == {"straight", "if", "for", "while", "helper"}, contexts
     assert kinds["list"] >= 10 and kinds["tuple"] >= 3, kinds
     assert 1 <= forms["cross_call_state"] <= 0.08 * len(FIRST_SEEDS)  # few programs keep state across calls
@@ -428,7 +439,7 @@ def test_programs_of_the_first_120_seeds_run_in_eager():
         program = generate(seed)
         model, _, _ = build(program)
         inputs = candidate_inputs(program, 2)
-        assert all(isinstance(i, tuple) == bool(program.lengths) for i in inputs)
+        assert all(isinstance(i, tuple) == bool(program.lengths or program.arguments) for i in inputs)
         try:
             with torch.no_grad():
                 for inp in inputs:
@@ -444,13 +455,13 @@ def test_lengths_inputs_are_lists_or_tuples_of_small_ints_of_the_program_length(
     for program in programs:
         inputs = candidate_inputs(program, 6)
         kind = tuple if program.lengths_type == "tuple" else list
-        for x, lengths in inputs:
+        for x, lengths, *_ in inputs:
             assert type(lengths) is kind and len(lengths) == program.lengths
             assert all(type(v) is int and 0 <= v <= 4 for v in lengths)
         # the tensors are those of the program without the argument
         plain = candidate_inputs(generate(program.seed, research=False), 6)
-        assert all(torch.equal(x, p) for (x, _), p in zip(inputs, plain))
-        assert len({tuple(lengths) for _, lengths in inputs}) > 1
+        assert all(torch.equal(x, p) for (x, *_), p in zip(inputs, plain))
+        assert len({tuple(lengths) for _, lengths, *_ in inputs}) > 1
 
 
 def test_shrinker_unwraps_with_blocks_and_keeps_referenced_modules():
