@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 
 import torch
 from torch_mlir import ir
 
-from dycl.frontend import host_numpy
+from dycl.frontend import host_numpy, lists
 from dycl.frontend import values as V
 from dycl.frontend.build import erase_after
 from dycl.frontend.desugar import source_text
@@ -166,7 +167,74 @@ class _Lowering(ast.NodeTransformer):
         if func is torch.repeat_interleave or method == "repeat_interleave":
             operands = node.args if func is torch.repeat_interleave else [node.func.value, *node.args]
             return self._repeat_interleave(node, operands)
+        if func is torch.split or method == "split":
+            operands = node.args if func is torch.split else [node.func.value, *node.args]
+            return self._split(node, operands, method=func is not torch.split)
+        if func in (torch.cat, torch.concat, torch.concatenate):
+            return self._cat(node)
         return node
+
+    def _split(self, node: ast.Call, operands: list, method: bool) -> ast.expr:
+        """`torch.split(x, sizes, dim=0)` with sizes runtime ints (the MoE dispatcher's
+        `torch.split(inp_exp, self._part_sizes, dim=0)` of `(gates > 0).sum(0).tolist()`): one
+        host slice per piece, each of a runtime length."""
+        names = ["self", "split_size", "dim"] if method else ["tensor", "split_size_or_sections", "dim"]
+        keywords = {k.arg: k.value for k in node.keywords}
+        if any(isinstance(o, ast.Starred) for o in operands) or len(operands) > 3 or set(keywords) - set(names):
+            return node
+        arguments = dict(zip(names, operands))
+        if set(arguments) & set(keywords):
+            return node
+        arguments.update(keywords)
+        if names[1] not in arguments:
+            return node
+        tensor = self._tensor(arguments[names[0]])
+        if tensor is None:
+            return node
+        sizes = self.c.expression(arguments[names[1]], self.env)
+        if not (isinstance(sizes, V.Tup) and sizes.kind in ("list", "tuple")):
+            return node  # (a chunk size, or sizes known here: export splits it)
+        if not all(isinstance(i, V.Dyn) and i.type == V.INT or isinstance(i, V.Const) and type(i.value) is int for i in sizes.items):
+            return node
+        if not any(isinstance(i, V.Dyn) for i in sizes.items):
+            return node
+        dim = self.c._try_constant(arguments["dim"], self.env, quiet=True) if "dim" in arguments else 0
+        rank = tensor.type.rank
+        if not (type(dim) is int and rank and -rank <= dim < rank):
+            raise self.c.error(node, f"`{source_text(node)}` with `dim` computed at run time or outside the tensor's dims",
+                               "pass `dim=` a constant dim of the tensor")
+        return self.bind(V.Tup(tuple(split_with_sizes(self.c, tensor, list(sizes.items), dim % rank, node)), "tuple"), node)
+
+    def _cat(self, node: ast.Call) -> ast.expr:
+        """`torch.cat(expert_out, 0)` of tensors whose lengths along `dim` are known only at
+        run time, each its own (the outputs of experts given the rows routed to them): on
+        the host, which needs no sub-DNN for every combination of sizes 0, 1 and more."""
+        keywords = {k.arg: k.value for k in node.keywords}
+        if set(keywords) - {"tensors", "dim", "axis"} or any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) > 2:
+            return node
+        arguments = dict(zip(["tensors", "dim"], node.args))
+        if set(arguments) & set(keywords) or "axis" in keywords and "dim" in arguments:
+            return node
+        arguments.update({"dim" if k == "axis" else k: v for k, v in keywords.items()})
+        if "tensors" not in arguments:
+            return node
+        items = self.c.expression(arguments["tensors"], self.env)
+        dim = self.c._try_constant(arguments["dim"], self.env, quiet=True) if "dim" in arguments else 0
+        if not (isinstance(items, V.Tup) and items.kind in ("list", "tuple") and len(items.items) > 1 and type(dim) is int):
+            return node
+        tensors = list(items.items)
+        if not all(isinstance(t, V.Dyn) and V.is_tensor_type(t.type) and t.type.shape is not None and isinstance(t.example, torch.Tensor) for t in tensors):
+            return node
+        ranks = {t.type.rank for t in tensors}
+        if len(ranks) != 1 or not (next(iter(ranks)) and -next(iter(ranks)) <= dim < next(iter(ranks))):
+            return node
+        dim %= next(iter(ranks))
+        others = {tuple(d for k, d in enumerate(t.type.shape) if k != dim) for t in tensors}
+        if len(others) != 1 or None in next(iter(others)) or len({t.example.dtype for t in tensors}) != 1:
+            return node  # (eager's own checks, or a promotion: the run's)
+        if sum(t.type.shape[dim] is None for t in tensors) < 2:
+            return node
+        return self.bind(cat(self.c, tensors, dim), node)
 
     def _unique(self, node: ast.Call, source: ast.expr | None, positional: list, consecutive: bool = False) -> ast.expr:
         """`torch.unique(x, return_inverse=True, return_counts=True)`, `x.unique()`: numpy's
@@ -422,6 +490,40 @@ def repeated_indices(c, repeats: V.Dyn, node: ast.AST) -> V.Dyn:
     except RuntimeError as error:
         raise c.error(node, f"`{source_text(node)}`: {str(error).splitlines()[0]}") from None
     return c.builder.host_op(REPEATED_INDICES, [repeats, c.builder.constant(None)], V.tensor_type([None], repeats.example.dtype), example)
+
+
+def split_with_sizes(c, tensor: V.Dyn, sizes: list, dim: int, node: ast.AST) -> list[V.Dyn]:
+    """`torch.split(tensor, sizes, dim)` with runtime int sizes: a host slice per piece,
+    after eager's check that the sizes are not negative and add up to the dim's size."""
+    builder = c.builder
+    sizes = [builder.materialize(s) for s in sizes]
+    length = builder.host_op("torch.aten.size.int", [tensor, builder.constant(dim)], V.INT, tensor.example.size(dim))
+    checks, start, pieces = [], builder.constant(0), []
+    shape = list(tensor.type.shape)
+    shape[dim] = None
+    for size in sizes:
+        checks.append(builder.host_op("torch.aten.ge.int", [size, builder.constant(0)], V.BOOL, size.example >= 0))
+        end = builder.host_op("torch.aten.add.int", [start, size], V.INT, start.example + size.example)
+        example = tensor.example.narrow(dim, min(start.example, tensor.example.size(dim)), 0) if not 0 <= start.example <= end.example <= tensor.example.size(dim) \
+            else tensor.example.narrow(dim, start.example, size.example)
+        operands = [tensor, builder.constant(dim), start, end, builder.constant(1)]
+        pieces.append(builder.host_op("torch.aten.slice.Tensor", operands, tensor.type.with_shape(shape), example))
+        start = end
+    checks.append(builder.host_op("torch.aten.eq.int", [start, length], V.BOOL, start.example == length.example))
+    valid = functools.reduce(lambda a, b: builder.host_op("torch.aten.__and__.bool", [a, b], V.BOOL, a.example and b.example), checks)
+    c.runtime_check(valid, node, f"`{source_text(node)}`: split_with_sizes expects split_sizes to be non-negative and to sum exactly to "
+                    f"the size of the tensor at dimension {dim}")
+    return pieces
+
+
+def cat(c, tensors: list[V.Dyn], dim: int) -> V.Dyn:
+    """`torch.cat(tensors, dim)` on the host (numpy's concatenate): the length along `dim`
+    is a runtime dim."""
+    shape = list(tensors[0].type.shape)
+    shape[dim] = None
+    items = lists.static_list(c, tensors)
+    example = torch.cat([t.example for t in tensors], dim)
+    return c.builder.host_op("torch.aten.cat", [items, c.builder.constant(dim)], tensors[0].type.with_shape(shape), example)
 
 
 def check_mask_shape(c, holder: V.Dyn, mask: V.Dyn, first: int, node: ast.AST) -> None:

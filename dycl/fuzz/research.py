@@ -54,6 +54,9 @@ their form (`FORMS`):
 - sizes that depend on the data: `nonzero` and mask gathers, stores back, a loop over the
   live rows until none is left (masks also `.byte()`, buffers `rows.data.new(...).zero_()`,
   `Variable(...)`, `fill_`), `torch.unique` / `unique_consecutive` / `repeat_interleave`;
+- the sparse mixture of experts as published (`sparse_dispatch`): top-k gates scattered
+  into a (3, E) tensor, a `SparseDispatcher` (a plain object) built from them, `dispatch`
+  (split by counts from `.tolist()`), the experts on 0..3 rows each, `combine` (`index_add`);
 - sizes that runtime ints give: `rows = torch.cat([...])[:k]` with `k` counted from
   `lengths` (`sum([l > t for l in lengths])`) or from tensor data (`int(...argmax())`), math
   on those 0..3 rows, `buf[:k] = v` into a tensor, and a batch that shrinks step by step
@@ -148,6 +151,9 @@ FORMS = (
     # sizes that depend on the data: nonzero and mask gathers, stores back, a loop over the
     # live rows that stops when none is left
     "data_dependent_size",
+    # the sparse MoE's `SparseDispatcher`, a helper object built in forward (drawn where
+    # `data_dependent_size` would be, from a stream of its own)
+    "sparse_dispatch",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -200,6 +206,9 @@ PREDICATE_PROBABILITY = 0.04
 DRAW_PROBABILITY = 0.1
 DRAW_WRAP = "torch.bernoulli((@).float()).bool()"
 PREDICATE_CONDITIONS = 1
+# `data_dependent_size` is the sparse MoE dispatch (`sparse_dispatch`) with this probability,
+# drawn from `Researcher.dispatchers` (the other programs of every seed stay what they were).
+DISPATCH_PROBABILITY = 0.25
 # `data_dependent_size`, where it would be its first kind, is followed by Python numbers from
 # the rows (`.tolist()`, `.index(max(...))`, comprehensions decided at run time), drawn from
 # `Researcher.numbers`.
@@ -257,6 +266,33 @@ class OnlyForwardBlock(nn.Module):
         fwd = self.layers[1](self.layers[0](x))
         return fwd, 0, None
 """,
+    "SparseDispatcher": """\
+class SparseDispatcher(object):
+    def __init__(self, num_experts, gates):
+        self._gates = gates
+        self._num_experts = num_experts
+        sorted_experts, index_sorted_experts = torch.nonzero(gates).sort(0)
+        _, self._expert_index = sorted_experts.split(1, dim=1)
+        self._batch_index = torch.nonzero(gates)[index_sorted_experts[:, 1], 0]
+        self._part_sizes = (gates > 0).sum(0).tolist()
+        gates_exp = gates[self._batch_index.flatten()]
+        self._nonzero_gates = torch.gather(gates_exp, 1, self._expert_index)
+
+    def dispatch(self, inp):
+        inp_exp = inp[self._batch_index].squeeze(1)
+        return torch.split(inp_exp, self._part_sizes, dim=0)
+
+    def combine(self, expert_out, multiply_by_gates=True):
+        stitched = torch.cat(expert_out, 0)
+        if multiply_by_gates:
+            stitched = stitched.mul(self._nonzero_gates)
+        zeros = torch.zeros(self._gates.size(0), expert_out[-1].size(1), requires_grad=True, device=stitched.device)
+        combined = zeros.index_add(0, self._batch_index, stitched.float())
+        return combined
+
+    def expert_to_gates(self):
+        return torch.split(self._nonzero_gates, self._part_sizes, dim=0)
+""",
     "OnlyForwardPlainBlock": """\
 class OnlyForwardPlainBlock(nn.Module):
     def __init__(self, layer, output):
@@ -301,6 +337,7 @@ class Researcher:
         self.block_count = 0
         # the issue-34 Python numbers (`python_numbers`) draw from a stream of their own too
         self.numbers = random.Random(f"issue34 numbers {rng.getstate()[1][:8]}")
+        self.dispatchers = random.Random(f"issue34 dispatch {rng.getstate()[1][:8]}")  # (`sparse_dispatch`)
 
     # ----- names, modules, pieces --------------------------------------------------------
 
@@ -570,6 +607,34 @@ class Researcher:
         return [Research(f"{made}\n{chosen} = ({rows}.sum(1) > {threshold}).nonzero().flatten().tolist() + [3]\n"
                          f"{slots} = [i + 1 for i in {chosen}]\n"
                          f"x = x + 0.01 * (torch.tensor({slots}, dtype=torch.long).sum() + len({chosen}))", form)]
+
+    def sparse_dispatch(self, stage: str, fold) -> list[Stmt]:
+        """The sparse MoE as davidmrau/mixture-of-experts writes it, on 3 rows built from x:
+        top-k gates (k of 1..E, E of 2..3) scattered into `gates`, `SparseDispatcher(E, gates)`,
+        `dispatch`, each expert on its rows (0..3 of them; maybe weighted by
+        `expert_to_gates()`), `combine` (`dispatchers` only)."""
+        r, s, w, form = self.dispatchers, self.summary[stage], self.width, "sparse_dispatch"
+        experts = r.choice([2, 3])
+        k = r.randint(1, experts)
+        self.classes.add("SparseDispatcher")
+        rows, logits, top, idx, gates = (self.fresh(n) for n in ("rows", "logits", "top", "idx", "gates"))
+        disp, parts, outs, y = self.fresh("disp"), self.fresh("parts"), self.fresh("outs"), self.fresh("y")
+        gate = self.module(f"nn.Linear({w}, {experts})")
+        heads = [self.module(f"nn.Linear({w}, {w})") for _ in range(experts)]
+        made = (f"{rows} = " + r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])",
+                                         f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
+                + f"\n{logits} = {gate}({rows})\n{top}, {idx} = {logits}.topk({k}, dim=1)"
+                + f"\n{gates} = torch.zeros_like({logits}).scatter(1, {idx}, F.softmax({top}, 1))"
+                + f"\n{disp} = SparseDispatcher({experts}, {gates})\n{parts} = {disp}.dispatch({rows})")
+        if r.random() < 0.5:
+            weights = self.fresh("g")
+            made += f"\n{weights} = {disp}.expert_to_gates()"
+            made += f"\n{outs} = [" + ", ".join(f"torch.tanh({h}({parts}[{i}])) * {weights}[{i}]" for i, h in enumerate(heads)) + "]"
+            made += f"\n{y} = {disp}.combine({outs}, multiply_by_gates=False)"
+        else:
+            made += f"\n{outs} = [" + ", ".join(f"torch.tanh({h}({parts}[{i}]))" for i, h in enumerate(heads)) + "]"
+            made += f"\n{y} = {disp}.combine({outs})"
+        return [Research(f"{made}\nx = x + 0.1 * {fold(f'{y}.sum(0, keepdim=True)')}", form)]
 
     def unique_or_repeat(self, stage: str, fold) -> list[Stmt]:
         """`torch.unique` (of dim None or 0) or `unique_consecutive` of labels made from 3 rows
@@ -866,6 +931,8 @@ class Researcher:
             return self.packed_rnn(stage, fold)
         if form == "data_dependent_size":
             made = self.older_masks(self.data_dependent_size(stage, fold))  # (its draws first: the main stream stays as it was)
+            if self.dispatchers.random() < DISPATCH_PROBABILITY:
+                return self.sparse_dispatch(stage, fold)
             if self.extras.random() < EXTRA_PROBABILITY:
                 return self.unique_or_repeat(stage, fold)
             if self.sizes.random() < EXTRA_PROBABILITY:

@@ -74,6 +74,7 @@ CONSTRUCTS = {
     "raise-caught": "an exception raised in a submodule or helper and caught up the call chain (`raise HighwayException(out, i + 1)`, `except HighwayException as e: e.message`)",
     "nested-def": "a function defined inside forward and called later (`def decode(tok, h): ...`, a closure over locals and `self`)",
     "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
+    "helper-object": "a plain Python object built in forward, its methods called in later statements (`dispatcher = SparseDispatcher(n, gates)`, `dispatcher.dispatch(x)`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}
 
