@@ -90,16 +90,18 @@ def compile_statement(c, stmt: ast.stmt, env: dict, live_after: set[str], refusa
     lowering = _Lowering(c, scoped)
     rewritten = lowering.visit(copy.deepcopy(stmt))
     value = getattr(rewritten, "value", None)
-    if isinstance(rewritten, ast.Assign) and isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
-        # `return out.sum(0), kept.size(0), x[mask].sum()`: each item on its own (sizes
-        # known only at run time that one run cannot relate: each item sees fewer)
+    if isinstance(rewritten, ast.Assign) and isinstance(value, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in value.elts):
+        # `return out.sum(0), kept.size(0), x[mask].sum()`, `[self.experts[i](parts[i]) for i
+        # in range(4)]` unrolled: each item on its own (sizes known only at run time that one
+        # run cannot relate: each item sees fewer)
         value.elts = [lowering.bind(c.expression(e, scoped), e) if not isinstance(e, ast.Name) else e for e in value.elts]
     if not lowering.made:
         raise refusal
     ast.copy_location(rewritten, stmt)
     ast.fix_missing_locations(rewritten)
     try:
-        if c._is_run_statement(rewritten, scoped, set()):
+        names_only = isinstance(value, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in value.elts)
+        if c._is_run_statement(rewritten, scoped, set()) and not names_only:  # (a display of names: no run)
             c.compile_run([rewritten], scoped, set(scoped) | live_after)
         else:
             c.host_statement(rewritten, scoped)
@@ -191,19 +193,19 @@ class _Lowering(ast.NodeTransformer):
         tensor = self._tensor(arguments[names[0]])
         if tensor is None:
             return node
-        sizes = self.c.expression(arguments[names[1]], self.env)
-        if not (isinstance(sizes, V.Tup) and sizes.kind in ("list", "tuple")):
+        sizes = _items_of(self.c.expression(arguments[names[1]], self.env))
+        if sizes is None:
             return node  # (a chunk size, or sizes known here: export splits it)
-        if not all(isinstance(i, V.Dyn) and i.type == V.INT or isinstance(i, V.Const) and type(i.value) is int for i in sizes.items):
+        if not all(isinstance(i, V.Dyn) and i.type == V.INT or isinstance(i, V.Const) and type(i.value) is int for i in sizes):
             return node
-        if not any(isinstance(i, V.Dyn) for i in sizes.items):
+        if not any(isinstance(i, V.Dyn) for i in sizes):
             return node
         dim = self.c._try_constant(arguments["dim"], self.env, quiet=True) if "dim" in arguments else 0
         rank = tensor.type.rank
         if not (type(dim) is int and rank and -rank <= dim < rank):
             raise self.c.error(node, f"`{source_text(node)}` with `dim` computed at run time or outside the tensor's dims",
                                "pass `dim=` a constant dim of the tensor")
-        return self.bind(V.Tup(tuple(split_with_sizes(self.c, tensor, list(sizes.items), dim % rank, node)), "tuple"), node)
+        return self.bind(V.Tup(tuple(split_with_sizes(self.c, tensor, sizes, dim % rank, node)), "tuple"), node)
 
     def _cat(self, node: ast.Call) -> ast.expr:
         """`torch.cat(expert_out, 0)` of tensors whose lengths along `dim` are known only at
@@ -218,11 +220,11 @@ class _Lowering(ast.NodeTransformer):
         arguments.update({"dim" if k == "axis" else k: v for k, v in keywords.items()})
         if "tensors" not in arguments:
             return node
-        items = self.c.expression(arguments["tensors"], self.env)
+        items = _items_of(self.c.expression(arguments["tensors"], self.env))
         dim = self.c._try_constant(arguments["dim"], self.env, quiet=True) if "dim" in arguments else 0
-        if not (isinstance(items, V.Tup) and items.kind in ("list", "tuple") and len(items.items) > 1 and type(dim) is int):
+        if items is None or len(items) < 2 or type(dim) is not int:
             return node
-        tensors = list(items.items)
+        tensors = items
         if not all(isinstance(t, V.Dyn) and V.is_tensor_type(t.type) and t.type.shape is not None and isinstance(t.example, torch.Tensor) for t in tensors):
             return node
         ranks = {t.type.rank for t in tensors}
@@ -366,6 +368,16 @@ class _Lowering(ast.NodeTransformer):
         return default
 
 
+def _items_of(value) -> list | None:
+    """The items of a list or tuple whose length is known here (a display, a list built in
+    straight-line code), else None."""
+    if isinstance(value, V.Tup) and value.kind in ("list", "tuple"):
+        return list(value.items)
+    if isinstance(value, lists.StaticList):
+        return list(value.items)
+    return None
+
+
 def _as_load(node: ast.expr) -> ast.expr:
     node = copy.deepcopy(node)
     for sub in ast.walk(node):
@@ -504,8 +516,8 @@ def split_with_sizes(c, tensor: V.Dyn, sizes: list, dim: int, node: ast.AST) -> 
     for size in sizes:
         checks.append(builder.host_op("torch.aten.ge.int", [size, builder.constant(0)], V.BOOL, size.example >= 0))
         end = builder.host_op("torch.aten.add.int", [start, size], V.INT, start.example + size.example)
-        example = tensor.example.narrow(dim, min(start.example, tensor.example.size(dim)), 0) if not 0 <= start.example <= end.example <= tensor.example.size(dim) \
-            else tensor.example.narrow(dim, start.example, size.example)
+        held = 0 <= start.example <= end.example <= tensor.example.size(dim)  # (else the check below raises)
+        example = tensor.example.narrow(dim, start.example, size.example) if held else tensor.example.narrow(dim, 0, 0)
         operands = [tensor, builder.constant(dim), start, end, builder.constant(1)]
         pieces.append(builder.host_op("torch.aten.slice.Tensor", operands, tensor.type.with_shape(shape), example))
         start = end
