@@ -288,3 +288,65 @@ class ShrinkingBeamSearch(nn.Module):
             if k == 0:
                 break
         return seqs, k
+
+
+class RunningStats(object):
+    """A plain helper object: attributes set in `__init__`, changed by a method with a
+    runtime condition (`if y.max() > self.peak:`), an int counter, a class attribute."""
+
+    SCALE = 0.5
+
+    def __init__(self, x):
+        self.total = x.sum(0)
+        self.count = x.size(0)
+        self.peak = x.max()
+
+    def add(self, y):
+        self.total = self.total + y.sum(0)
+        self.count += y.size(0)
+        if y.max() > self.peak:
+            self.peak = y.max()
+
+    def mean(self):
+        return self.total / self.count * self.SCALE
+
+
+def summarize(stats, y):
+    """A plain function given the object: it changes it and reads it."""
+    stats.add(y * 2)
+    return stats.mean()
+
+
+class StatsObject(nn.Module):
+    """The object built in forward, its methods called as statements and inside an
+    expression, passed to a function, its attributes read in forward."""
+
+    def __init__(self, size=4):
+        super().__init__()
+        self.fc = nn.Linear(size, size)
+
+    def forward(self, x):
+        stats = RunningStats(self.fc(x))
+        stats.add(torch.tanh(x))
+        m = summarize(stats, x)
+        return m + stats.mean(), stats.peak, stats.count
+
+
+class StatsSetOutside(StatsObject):
+    def forward(self, x):
+        stats = RunningStats(x)
+        stats.extra = x * 2  # REFUSED
+        return stats.mean()
+
+
+class StatsUnknownAttribute(StatsObject):
+    def forward(self, x):
+        stats = RunningStats(x)
+        return stats.mean() + stats.variance  # REFUSED
+
+
+class StatsInADict(StatsObject):
+    def forward(self, x):
+        held = {}
+        held["stats"] = RunningStats(x)  # REFUSED
+        return held["stats"].mean()

@@ -21,7 +21,7 @@ import torch
 import dycl
 from dycl.frontend import FrontendError, import_module
 from tests.frontend import moe_dispatch_models as M
-from tests.frontend.helpers import eager, max_abs_error, run, seeded_model, tiered
+from tests.frontend.helpers import BranchCoverage, eager, if_ops, max_abs_error, run, seeded_model, tiered
 
 
 def _logit_inputs(layer_weight: torch.Tensor, bias: torch.Tensor | None, logits: list[list[float]]) -> torch.Tensor:
@@ -150,3 +150,38 @@ def test_topk_indices_of_a_k_from_the_data_are_refused_at_the_line(factory, func
     error = raised.value
     assert (error.file, error.line) == (M.__file__, _line_of(function, "# REFUSED")), str(error)
     assert "topk" in str(error)
+
+
+def stats_inputs() -> list[tuple[torch.Tensor]]:
+    """`y.max() > self.peak` both ways: tanh(x) and 2x past the linear layer's maximum or not."""
+    generator = torch.Generator().manual_seed(5)
+    return [(torch.randn(3, 4, generator=generator) * scale,) for scale in (3.0, 0.05, 1.0, 10.0)]
+
+
+def test_a_helper_object_is_exact_on_every_path():
+    model = seeded_model(M.StatsObject)
+    args_list = stats_inputs()
+    program = import_module(model, args_list[0])
+    coverage = BranchCoverage()
+    for args in args_list:
+        assert max_abs_error(eager(model, args), run(program, args, coverage)) <= 1e-6
+    branches = if_ops(program)
+    assert branches and all(len(coverage.taken[id(op)]) == 2 for op in branches), "a branch of `add` never ran"
+    compiled = dycl.compile(model, args_list[0], backend="onnxruntime", progress=False)
+    error = max(max_abs_error(eager(model, args), compiled(*args)) for args in args_list)
+    print(f"helper object on onnxruntime: max abs error {error:.3g}")
+    assert error <= 1e-5
+
+
+@pytest.mark.parametrize("factory, message", [
+    (M.StatsSetOutside, "sets an attribute that no method of `RunningStats` sets"),
+    (M.StatsUnknownAttribute, "a `RunningStats` object has no attribute `variance`"),
+    (M.StatsInADict, "keeps a `RunningStats` object elsewhere than in a variable"),
+], ids=["set_outside", "unknown_attribute", "kept_in_a_dict"])
+def test_helper_object_refusals_are_located(factory, message):
+    model = seeded_model(factory)
+    with pytest.raises(FrontendError) as raised:
+        import_module(model, stats_inputs()[0])
+    error = raised.value
+    assert (error.file, error.line) == (M.__file__, _line_of(factory.forward, "# REFUSED")), str(error)
+    assert message in str(error)
