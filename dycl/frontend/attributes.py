@@ -35,7 +35,7 @@ import torch
 
 from dycl.frontend import nodes
 from dycl.frontend.callees import module_named, wrapped
-from dycl.frontend.helper_objects import HelperObjects
+from dycl.frontend.helper_objects import HelperObjects, is_helper_object
 from dycl.frontend import values as V
 
 
@@ -80,7 +80,11 @@ class ModuleAttributes:
     # ----- marking ----------------------------------------------------------------------
 
     def annotate(self, stmts: list[ast.stmt], self_name: str, receiver) -> None:
-        """Mark the attribute accesses of a function body whose `self` is `receiver` (in place)."""
+        """Mark the attribute accesses of a function body whose `self` is `receiver` (in place);
+        a helper object's attributes become their variables (helper_objects.py)."""
+        if is_helper_object(receiver):
+            self.objects.annotate(stmts, self_name, receiver)
+            return
         if not isinstance(receiver, torch.nn.Module):
             return
         for stmt in stmts:

@@ -76,7 +76,9 @@ def host_statement(c, stmt: ast.stmt, env: dict, live_after: set[str]) -> None:
     before, saved = len(ir_block.operations), dict(env)
     try:
         c.host_statement(stmt, env)
-    except DataSize as failure:
+    except FrontendError as failure:
+        if not isinstance(failure, DataSize) and not _splits_by_runtime_sizes(stmt, saved):
+            raise  # (`torch.split(x, sizes)` of runtime ints: host slices, `_Lowering._split`)
         erase_after(ir_block, before)
         env.clear()
         env.update(saved)
@@ -88,7 +90,10 @@ def compile_statement(c, stmt: ast.stmt, env: dict, live_after: set[str], refusa
     mask that makes one computed first on the host (`refusal`: when it has none)."""
     scoped = dict(env)
     lowering = _Lowering(c, scoped)
-    rewritten = lowering.visit(copy.deepcopy(stmt))
+    stmt_copy = copy.deepcopy(stmt)
+    if isinstance(stmt_copy, ast.Assign) and isinstance(stmt_copy.value, ast.ListComp):
+        stmt_copy.value = _unrolled(c, stmt_copy.value, env) or stmt_copy.value
+    rewritten = lowering.visit(stmt_copy)
     value = getattr(rewritten, "value", None)
     if isinstance(rewritten, ast.Assign) and isinstance(value, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in value.elts):
         # `return out.sum(0), kept.size(0), x[mask].sum()`, `[self.experts[i](parts[i]) for i
@@ -299,6 +304,11 @@ class _Lowering(ast.NodeTransformer):
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)
+        items = _items_of(self.env.get(node.value.id)) if isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load) else None
+        if items is not None and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int and -len(items) <= node.slice.value < len(items):
+            # `expert_inputs[i]` of a tuple of tensors each of its own runtime length: the
+            # item alone (a run given the whole tuple would take every length)
+            return self.bind(items[node.slice.value], node)
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         replaced: list[ast.expr] = []
         masks, indexed = {}, False
@@ -366,6 +376,46 @@ class _Lowering(ast.NodeTransformer):
                     raise self.c.error(node, f"`{source_text(node)}` with `{name}` computed at run time", f"pass `{name}=` a constant")
                 return value
         return default
+
+
+def _unrolled(c, comprehension: ast.ListComp, env: dict) -> ast.List | None:
+    """`[self.experts[i](parts[i]) for i in range(4)]` over ints known here, without a
+    filter: the list display of its items (each then computed on its own), else None."""
+    if len(comprehension.generators) != 1:
+        return None
+    generator = comprehension.generators[0]
+    if generator.ifs or generator.is_async or not isinstance(generator.target, ast.Name):
+        return None
+    iterated = c._try_constant(generator.iter, env, quiet=True)
+    if not isinstance(iterated, (range, list, tuple)) or not all(type(i) is int for i in iterated) or len(iterated) > 64:
+        return None
+    name = generator.target.id
+
+    class Substitute(ast.NodeTransformer):
+        def __init__(self, value: int):
+            self.value = value
+
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return ast.copy_location(ast.Constant(self.value), node) if node.id == name else node
+
+    items = [Substitute(i).visit(copy.deepcopy(comprehension.elt)) for i in iterated]
+    return ast.copy_location(ast.List(items, ast.Load()), comprehension)
+
+
+def _splits_by_runtime_sizes(stmt: ast.stmt, env: dict) -> bool:
+    """Whether `stmt` splits by sizes some of which are runtime ints, a list or tuple a
+    variable holds (`torch.split(inp_exp, self._part_sizes, dim=0)`)."""
+    for node in ast.walk(stmt):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split"):
+            continue
+        function = isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"
+        positional = node.args[1:2] if function else node.args[:1]
+        sizes = [*positional, *(k.value for k in node.keywords if k.arg in ("split_size_or_sections", "split_size"))]
+        for size in sizes:
+            items = _items_of(env.get(size.id)) if isinstance(size, ast.Name) else None
+            if items and any(isinstance(i, V.Dyn) and i.type == V.INT for i in items):
+                return True
+    return False
 
 
 def _items_of(value) -> list | None:

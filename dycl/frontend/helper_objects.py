@@ -157,6 +157,15 @@ class HelperObjects:
 
     # ----- using one -------------------------------------------------------------------------
 
+    def annotate(self, stmts: list[ast.stmt], self_name: str, obj) -> None:
+        """An inlined method's body (in place): `self.attr` of the object's attributes is
+        their variable (Python's attribute stores, which the rewrite refuses elsewhere)."""
+        record = self._classes.get(type(obj))
+        if record is None:
+            return
+        renamer = _SelfAttributes(self_name, record.attributes)
+        stmts[:] = [renamer.visit(stmt) for stmt in stmts]
+
     def bind(self, stmt: ast.stmt, env: dict, error) -> ast.stmt:
         """`stmt` with each `obj.attr` of a helper object's attribute turned into its variable
         (its own expressions only, as `ModuleAttributes.bind`)."""
@@ -218,6 +227,16 @@ class _Binder(ast.NodeTransformer):
         if inspect.getattr_static(type(obj), node.attr, _ABSENT) is _ABSENT:
             raise self.error(node, f"`{source_text(node)}`: a `{cls}` object has no attribute `{node.attr}`")
         return node  # (a method or a class attribute: known at import)
+
+
+class _SelfAttributes(ast.NodeTransformer):
+    def __init__(self, self_name: str, attributes: dict[str, str]):
+        self.self_name, self.attributes = self_name, attributes
+
+    def visit_Attribute(self, node: ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.value.id == self.self_name and node.attr in self.attributes:
+            return ast.copy_location(ast.Name(self.attributes[node.attr], node.ctx), node)
+        return self.generic_visit(node)
 
 
 def _object_of(value):
