@@ -38,7 +38,7 @@ def moe_inputs(k: int = 2) -> list[tuple[torch.Tensor]]:
     expert (or, at k=2, the same two)."""
     weight = seeded_model(M.MoE).w_gate.detach()
     generator = torch.Generator().manual_seed(3)
-    spread = torch.randn(8, 4, generator=generator) * 2.0
+    spread = torch.randn(8, 4, generator=generator)
     spread[:, :] += torch.eye(4).repeat(2, 1) * 4.0  # (row r prefers expert r % 4)
     favour_01 = torch.tensor([3.0, 2.0, -1.0, -2.0]) + torch.rand(8, 4, generator=generator) * 0.5
     one_row = torch.tensor([2.0, 1.0, -3.0, 0.0]) + torch.rand(8, 4, generator=generator) * 0.5
