@@ -213,19 +213,19 @@ class TwoDispatchers(MoE):
 
 
 class AdaptiveTopK(nn.Module):
-    """A router that keeps as many experts as have a probability above a threshold (k from
-    the data: 0 to all of them), their scores summed, as `topk(k)` values."""
+    """A router that keeps as many experts as score above a threshold (k from the data: 0
+    to all of them), their scores, as `topk(k)` values, and their sum."""
 
-    def __init__(self, size=6, experts=5, threshold=0.15):
+    def __init__(self, size=6, experts=5, threshold=0.0):
         super().__init__()
         self.router = nn.Linear(size, experts)
         self.threshold = threshold
 
     def forward(self, x):
-        probs = F.softmax(self.router(x), dim=-1)
-        k = int((probs[0] > self.threshold).sum())
-        top_probs, _ = probs[0].topk(k)
-        return top_probs, top_probs.sum(), k
+        scores = self.router(x)
+        k = int((scores[0] > self.threshold).sum())
+        top_scores, _ = scores[0].topk(k)
+        return top_scores, top_scores.sum(), k
 
 
 class AdaptiveTopKIndices(AdaptiveTopK):
@@ -233,10 +233,10 @@ class AdaptiveTopKIndices(AdaptiveTopK):
     topk returns first is its own, which torch leaves unspecified)."""
 
     def forward(self, x):
-        probs = F.softmax(self.router(x), dim=-1)
-        k = int((probs[0] > self.threshold).sum())
-        top_probs, top_experts = probs[0].topk(k)  # REFUSED
-        return top_probs, top_experts
+        scores = self.router(x)
+        k = int((scores[0] > self.threshold).sum())
+        top_scores, top_experts = scores[0].topk(k)  # REFUSED
+        return top_scores, top_experts
 
 
 class BeamStep(nn.Module):
@@ -350,3 +350,4 @@ class StatsInADict(StatsObject):
         held = {}
         held["stats"] = RunningStats(x)  # REFUSED
         return held["stats"].mean()
+
