@@ -705,7 +705,12 @@ class MoESparseDispatcher(nn.Module):
 
     @staticmethod
     def path_inputs():
-        return images([(0, 1.0), (1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0), (6, 1.0), (7, 1.0)], shape=(8, 6))
+        """Rows spread over every expert; all rows near one point (two experts get none);
+        seven near one point and one far off (experts given one row)."""
+        def clustered(seed, outlier):
+            rows = randn(8, 6, seed=seed, scale=0.2) + randn(1, 6, seed=100 + seed, scale=2.0)
+            return torch.cat([rows[:7], randn(1, 6, seed=200 + seed, scale=3.0)]) if outlier else rows
+        return [(randn(8, 6, seed=0),), (clustered(0, False),), (clustered(0, True),), (clustered(3, True),)]
 
 
 class PonderState(object):
@@ -738,16 +743,20 @@ class ACTStateObject(nn.Module):
         super(ACTStateObject, self).__init__()
         self.hidden = hidden
         self.cell = nn.GRUCell(size, hidden)
-        self.halt = nn.Linear(hidden, 1)
+        self.halt = nn.Linear(size + hidden, 1)
         self.max_ponder = 3
         self.threshold = 0.99
+        with torch.no_grad():  # (the halting unit reads the input's first feature: inputs pick the steps)
+            self.halt.weight.zero_()
+            self.halt.weight[0, 0] = 4.0
+            self.halt.bias.zero_()
 
     def forward(self, x):
         state = PonderState(x.size(0), self.hidden)
         h = x.new_zeros(x.size(0), self.hidden)
         for n in range(self.max_ponder):
             h = self.cell(x, h)
-            p = torch.sigmoid(self.halt(h)).squeeze(1)
+            p = torch.sigmoid(self.halt(torch.cat([x, h], 1))).squeeze(1)
             state.update(h, p)
             if state.done(self.threshold):
                 break
@@ -759,11 +768,18 @@ class ACTStateObject(nn.Module):
 
     @staticmethod
     def example_inputs():
-        return (randn(2, 6, seed=0),)
+        return (_first_feature(randn(2, 6, seed=0), [-3.0, 0.0]),)
 
     @staticmethod
     def path_inputs():
-        return images([(0, 1.0), (0, 10.0), (1, 10.0), (2, 10.0), (3, 3.0), (4, 30.0)], shape=(2, 6))
+        firsts = ([3.0, 3.0], [0.0, 3.0], [-3.0, 0.0], [2.0, -0.1], [0.5, 0.5])
+        return [(_first_feature(randn(2, 6, seed=s), first),) for s, first in enumerate(firsts)]
+
+
+def _first_feature(x, values):
+    x = x.clone()
+    x[:, 0] = torch.tensor(values)
+    return x
 
 
 MODELS = [
