@@ -206,8 +206,8 @@ PREDICATE_PROBABILITY = 0.04
 DRAW_PROBABILITY = 0.1
 DRAW_WRAP = "torch.bernoulli((@).float()).bool()"
 PREDICATE_CONDITIONS = 1
-# `data_dependent_size` is the sparse MoE dispatch (`sparse_dispatch`) with this probability,
-# drawn from `Researcher.dispatchers` (the other programs of every seed stay what they were).
+# `data_dependent_size` is followed by the sparse MoE dispatch (`sparse_dispatch`) with this
+# probability, drawn from `Researcher.dispatchers` (what every seed wrote before stays).
 DISPATCH_PROBABILITY = 0.25
 # `data_dependent_size`, where it would be its first kind, is followed by Python numbers from
 # the rows (`.tolist()`, `.index(max(...))`, comprehensions decided at run time), drawn from
@@ -266,6 +266,27 @@ class OnlyForwardBlock(nn.Module):
         fwd = self.layers[1](self.layers[0](x))
         return fwd, 0, None
 """,
+    "OnlyForwardPlainBlock": """\
+class OnlyForwardPlainBlock(nn.Module):
+    def __init__(self, layer, output):
+        super(OnlyForwardPlainBlock, self).__init__()
+        self.layer = layer
+        self.output = output
+        if output is None:
+            self.forward = self.only_forward
+
+    def forward(self, x):
+        fwd = torch.tanh(self.layer(x))
+        return fwd, 1, self.output(fwd)
+
+    def only_forward(self, x):
+        return torch.tanh(self.layer(x)), 0, None
+""",
+}
+
+# Plain classes a form uses (`sparse_dispatch`), written into the program's file as CLASSES are
+# (kept apart from CLASSES, from which `instance_forward` draws its block).
+HELPER_CLASSES = {
     "SparseDispatcher": """\
 class SparseDispatcher(object):
     def __init__(self, num_experts, gates):
@@ -292,22 +313,6 @@ class SparseDispatcher(object):
 
     def expert_to_gates(self):
         return torch.split(self._nonzero_gates, self._part_sizes, dim=0)
-""",
-    "OnlyForwardPlainBlock": """\
-class OnlyForwardPlainBlock(nn.Module):
-    def __init__(self, layer, output):
-        super(OnlyForwardPlainBlock, self).__init__()
-        self.layer = layer
-        self.output = output
-        if output is None:
-            self.forward = self.only_forward
-
-    def forward(self, x):
-        fwd = torch.tanh(self.layer(x))
-        return fwd, 1, self.output(fwd)
-
-    def only_forward(self, x):
-        return torch.tanh(self.layer(x)), 0, None
 """,
 }
 
@@ -931,13 +936,14 @@ class Researcher:
             return self.packed_rnn(stage, fold)
         if form == "data_dependent_size":
             made = self.older_masks(self.data_dependent_size(stage, fold))  # (its draws first: the main stream stays as it was)
-            if self.dispatchers.random() < DISPATCH_PROBABILITY:
-                return self.sparse_dispatch(stage, fold)
             if self.extras.random() < EXTRA_PROBABILITY:
-                return self.unique_or_repeat(stage, fold)
-            if self.sizes.random() < EXTRA_PROBABILITY:
-                return self.picked_count(stage, fold)
-            return made + self.python_numbers(stage, fold) if self.numbers.random() < NUMBERS_PROBABILITY else made
+                made = self.unique_or_repeat(stage, fold)
+            elif self.sizes.random() < EXTRA_PROBABILITY:
+                made = self.picked_count(stage, fold)
+            elif self.numbers.random() < NUMBERS_PROBABILITY:
+                made = made + self.python_numbers(stage, fold)
+            # (after the others, from a stream of its own: they stay what they were)
+            return made + self.sparse_dispatch(stage, fold) if self.dispatchers.random() < DISPATCH_PROBABILITY else made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]
