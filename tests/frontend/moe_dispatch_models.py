@@ -351,3 +351,12 @@ class StatsInADict(StatsObject):
         held["stats"] = RunningStats(x)  # REFUSED
         return held["stats"].mean()
 
+
+
+class GatheredRowsSqueezed(nn.Module):
+    """`dispatch`'s `inp[self._batch_index].squeeze(1)`: a squeeze of a dim of size 6 (no
+    dim dropped) of rows of a runtime count."""
+
+    def forward(self, x):
+        batch_index = torch.nonzero(x[:, 0] > 0)[:, 0]
+        return x[batch_index].squeeze(1) * 2

@@ -189,3 +189,14 @@ def test_helper_object_refusals_are_located(factory, message):
     error = raised.value
     assert (error.file, error.line) == (M.__file__, _line_of(factory.forward, "# REFUSED")), str(error)
     assert message in str(error)
+
+
+def test_a_squeeze_that_drops_no_dim_of_rows_of_a_runtime_count_compiles():
+    """(torch.onnx wrote it as a Squeeze of dim 1, which ONNX Runtime rejected: "Dimension of
+    input 1 must be 1 instead of 6"; fx_rebuild now keeps the tensor itself.)"""
+    model = M.GatheredRowsSqueezed()
+    generator = torch.Generator().manual_seed(7)
+    args_list = [(torch.randn(5, 6, generator=generator) + shift,) for shift in (0.0, -9.0, 9.0)]
+    compiled = dycl.compile(model, args_list[0], backend="onnxruntime", progress=False)
+    assert {len(eager(model, args)) for args in args_list} == {0, 5} | {len(eager(model, args_list[0]))}
+    assert max(max_abs_error(eager(model, args), compiled(*args)) for args in args_list) == 0.0
