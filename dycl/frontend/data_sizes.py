@@ -126,6 +126,25 @@ class _Lowering(ast.NodeTransformer):
     def __init__(self, c, env: dict):
         self.c, self.env = c, env
         self.made = False  # (whether anything was bound: else the statement is what failed)
+        self.storing = False  # (inside an assignment's target: `rows[0][mask] = v` stores into the item)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        self.storing = True  # (the targets first, as `generic_visit` took them)
+        try:
+            node.targets = [self.visit(target) for target in node.targets]
+        finally:
+            self.storing = False
+        node.value = self.visit(node.value)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        self.storing = True
+        try:
+            node.target = self.visit(node.target)
+        finally:
+            self.storing = False
+        node.value = self.visit(node.value)
+        return node
 
     def bind(self, value: V.EnvValue, where: ast.AST) -> ast.Name:
         self.made = True
@@ -304,7 +323,7 @@ class _Lowering(ast.NodeTransformer):
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)
-        items = _items_of(self.env.get(node.value.id)) if isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load) else None
+        items = _items_of(self.env.get(node.value.id)) if isinstance(node.value, ast.Name) and not self.storing else None
         if items is not None and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int and -len(items) <= node.slice.value < len(items):
             # `expert_inputs[i]` of a tuple of tensors each of its own runtime length: the
             # item alone (a run given the whole tuple would take every length)
