@@ -140,6 +140,11 @@ class _Builder:
         args = [_decode_enum(arg, a) for arg, a in zip(schema_args, args)] + args[len(schema_args):]
         if name == "torch.aten.slice.Tensor":
             args = self._slice_bounds(op, args)
+        if name in ("torch.aten.squeeze.dim", "torch.aten.squeeze.dims") and not _squeezes_anything(op, args):
+            # (a squeeze of dims of a static size other than 1 is the tensor itself; torch.onnx
+            # writes a Squeeze for it when another dim is a runtime dim, which ONNX Runtime rejects)
+            self.values[op.results[0]] = args[0]
+            return
         on_bools = bool(info.bools_as_uint8) and len(op.results) == 1 and _is_bool_tensor(op.results[0])
         if on_bools:  # (ONNX has no bool `Add`, ONNX Runtime no bool `Where`)
             args = [self._cast(a, torch.uint8) if k in info.bools_as_uint8 and _is_bool_tensor(v) else a
@@ -278,6 +283,18 @@ _HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
     t.ToI1Op: _Builder.identity,
     scf.IfOp: _Builder.scf_if,
 }
+
+
+def _squeezes_anything(op: UnregisteredOp, args: list[Any]) -> bool:
+    """Whether `squeeze(x, dim)` / `squeeze(x, dims)` may drop a dim: one of them is 1 or
+    known only at run time (a rank or a dim the type does not know: it may)."""
+    shape = op.operands[0].type.shape
+    dims = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+    if shape is None or not all(isinstance(d, int) for d in dims):
+        return True
+    if not shape:
+        return False  # (a 0-d tensor: squeeze is the tensor itself)
+    return any(shape[d % len(shape)] in (1, None) for d in dims)
 
 
 def _is_bool_tensor(value: SSAValue) -> bool:

@@ -35,6 +35,7 @@ import torch
 
 from dycl.frontend import nodes
 from dycl.frontend.callees import is_module_list, module_named, wrapped
+from dycl.frontend.helper_objects import HelperObjects, is_helper_object
 from dycl.frontend.lists import CONTAINER_METHOD_NAMES
 from dycl.frontend import values as V
 
@@ -76,11 +77,16 @@ class ModuleAttributes:
         self.read_from_module: dict[str, ast.AST] = {}  # variable -> the first load of the module's value
         self.assigned: set[str] = set()  # attribute names some code assigns (`hidden`)
         self.attribute_names: set[str] = set()  # the attribute names that have variables (`hidden`)
+        self.objects = HelperObjects()  # the attributes of plain objects forward builds (helper_objects.py)
 
     # ----- marking ----------------------------------------------------------------------
 
     def annotate(self, stmts: list[ast.stmt], self_name: str, receiver) -> None:
-        """Mark the attribute accesses of a function body whose `self` is `receiver` (in place)."""
+        """Mark the attribute accesses of a function body whose `self` is `receiver` (in place);
+        a helper object's attributes become their variables (helper_objects.py)."""
+        if is_helper_object(receiver):
+            self.objects.annotate(stmts, self_name, receiver)
+            return
         if not isinstance(receiver, torch.nn.Module):
             return
         for stmt in stmts:
@@ -102,6 +108,7 @@ class ModuleAttributes:
         helper inlined later may read what forward's liveness must then keep."""
         from dycl.frontend.rewrite import parse_function
 
+        self.objects.preregister([function for module in model.modules() for function in _methods(module)])
         for module in model.modules():
             for function in _methods(module):
                 try:
@@ -132,7 +139,7 @@ class ModuleAttributes:
         return _is_state(owner, attr) or attr in owner._buffers and (id(owner), attr) in self._by_key
 
     def variables(self) -> set[str]:
-        return set(self.by_name)
+        return set(self.by_name) | self.objects.variables()
 
     def _variable(self, owner: torch.nn.Module, attr: str) -> Attribute:
         key = (id(owner), attr)
@@ -146,8 +153,10 @@ class ModuleAttributes:
 
     def bind(self, stmt: ast.stmt, env: dict, error, written=frozenset()) -> ast.stmt:
         """`stmt` with its marked accesses turned into variables where the call assigned them
-        (on this path, or earlier in the same run: `written`). Only the statement's own
-        expressions: nested statement lists are bound when they are compiled."""
+        (on this path, or earlier in the same run: `written`), and the attributes of helper
+        objects into theirs (`helper_objects.py`). Only the statement's own expressions:
+        nested statement lists are bound when they are compiled."""
+        stmt = self.objects.bind(stmt, env, error)
         if not self.by_name or not (_has_marks(stmt) or _names_attribute(stmt, self.attribute_names)):
             return stmt
         bound = self._bind(stmt, _Binder(self, env, written, error))

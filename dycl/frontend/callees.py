@@ -18,6 +18,7 @@ import torch
 from torch.nn.modules import module as _module
 
 from dycl.frontend.desugar import unwrap_grad_mode
+from dycl.frontend.helper_objects import is_helper_object
 from dycl.frontend.rewrite import NO_RECEIVER, SourceFunction, parse_function
 
 
@@ -41,15 +42,16 @@ def function_of(callee: Any) -> tuple[types.FunctionType, Any] | None:
     """(function, receiver) that calling `callee` runs, for a callee DyCL may compile
     itself: a module that runs only its forward, a method bound to a module, or a plain
     function (receiver `NO_RECEIVER`: an instance attribute holding a function is not
-    bound, as in Python). None for anything else (a builtin, a module with hooks, a
+    bound, as in Python), a method of a helper object. None for anything else (a builtin, a module with hooks, a
     callable object): such a call runs as it is, inside a captured block."""
     if isinstance(callee, torch.nn.Module):
         if not runs_only_forward(callee):
             return None
         callee = module_forward(callee)
     if isinstance(callee, types.MethodType):
-        if isinstance(callee.__self__, torch.nn.Module) and isinstance(callee.__func__, types.FunctionType):
-            return callee.__func__, callee.__self__
+        owner = callee.__self__  # (a module, or a helper object forward built: helper_objects.py)
+        if (isinstance(owner, torch.nn.Module) or is_helper_object(owner)) and isinstance(callee.__func__, types.FunctionType):
+            return callee.__func__, owner
         return None
     if isinstance(callee, types.FunctionType):
         return callee, NO_RECEIVER

@@ -216,7 +216,7 @@ class FunctionCompiler:
 
     def visit_BindConst(self, stmt: nodes.BindConst, block: Block) -> None:
         value = stmt.value
-        block.env[stmt.name] = value if isinstance(value, (V.Dyn, V.Tup, V.Maybe)) else V.Const(value)
+        block.env[stmt.name] = value if isinstance(value, (V.Dyn, V.Tup, V.Maybe)) or value is V.UNDEF else V.Const(value)
         block.i += 1
 
     def visit_SwitchScope(self, stmt: SwitchScope, block: Block) -> None:

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 
 import torch
 from torch_mlir import ir
 
-from dycl.frontend import host_numpy
+from dycl.frontend import host_numpy, lists
 from dycl.frontend import values as V
 from dycl.frontend.build import erase_after
 from dycl.frontend.desugar import source_text
@@ -75,7 +76,9 @@ def host_statement(c, stmt: ast.stmt, env: dict, live_after: set[str]) -> None:
     before, saved = len(ir_block.operations), dict(env)
     try:
         c.host_statement(stmt, env)
-    except DataSize as failure:
+    except FrontendError as failure:
+        if not isinstance(failure, DataSize) and not _splits_by_runtime_sizes(stmt, saved):
+            raise  # (`torch.split(x, sizes)` of runtime ints: host slices, `_Lowering._split`)
         erase_after(ir_block, before)
         env.clear()
         env.update(saved)
@@ -87,18 +90,23 @@ def compile_statement(c, stmt: ast.stmt, env: dict, live_after: set[str], refusa
     mask that makes one computed first on the host (`refusal`: when it has none)."""
     scoped = dict(env)
     lowering = _Lowering(c, scoped)
-    rewritten = lowering.visit(copy.deepcopy(stmt))
+    stmt_copy = copy.deepcopy(stmt)
+    if isinstance(stmt_copy, ast.Assign) and isinstance(stmt_copy.value, ast.ListComp):
+        stmt_copy.value = _unrolled(c, stmt_copy.value, env) or stmt_copy.value
+    rewritten = lowering.visit(stmt_copy)
     value = getattr(rewritten, "value", None)
-    if isinstance(rewritten, ast.Assign) and isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
-        # `return out.sum(0), kept.size(0), x[mask].sum()`: each item on its own (sizes
-        # known only at run time that one run cannot relate: each item sees fewer)
+    if isinstance(rewritten, ast.Assign) and isinstance(value, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in value.elts):
+        # `return out.sum(0), kept.size(0), x[mask].sum()`, `[self.experts[i](parts[i]) for i
+        # in range(4)]` unrolled: each item on its own (sizes known only at run time that one
+        # run cannot relate: each item sees fewer)
         value.elts = [lowering.bind(c.expression(e, scoped), e) if not isinstance(e, ast.Name) else e for e in value.elts]
     if not lowering.made:
         raise refusal
     ast.copy_location(rewritten, stmt)
     ast.fix_missing_locations(rewritten)
     try:
-        if c._is_run_statement(rewritten, scoped, set()):
+        names_only = isinstance(value, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in value.elts)
+        if c._is_run_statement(rewritten, scoped, set()) and not names_only:  # (a display of names: no run)
             c.compile_run([rewritten], scoped, set(scoped) | live_after)
         else:
             c.host_statement(rewritten, scoped)
@@ -118,6 +126,25 @@ class _Lowering(ast.NodeTransformer):
     def __init__(self, c, env: dict):
         self.c, self.env = c, env
         self.made = False  # (whether anything was bound: else the statement is what failed)
+        self.storing = False  # (inside an assignment's target: `rows[0][mask] = v` stores into the item)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        self.storing = True  # (the targets first, as `generic_visit` took them)
+        try:
+            node.targets = [self.visit(target) for target in node.targets]
+        finally:
+            self.storing = False
+        node.value = self.visit(node.value)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        self.storing = True
+        try:
+            node.target = self.visit(node.target)
+        finally:
+            self.storing = False
+        node.value = self.visit(node.value)
+        return node
 
     def bind(self, value: V.EnvValue, where: ast.AST) -> ast.Name:
         self.made = True
@@ -166,7 +193,74 @@ class _Lowering(ast.NodeTransformer):
         if func is torch.repeat_interleave or method == "repeat_interleave":
             operands = node.args if func is torch.repeat_interleave else [node.func.value, *node.args]
             return self._repeat_interleave(node, operands)
+        if func is torch.split or method == "split":
+            operands = node.args if func is torch.split else [node.func.value, *node.args]
+            return self._split(node, operands, method=func is not torch.split)
+        if func in (torch.cat, torch.concat, torch.concatenate):
+            return self._cat(node)
         return node
+
+    def _split(self, node: ast.Call, operands: list, method: bool) -> ast.expr:
+        """`torch.split(x, sizes, dim=0)` with sizes runtime ints (the MoE dispatcher's
+        `torch.split(inp_exp, self._part_sizes, dim=0)` of `(gates > 0).sum(0).tolist()`): one
+        host slice per piece, each of a runtime length."""
+        names = ["self", "split_size", "dim"] if method else ["tensor", "split_size_or_sections", "dim"]
+        keywords = {k.arg: k.value for k in node.keywords}
+        if any(isinstance(o, ast.Starred) for o in operands) or len(operands) > 3 or set(keywords) - set(names):
+            return node
+        arguments = dict(zip(names, operands))
+        if set(arguments) & set(keywords):
+            return node
+        arguments.update(keywords)
+        if names[1] not in arguments:
+            return node
+        tensor = self._tensor(arguments[names[0]])
+        if tensor is None:
+            return node
+        sizes = _items_of(self.c.expression(arguments[names[1]], self.env))
+        if sizes is None:
+            return node  # (a chunk size, or sizes known here: export splits it)
+        if not all(isinstance(i, V.Dyn) and i.type == V.INT or isinstance(i, V.Const) and type(i.value) is int for i in sizes):
+            return node
+        if not any(isinstance(i, V.Dyn) for i in sizes):
+            return node
+        dim = self.c._try_constant(arguments["dim"], self.env, quiet=True) if "dim" in arguments else 0
+        rank = tensor.type.rank
+        if not (type(dim) is int and rank and -rank <= dim < rank):
+            raise self.c.error(node, f"`{source_text(node)}` with `dim` computed at run time or outside the tensor's dims",
+                               "pass `dim=` a constant dim of the tensor")
+        return self.bind(V.Tup(tuple(split_with_sizes(self.c, tensor, sizes, dim % rank, node)), "tuple"), node)
+
+    def _cat(self, node: ast.Call) -> ast.expr:
+        """`torch.cat(expert_out, 0)` of tensors whose lengths along `dim` are known only at
+        run time, each its own (the outputs of experts given the rows routed to them): on
+        the host, which needs no sub-DNN for every combination of sizes 0, 1 and more."""
+        keywords = {k.arg: k.value for k in node.keywords}
+        if set(keywords) - {"tensors", "dim", "axis"} or any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) > 2:
+            return node
+        arguments = dict(zip(["tensors", "dim"], node.args))
+        if set(arguments) & set(keywords) or "axis" in keywords and "dim" in arguments:
+            return node
+        arguments.update({"dim" if k == "axis" else k: v for k, v in keywords.items()})
+        if "tensors" not in arguments:
+            return node
+        items = _items_of(self.c.expression(arguments["tensors"], self.env))
+        dim = self.c._try_constant(arguments["dim"], self.env, quiet=True) if "dim" in arguments else 0
+        if items is None or len(items) < 2 or type(dim) is not int:
+            return node
+        tensors = items
+        if not all(isinstance(t, V.Dyn) and V.is_tensor_type(t.type) and t.type.shape is not None and isinstance(t.example, torch.Tensor) for t in tensors):
+            return node
+        ranks = {t.type.rank for t in tensors}
+        if len(ranks) != 1 or not (next(iter(ranks)) and -next(iter(ranks)) <= dim < next(iter(ranks))):
+            return node
+        dim %= next(iter(ranks))
+        others = {tuple(d for k, d in enumerate(t.type.shape) if k != dim) for t in tensors}
+        if len(others) != 1 or None in next(iter(others)) or len({t.example.dtype for t in tensors}) != 1:
+            return node  # (eager's own checks, or a promotion: the run's)
+        if sum(t.type.shape[dim] is None for t in tensors) < 2:
+            return node
+        return self.bind(cat(self.c, tensors, dim), node)
 
     def _unique(self, node: ast.Call, source: ast.expr | None, positional: list, consecutive: bool = False) -> ast.expr:
         """`torch.unique(x, return_inverse=True, return_counts=True)`, `x.unique()`: numpy's
@@ -229,6 +323,11 @@ class _Lowering(ast.NodeTransformer):
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)
+        items = _items_of(self.env.get(node.value.id)) if isinstance(node.value, ast.Name) and not self.storing else None
+        if items is not None and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int and -len(items) <= node.slice.value < len(items):
+            # `expert_inputs[i]` of a tuple of tensors each of its own runtime length: the
+            # item alone (a run given the whole tuple would take every length)
+            return self.bind(items[node.slice.value], node)
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         replaced: list[ast.expr] = []
         masks, indexed = {}, False
@@ -296,6 +395,56 @@ class _Lowering(ast.NodeTransformer):
                     raise self.c.error(node, f"`{source_text(node)}` with `{name}` computed at run time", f"pass `{name}=` a constant")
                 return value
         return default
+
+
+def _unrolled(c, comprehension: ast.ListComp, env: dict) -> ast.List | None:
+    """`[self.experts[i](parts[i]) for i in range(4)]` over ints known here, without a
+    filter: the list display of its items (each then computed on its own), else None."""
+    if len(comprehension.generators) != 1:
+        return None
+    generator = comprehension.generators[0]
+    if generator.ifs or generator.is_async or not isinstance(generator.target, ast.Name):
+        return None
+    iterated = c._try_constant(generator.iter, env, quiet=True)
+    if not isinstance(iterated, (range, list, tuple)) or not all(type(i) is int for i in iterated) or len(iterated) > 64:
+        return None
+    name = generator.target.id
+
+    class Substitute(ast.NodeTransformer):
+        def __init__(self, value: int):
+            self.value = value
+
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return ast.copy_location(ast.Constant(self.value), node) if node.id == name else node
+
+    items = [Substitute(i).visit(copy.deepcopy(comprehension.elt)) for i in iterated]
+    return ast.copy_location(ast.List(items, ast.Load()), comprehension)
+
+
+def _splits_by_runtime_sizes(stmt: ast.stmt, env: dict) -> bool:
+    """Whether `stmt` splits by sizes some of which are runtime ints, a list or tuple a
+    variable holds (`torch.split(inp_exp, self._part_sizes, dim=0)`)."""
+    for node in ast.walk(stmt):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split"):
+            continue
+        function = isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"
+        positional = node.args[1:2] if function else node.args[:1]
+        sizes = [*positional, *(k.value for k in node.keywords if k.arg in ("split_size_or_sections", "split_size"))]
+        for size in sizes:
+            items = _items_of(env.get(size.id)) if isinstance(size, ast.Name) else None
+            if items and any(isinstance(i, V.Dyn) and i.type == V.INT for i in items):
+                return True
+    return False
+
+
+def _items_of(value) -> list | None:
+    """The items of a list or tuple whose length is known here (a display, a list built in
+    straight-line code), else None."""
+    if isinstance(value, V.Tup) and value.kind in ("list", "tuple"):
+        return list(value.items)
+    if isinstance(value, lists.StaticList):
+        return list(value.items)
+    return None
 
 
 def _as_load(node: ast.expr) -> ast.expr:
@@ -422,6 +571,40 @@ def repeated_indices(c, repeats: V.Dyn, node: ast.AST) -> V.Dyn:
     except RuntimeError as error:
         raise c.error(node, f"`{source_text(node)}`: {str(error).splitlines()[0]}") from None
     return c.builder.host_op(REPEATED_INDICES, [repeats, c.builder.constant(None)], V.tensor_type([None], repeats.example.dtype), example)
+
+
+def split_with_sizes(c, tensor: V.Dyn, sizes: list, dim: int, node: ast.AST) -> list[V.Dyn]:
+    """`torch.split(tensor, sizes, dim)` with runtime int sizes: a host slice per piece,
+    after eager's check that the sizes are not negative and add up to the dim's size."""
+    builder = c.builder
+    sizes = [builder.materialize(s) for s in sizes]
+    length = builder.host_op("torch.aten.size.int", [tensor, builder.constant(dim)], V.INT, tensor.example.size(dim))
+    checks, start, pieces = [], builder.constant(0), []
+    shape = list(tensor.type.shape)
+    shape[dim] = None
+    for size in sizes:
+        checks.append(builder.host_op("torch.aten.ge.int", [size, builder.constant(0)], V.BOOL, size.example >= 0))
+        end = builder.host_op("torch.aten.add.int", [start, size], V.INT, start.example + size.example)
+        held = 0 <= start.example <= end.example <= tensor.example.size(dim)  # (else the check below raises)
+        example = tensor.example.narrow(dim, start.example, size.example) if held else tensor.example.narrow(dim, 0, 0)
+        operands = [tensor, builder.constant(dim), start, end, builder.constant(1)]
+        pieces.append(builder.host_op("torch.aten.slice.Tensor", operands, tensor.type.with_shape(shape), example))
+        start = end
+    checks.append(builder.host_op("torch.aten.eq.int", [start, length], V.BOOL, start.example == length.example))
+    valid = functools.reduce(lambda a, b: builder.host_op("torch.aten.__and__.bool", [a, b], V.BOOL, a.example and b.example), checks)
+    c.runtime_check(valid, node, f"`{source_text(node)}`: split_with_sizes expects split_sizes to be non-negative and to sum exactly to "
+                    f"the size of the tensor at dimension {dim}")
+    return pieces
+
+
+def cat(c, tensors: list[V.Dyn], dim: int) -> V.Dyn:
+    """`torch.cat(tensors, dim)` on the host (numpy's concatenate): the length along `dim`
+    is a runtime dim."""
+    shape = list(tensors[0].type.shape)
+    shape[dim] = None
+    items = lists.static_list(c, tensors)
+    example = torch.cat([t.example for t in tensors], dim)
+    return c.builder.host_op("torch.aten.cat", [items, c.builder.constant(dim)], tensors[0].type.with_shape(shape), example)
 
 
 def check_mask_shape(c, holder: V.Dyn, mask: V.Dyn, first: int, node: ast.AST) -> None:

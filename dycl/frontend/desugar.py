@@ -41,6 +41,7 @@ from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import (
     ATTRIBUTE_PREFIX,
     COMPREHENSION_PREFIX,
+    OBJECT_PREFIX,
     OPERAND_PREFIX,
     RESULT_PREFIX,
     WRITTEN,
@@ -296,7 +297,7 @@ def _rewrite_expr(source, expr):
 # ----- comprehension variables are local to their comprehension -------------------------------
 
 _PREFIXED = re.compile(rf"{COMPREHENSION_PREFIX}\d+_")
-_ATTRIBUTE_VARIABLE = re.compile(rf"\b{ATTRIBUTE_PREFIX}\d+_(\w+)")
+_ATTRIBUTE_VARIABLE = re.compile(rf"\b(?:{ATTRIBUTE_PREFIX}|{OBJECT_PREFIX})\d+_(\w+)")
 
 
 def source_text(node: ast.AST) -> str:
@@ -325,7 +326,7 @@ class _AsWritten(ast.NodeTransformer):
 
 
 _INLINED_LOCAL = re.compile(  # rewrite.inline_call: `__<helper><n>_<local>`
-    rf"\b__(?!dycl|{ATTRIBUTE_PREFIX[2:]}\d|{COMPREHENSION_PREFIX[2:]}\d)\w*?\d+_(?=\w)"
+    rf"\b__(?!dycl|{ATTRIBUTE_PREFIX[2:]}\d|{OBJECT_PREFIX[2:]}\d|{COMPREHENSION_PREFIX[2:]}\d)\w*?\d+_(?=\w)"
 )
 _INLINED_RESULT = re.compile(rf"^{RESULT_PREFIX}\d+ = ")
 _HOST_OPERAND = re.compile(rf"\b{OPERAND_PREFIX}\d+\b")

@@ -15,7 +15,7 @@ import functools
 
 import torch
 
-from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, library_calls, nested_functions, nodes, packed
+from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, helper_objects, library_calls, nested_functions, nodes, packed
 from dycl.frontend import values as V
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
@@ -58,12 +58,14 @@ def expand_call(c, stmt: ast.stmt, env) -> list[ast.stmt] | None:
         return None
     function, receiver = found
     result_var = f"{RESULT_PREFIX}{fresh_id()}"
+    unbound, replaced = [], _replace_value(stmt, ast.Name(result_var, ast.Load()))
+    if isinstance(receiver, helper_objects.New):  # `dispatcher = SparseDispatcher(n, gates)`: its `__init__`
+        receiver, unbound, replaced = c.attributes.objects.build(c, receiver, stmt)
     bind = binding.binder(c, function, receiver, value, env)
     arguments, body, bindings = inline_call(function, value, result_var, bind, c.attributes.annotate, caller=stmt)
     binds = [nodes.BindConst(name, obj, stmt.lineno) for name, obj in bindings.items()]
     arguments = [exceptions.same_scope(nodes.written_as(argument, stmt), stmt) for argument in arguments]
-    replaced = _replace_value(stmt, ast.Name(result_var, ast.Load()))
-    return [*binds, *arguments, SwitchScope(function), *body, SwitchScope(c.scope.source), replaced]
+    return [*binds, *arguments, *unbound, SwitchScope(function), *body, SwitchScope(c.scope.source), replaced]
 
 
 def callee(c, call_node: ast.Call, env, nested: bool = False):
@@ -76,6 +78,11 @@ def callee(c, call_node: ast.Call, env, nested: bool = False):
         return None
     if isinstance(func, nested_functions.NestedFunction):
         return func.source, NO_RECEIVER  # (always inlined: a closure over this code's variables)
+    if helper_objects.is_helper_class(func):  # (building a helper object: its `__init__`, always inlined)
+        try:
+            return parse_function(func.__init__), helper_objects.New(func)
+        except FrontendError:
+            return None
     resolved = callees.function_of(func)
     if resolved is None:
         return None
@@ -87,7 +94,8 @@ def callee(c, call_node: ast.Call, env, nested: bool = False):
     except FrontendError:
         return None
     bodies = [source.node, *binding.wrapped_bodies(function, library_calls.LIBRARY_PACKAGES)]  # (a wrapper runs them too)
-    must = exceptions.must_inline(call_node, function, receiver) or _passes_runtime_scalars(call_node, env) or any(
+    must = exceptions.must_inline(call_node, function, receiver) or _passes_runtime_scalars(call_node, env) or helper_objects.is_helper_object(
+        receiver) or helper_objects.passes_object(call_node, env) or any(
         has_control_flow(n) or c.attributes.concerns(n) or changes_an_argument_list(n) or _packs_sequences(n)
         or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(c, source, receiver, call_node, env) \
         or _runs_attribute_writer(func)

@@ -20,6 +20,7 @@ COMPREHENSION_PREFIX = "__comp"  # a comprehension's variable, local to it
 ATTRIBUTE_PREFIX = "__attr"  # a module attribute forward assigns (attributes.py)
 OPERAND_PREFIX = "__operand"  # a sub-expression computed before the run that uses it
 RESULT_PREFIX = "__result"  # an inlined helper's return value
+OBJECT_PREFIX = "__object"  # an attribute of a helper object forward builds (helper_objects.py)
 
 RETURN_VAR = "__dycl_return"  # the variable the forward's `return`s assign (`ReturnTo`)
 

@@ -578,16 +578,13 @@ def _data_dependent_shape_error(c, stmts, error: DataDependentShape) -> Frontend
     lines = [line for file, line in error.frames if file == c.scope.source.file]
     at = next((s for line in reversed(lines) for s in stmts if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
     source = runs.statement_text([at] if at is not None else stmts)
-    topk = _topk_of_runtime_k(c, at or stmts[0])
-    if topk is not None:  # (its size is k; what export cannot name is the order of its indices)
+    if error.op == "aten.topk.default":  # (its values alone are lowered: capture._topk_of_a_runtime_k)
         return c.error(
-            at or stmts[0], f"`{runs.statement_text([topk])}` takes a count known only at run time (a runtime int) and its indices "
-            "are read: torch leaves the order of equal values to topk's own kernel, which no other kernel reproduces (with such a k, "
-            "DyCL compiles the values alone: the first k of a descending sort)",
-            "read only the values (`v, _ = x.topk(k)`), or take a constant count, the most k can be (`x.topk(K)`), and keep "
-            "the first k (`[:k]`)",
+            at or stmts[0], f"`{source}` reads the indices of `topk` of a `k` known only at run time, "
+            "whose order of equal values is topk's own (torch leaves it unspecified)",
+            "read only its values (`values, _ = x.topk(k)`: the first k of a descending sort), or take "
+            "`topk` of a constant k and slice its values and indices (`x.topk(K)`, then `[:k]`)",
         )
-    source = runs.statement_text([at] if at is not None else stmts)
     if error.from_mask:
         return c.error(
             at or stmts[0], f"`{source}` makes a tensor whose size depends on the data in a way "
@@ -601,19 +598,6 @@ def _data_dependent_shape_error(c, stmts, error: DataDependentShape) -> Frontend
         "values (`.tolist()`, `.item()`, `int(t)`)",
         _STATIC_SIZE_HINT,
     )
-
-
-def _topk_of_runtime_k(c, stmt) -> ast.Call | None:
-    """A `topk` call of the statement whose count is not known at import (a runtime int).
-    (Where only its values are read, `capture._topk_of_a_runtime_k` compiled it already.)"""
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "topk":
-            is_method = isinstance(node.func, ast.Attribute) and c._try_constant(node.func.value, {}, quiet=True) is not torch
-            args = node.args if is_method else node.args[1:]
-            k = args[0] if args else next((kw.value for kw in node.keywords if kw.arg == "k"), None)
-            if k is not None and not isinstance(k, ast.Constant):
-                return node
-    return None
 
 
 def _refuse_attribute_read(c, stmts, poisons) -> None:

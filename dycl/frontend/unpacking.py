@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 
 from dycl.frontend.nodes import fresh_id
 
@@ -64,7 +65,8 @@ def _discarded_second(source, stmt: ast.Assign, target) -> list[ast.stmt] | None
     if not (len(target.elts) == 2 and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
             and call.func.attr in _PAIR_RESULTS and isinstance(target.elts[1], ast.Name)):
         return None
-    second = target.elts[1].id
+    # (as the function's source names it: an inlined body's locals are renamed `__<f><n>_<name>`)
+    second = re.sub(rf"^__{re.escape(source.node.name)}\d+_", "", target.elts[1].id)
     if any(isinstance(n, ast.Name) and n.id == second and not isinstance(n.ctx, ast.Store) for n in ast.walk(source.node)):
         return None
     # `torch.topk(x, k)` -> helper(torch.topk, x, k); `x.topk(k)` -> helper("topk", x, k)

@@ -425,7 +425,7 @@ class Generator:
         program.modules = {**{n: c for n, c in self.modules.items() if not _research_module(n)},
                            **{n: c for n, c in self.modules.items() if _research_module(n)}}
         program.imports = list(R.IMPORTS)
-        program.classes = [R.CLASSES[name] for name in sorted(rr.classes)]
+        program.classes = [{**R.CLASSES, **R.HELPER_CLASSES}[name] for name in sorted(rr.classes)]
         program.lengths, program.lengths_type = rr.lengths, rr.lengths_type
         # an `assert` that holds, in forward's vector part: its own stream, so that the other
         # research statements are those of before

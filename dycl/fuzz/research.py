@@ -54,6 +54,9 @@ their form (`FORMS`):
 - sizes that depend on the data: `nonzero` and mask gathers, stores back, a loop over the
   live rows until none is left (masks also `.byte()`, buffers `rows.data.new(...).zero_()`,
   `Variable(...)`, `fill_`), `torch.unique` / `unique_consecutive` / `repeat_interleave`;
+- the sparse mixture of experts as published (`sparse_dispatch`): top-k gates scattered
+  into a (3, E) tensor, a `SparseDispatcher` (a plain object) built from them, `dispatch`
+  (split by counts from `.tolist()`), the experts on 0..3 rows each, `combine` (`index_add`);
 - sizes that runtime ints give: `rows = torch.cat([...])[:k]` with `k` counted from
   `lengths` (`sum([l > t for l in lengths])`) or from tensor data (`int(...argmax())`), math
   on those 0..3 rows, `buf[:k] = v` into a tensor, and a batch that shrinks step by step
@@ -154,6 +157,9 @@ FORMS = (
     # sets of runtime ints, `sorted`, `index(v, start)`, `a[::-1]` of a numpy value (its own
     # stream, after `data_dependent_size`)
     "set_indices",
+    # the sparse MoE's `SparseDispatcher`, a helper object built in forward (drawn where
+    # `data_dependent_size` would be, from a stream of its own)
+    "sparse_dispatch",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -206,6 +212,9 @@ PREDICATE_PROBABILITY = 0.04
 DRAW_PROBABILITY = 0.1
 DRAW_WRAP = "torch.bernoulli((@).float()).bool()"
 PREDICATE_CONDITIONS = 1
+# `data_dependent_size` is followed by the sparse MoE dispatch (`sparse_dispatch`) with this
+# probability, drawn from `Researcher.dispatchers` (what every seed wrote before stays).
+DISPATCH_PROBABILITY = 0.25
 # `data_dependent_size`, where it would be its first kind, is followed by Python numbers from
 # the rows (`.tolist()`, `.index(max(...))`, comprehensions decided at run time), drawn from
 # `Researcher.numbers`.
@@ -299,6 +308,38 @@ class OnlyForwardPlainBlock(nn.Module):
 """,
 }
 
+# Plain classes a form uses (`sparse_dispatch`), written into the program's file as CLASSES are
+# (kept apart from CLASSES, from which `instance_forward` draws its block).
+HELPER_CLASSES = {
+    "SparseDispatcher": """\
+class SparseDispatcher(object):
+    def __init__(self, num_experts, gates):
+        self._gates = gates
+        self._num_experts = num_experts
+        sorted_experts, index_sorted_experts = torch.nonzero(gates).sort(0)
+        _, self._expert_index = sorted_experts.split(1, dim=1)
+        self._batch_index = torch.nonzero(gates)[index_sorted_experts[:, 1], 0]
+        self._part_sizes = (gates > 0).sum(0).tolist()
+        gates_exp = gates[self._batch_index.flatten()]
+        self._nonzero_gates = torch.gather(gates_exp, 1, self._expert_index)
+
+    def dispatch(self, inp):
+        inp_exp = inp[self._batch_index].squeeze(1)
+        return torch.split(inp_exp, self._part_sizes, dim=0)
+
+    def combine(self, expert_out, multiply_by_gates=True):
+        stitched = torch.cat(expert_out, 0)
+        if multiply_by_gates:
+            stitched = stitched.mul(self._nonzero_gates)
+        zeros = torch.zeros(self._gates.size(0), expert_out[-1].size(1), requires_grad=True, device=stitched.device)
+        combined = zeros.index_add(0, self._batch_index, stitched.float())
+        return combined
+
+    def expert_to_gates(self):
+        return torch.split(self._nonzero_gates, self._part_sizes, dim=0)
+""",
+}
+
 
 class Researcher:
     def __init__(self, rng: random.Random, width: int, register: Callable[[str, str], None],
@@ -329,6 +370,7 @@ class Researcher:
         self.gates = random.Random(f"issue34 gates {rng.getstate()[1][:8]}")
         self.sets = random.Random(f"issue34 sets {rng.getstate()[1][:8]}")
         self.gate_lists = 0
+        self.dispatchers = random.Random(f"issue34 dispatch {rng.getstate()[1][:8]}")  # (`sparse_dispatch`)
 
     # ----- names, modules, pieces --------------------------------------------------------
 
@@ -649,6 +691,34 @@ class Researcher:
                    f"x = x + 0.1 * {acc} + 0.01 * len({picked})")
         return [Research(f"{made}\n{use}", form)]
 
+    def sparse_dispatch(self, stage: str, fold) -> list[Stmt]:
+        """The sparse MoE as davidmrau/mixture-of-experts writes it, on 3 rows built from x:
+        top-k gates (k of 1..E, E of 2..3) scattered into `gates`, `SparseDispatcher(E, gates)`,
+        `dispatch`, each expert on its rows (0..3 of them; maybe weighted by
+        `expert_to_gates()`), `combine` (`dispatchers` only)."""
+        r, s, w, form = self.dispatchers, self.summary[stage], self.width, "sparse_dispatch"
+        experts = r.choice([2, 3])
+        k = r.randint(1, experts)
+        self.classes.add("SparseDispatcher")
+        rows, logits, top, idx, gates = (self.fresh(n) for n in ("rows", "logits", "top", "idx", "gates"))
+        disp, parts, outs, y = self.fresh("disp"), self.fresh("parts"), self.fresh("outs"), self.fresh("y")
+        gate = self.module(f"nn.Linear({w}, {experts})")
+        heads = [self.module(f"nn.Linear({w}, {w})") for _ in range(experts)]
+        made = (f"{rows} = " + r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])",
+                                         f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
+                + f"\n{logits} = {gate}({rows})\n{top}, {idx} = {logits}.topk({k}, dim=1)"
+                + f"\n{gates} = torch.zeros_like({logits}).scatter(1, {idx}, F.softmax({top}, 1))"
+                + f"\n{disp} = SparseDispatcher({experts}, {gates})\n{parts} = {disp}.dispatch({rows})")
+        if r.random() < 0.5:
+            weights = self.fresh("g")
+            made += f"\n{weights} = {disp}.expert_to_gates()"
+            made += f"\n{outs} = [" + ", ".join(f"torch.tanh({h}({parts}[{i}])) * {weights}[{i}]" for i, h in enumerate(heads)) + "]"
+            made += f"\n{y} = {disp}.combine({outs}, multiply_by_gates=False)"
+        else:
+            made += f"\n{outs} = [" + ", ".join(f"torch.tanh({h}({parts}[{i}]))" for i, h in enumerate(heads)) + "]"
+            made += f"\n{y} = {disp}.combine({outs})"
+        return [Research(f"{made}\nx = x + 0.1 * {fold(f'{y}.sum(0, keepdim=True)')}", form)]
+
     def unique_or_repeat(self, stage: str, fold) -> list[Stmt]:
         """`torch.unique` (of dim None or 0) or `unique_consecutive` of labels made from 3 rows
         built from x (1..3 distinct values or runs) with its inverse and counts, or the rows repeated by counts made from them (0..2 each:
@@ -945,11 +1015,16 @@ class Researcher:
         if form == "data_dependent_size":
             made = self.older_masks(self.data_dependent_size(stage, fold))  # (its draws first: the main stream stays as it was)
             if self.extras.random() < EXTRA_PROBABILITY:
-                return self.unique_or_repeat(stage, fold)
-            if self.sizes.random() < EXTRA_PROBABILITY:
-                return self.picked_count(stage, fold)
-            made = made + self.python_numbers(stage, fold) if self.numbers.random() < NUMBERS_PROBABILITY else made
-            return made + self.set_indices(stage, fold) if self.sets.random() < SETS_PROBABILITY else made
+                made = self.unique_or_repeat(stage, fold)
+            elif self.sizes.random() < EXTRA_PROBABILITY:
+                made = self.picked_count(stage, fold)
+            else:
+                if self.numbers.random() < NUMBERS_PROBABILITY:
+                    made = made + self.python_numbers(stage, fold)
+                if self.sets.random() < SETS_PROBABILITY:
+                    made = made + self.set_indices(stage, fold)
+            # (after the others, from a stream of its own: they stay what they were)
+            return made + self.sparse_dispatch(stage, fold) if self.dispatchers.random() < DISPATCH_PROBABILITY else made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]

@@ -633,6 +633,155 @@ class DurationRegulator(nn.Module):
         return [(randn(4, 6, seed=s, scale=scale),) for s, scale in ((0, 0.3), (0, 2.0), (1, 1.0), (2, 3.0), (3, 1.0))]
 
 
+class SparseDispatcher(object):
+    """davidmrau/mixture-of-experts' dispatcher (as published): the rows each expert gets,
+    and their outputs put back, weighted by the gates."""
+
+    def __init__(self, num_experts, gates):
+        self._gates = gates
+        self._num_experts = num_experts
+        sorted_experts, index_sorted_experts = torch.nonzero(gates).sort(0)
+        _, self._expert_index = sorted_experts.split(1, dim=1)
+        self._batch_index = torch.nonzero(gates)[index_sorted_experts[:, 1], 0]
+        self._part_sizes = (gates > 0).sum(0).tolist()
+        gates_exp = gates[self._batch_index.flatten()]
+        self._nonzero_gates = torch.gather(gates_exp, 1, self._expert_index)
+
+    def dispatch(self, inp):
+        inp_exp = inp[self._batch_index].squeeze(1)
+        return torch.split(inp_exp, self._part_sizes, dim=0)
+
+    def combine(self, expert_out, multiply_by_gates=True):
+        stitched = torch.cat(expert_out, 0)
+        if multiply_by_gates:
+            stitched = stitched.mul(self._nonzero_gates)
+        zeros = torch.zeros(self._gates.size(0), expert_out[-1].size(1), requires_grad=True, device=stitched.device)
+        combined = zeros.index_add(0, self._batch_index, stitched.float())
+        return combined
+
+
+class MoESparseDispatcher(nn.Module):
+    """Shazeer et al.'s sparsely gated MoE at inference, as davidmrau/mixture-of-experts
+    writes it: top-2 gating scattered into `gates`, a `SparseDispatcher` built in forward,
+    the experts run on the rows routed to them (none, one or many), `combine` with
+    `index_add`; the counts per expert returned (`dispatcher._part_sizes`)."""
+
+    N_PATHS = 4
+    CONSTRUCTS = ('helper-object', 'data-size', 'list-comp')
+
+    def __init__(self, input_size=6, output_size=4, num_experts=4, k=2):
+        super(MoESparseDispatcher, self).__init__()
+        self.num_experts, self.k = num_experts, k
+        self.experts = nn.ModuleList([nn.Sequential(nn.Linear(input_size, 8), nn.ReLU(), nn.Linear(8, output_size), nn.Softmax(1))
+                                      for i in range(num_experts)])
+        self.w_gate = nn.Parameter(torch.randn(input_size, num_experts), requires_grad=True)
+        self.softmax = nn.Softmax(1)
+
+    def noisy_top_k_gating(self, x, train):
+        logits = x @ self.w_gate
+        top_logits, top_indices = logits.topk(min(self.k + 1, self.num_experts), dim=1)
+        top_k_logits = top_logits[:, :self.k]
+        top_k_indices = top_indices[:, :self.k]
+        top_k_gates = self.softmax(top_k_logits)
+        zeros = torch.zeros_like(logits, requires_grad=True)
+        gates = zeros.scatter(1, top_k_indices, top_k_gates)
+        return gates, (gates > 0).sum(0)
+
+    def forward(self, x):
+        gates, load = self.noisy_top_k_gating(x, self.training)
+        dispatcher = SparseDispatcher(self.num_experts, gates)
+        expert_inputs = dispatcher.dispatch(x)
+        expert_outputs = [self.experts[i](expert_inputs[i]) for i in range(self.num_experts)]
+        y = dispatcher.combine(expert_outputs)
+        return y, dispatcher._part_sizes
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return tuple(min(n, 2) for n in output[1])
+
+    @staticmethod
+    def example_inputs():
+        return (randn(8, 6, seed=0),)
+
+    @staticmethod
+    def path_inputs():
+        """Rows spread over every expert; all rows near one point (two experts get none);
+        seven near one point and one far off (experts given one row)."""
+        def clustered(seed, outlier):
+            rows = randn(8, 6, seed=seed, scale=0.2) + randn(1, 6, seed=100 + seed, scale=2.0)
+            return torch.cat([rows[:7], randn(1, 6, seed=200 + seed, scale=3.0)]) if outlier else rows
+        return [(randn(8, 6, seed=0),), (clustered(0, False),), (clustered(0, True),), (clustered(3, True),)]
+
+
+class PonderState(object):
+    """ACT's bookkeeping kept in an object of its own: the accumulated output, the halting
+    probability of each sample, the steps taken."""
+
+    def __init__(self, batch, hidden):
+        self.halting = torch.zeros(batch)
+        self.output = torch.zeros(batch, hidden)
+        self.steps = 0
+
+    def update(self, h, p):
+        self.output = self.output + p.unsqueeze(1) * h
+        self.halting = self.halting + p
+        self.steps += 1
+
+    def done(self, threshold):
+        return bool((self.halting >= threshold).all())
+
+
+class ACTStateObject(nn.Module):
+    """Pondering until every sample's halting probabilities add up to a threshold, the state
+    in a `PonderState` built in forward (`state.update(h, p)`, `if state.done(t): break`,
+    `return state.output, state.steps`)."""
+
+    N_PATHS = 3
+    CONSTRUCTS = ('helper-object', 'augassign')
+
+    def __init__(self, size=6, hidden=8):
+        super(ACTStateObject, self).__init__()
+        self.hidden = hidden
+        self.cell = nn.GRUCell(size, hidden)
+        self.halt = nn.Linear(size + hidden, 1)
+        self.max_ponder = 3
+        self.threshold = 0.99
+        with torch.no_grad():  # (the halting unit reads the input's first feature: inputs pick the steps)
+            self.halt.weight.zero_()
+            self.halt.weight[0, 0] = 4.0
+            self.halt.bias.zero_()
+
+    def forward(self, x):
+        state = PonderState(x.size(0), self.hidden)
+        h = x.new_zeros(x.size(0), self.hidden)
+        for n in range(self.max_ponder):
+            h = self.cell(x, h)
+            p = torch.sigmoid(self.halt(torch.cat([x, h], 1))).squeeze(1)
+            state.update(h, p)
+            if state.done(self.threshold):
+                break
+        return state.output, state.steps
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return output[1]
+
+    @staticmethod
+    def example_inputs():
+        return (_first_feature(randn(2, 6, seed=0), [-3.0, 0.0]),)
+
+    @staticmethod
+    def path_inputs():
+        firsts = ([3.0, 3.0], [0.0, 3.0], [-3.0, 0.0], [2.0, -0.1], [0.5, 0.5])
+        return [(_first_feature(randn(2, 6, seed=s), first),) for s, first in enumerate(firsts)]
+
+
+def _first_feature(x, values):
+    x = x.clone()
+    x[:, 0] = torch.tensor(values)
+    return x
+
+
 MODELS = [
     ACTHalting,
     ACTNoGradLSTM,
@@ -650,4 +799,6 @@ MODELS = [
     MoEDispatchRows,
     UniqueLabelPooling,
     DurationRegulator,
+    MoESparseDispatcher,
+    ACTStateObject,
 ]

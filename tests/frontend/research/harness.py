@@ -75,6 +75,7 @@ CONSTRUCTS = {
     "nested-def": "a function defined inside forward and called later (`def decode(tok, h): ...`, a closure over locals and `self`)",
     "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
     "gate-list": "a plain list of submodules kept on the model (`self.gate_instances`, filled in `__init__`), read through in forward after each gate set an attribute (`[g.saved_action for g in self.gate_instances]`)",
+    "helper-object": "a plain Python object built in forward, its methods called in later statements (`dispatcher = SparseDispatcher(n, gates)`, `dispatcher.dispatch(x)`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}
 
