@@ -161,3 +161,60 @@ def test_zoo_gpt_decode_matches_eager_on_both_backends(backend):
           f"caches' max abs error {covered['cache_error']:.2g}")
     compiled.reset_state()
     assert_decodes_like_eager(model, compiled, entry.path_inputs()[:2])
+
+
+# --- one sub-DNN call for a prefill of any length ---------------------------------------------
+
+TINY = ModelArgs(block_size=24, vocab_size=32, n_layer=2, n_head=2, dim=16, intermediate_size=32)
+PREFILL_LENGTHS = (1, 3, 7)  # (1 is the by-size arm of its own; 3 and 7 the symbolic one)
+
+
+def _called(compiled, args) -> list[str]:
+    """The sub-DNNs one call of `compiled(*args)` runs, in order (in-place runners kept)."""
+    order: list[str] = []
+
+    def recording(name, run):
+        def call(*arguments):
+            order.append(name)
+            return run(*arguments)
+
+        if (in_place := getattr(run, "in_place", None)) is not None:
+            call.in_place = lambda given: recording(name, in_place(given))
+        return call
+
+    compiled.rebind({n: recording(n, r) for n, r in compiled.subdnn_calls.items()})(
+        *[np.ascontiguousarray(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args])
+    return order
+
+
+def assert_one_call_per_prefill_and_step(backend: str) -> dict[int, list[str]]:
+    """gpt-fast's decoder (no end token: every budget runs out) compiled from a 5-token
+    example: a prefill of 1, 3 or 7 tokens is one sub-DNN call, each new token after the
+    first one more call of one step sub-DNN, the same for every length; tokens and caches
+    are eager's."""
+    torch.manual_seed(0)
+    model = GPTDecode(TINY, eos_id=None).eval()
+    compiled = dycl.compile(model, _example(EXAMPLE_LENGTH, TINY.vocab_size, budget=3), backend=backend,
+                            progress=False)
+    calls = {n: _called(compiled, (_prompt(n, n, TINY.vocab_size), 1)) for n in PREFILL_LENGTHS}
+    assert all(len(order) == 1 for order in calls.values()), calls  # (the prefill alone: budget 1)
+    assert calls[3] == calls[7]  # (one sub-DNN for both lengths: a symbolic dim, not per length)
+    steps = {n: _called(compiled, (_prompt(n, n, TINY.vocab_size), 4)) for n in PREFILL_LENGTHS}
+    for n, order in steps.items():
+        prefill, *rest = order
+        assert prefill == calls[n][0] and len(rest) == 3 and len(set(rest)) == 1, (n, order)
+    assert len({tuple(order[1:]) for order in steps.values()}) == 1  # (one step for every length)
+    covered = assert_decodes_like_eager(model, compiled, [(_prompt(n, 10 + n, TINY.vocab_size), 4)
+                                                          for n in PREFILL_LENGTHS])
+    print(f"tiny decoder on {backend}: prefill calls {calls}, step {steps[3][1]}, "
+          f"caches' max abs error {covered['cache_error']:.2g}")
+    return calls
+
+
+def test_prefill_of_any_length_is_one_subdnn_call():
+    assert_one_call_per_prefill_and_step("onnxruntime")
+
+
+@pytest.mark.slow  # (TVM's build of the prefill and the step)
+def test_prefill_of_any_length_is_one_subdnn_call_on_tvm():
+    assert_one_call_per_prefill_and_step("tvm")
