@@ -4,9 +4,11 @@ token. Compiled, it must give eager's tokens and eager's caches call by call, fo
 lengths never seen when compiling, with one sub-DNN for the step whatever the length (not one
 per length, not unrolled) and one prefill for every prompt length from 2 on.
 
-Slow tier: a small configuration of the same code on ONNX Runtime, and the zoo's `gpt_decode`
-(4 layers, width 256) on both backends. The default tier has the pieces
-(tests/frontend/test_dynamic_inputs.py, tests/bench/test_decode_bench.py)."""
+Default tier: a tiny configuration on ONNX Runtime, whose prefill of 1, 3 or 7 tokens is one
+sub-DNN call and each further token one call of the step (TVM: slow tier); the pieces are in
+tests/frontend/test_dynamic_inputs.py and tests/bench/test_decode_bench.py. Slow tier: a small
+configuration of the same code on ONNX Runtime, and the zoo's `gpt_decode` (4 layers, width
+256) on both backends."""
 
 from __future__ import annotations
 
