@@ -251,9 +251,7 @@ def tensor_of_ints(function, *args, **kwargs):
     if shape is None or not any(isinstance(v, (torch.SymInt, torch.Tensor)) for v in leaves):
         return function(*args, **kwargs)
     items = [v if isinstance(v, torch.Tensor) else torch.scalar_tensor(v, dtype=torch.int64) for v in leaves]
-    # (one item: a copy reshaped, which the host makes without a call, where a stack of one
-    # is a sub-DNN call of its own: gpt-fast's `torch.tensor([T])` once per request)
-    out = items[0].clone().reshape(shape) if len(items) == 1 else torch.stack(items).reshape(shape)
+    out = torch.stack(items).reshape(shape)
     dtype = kwargs.get("dtype")
     return out if dtype is None else out.to(dtype)
 

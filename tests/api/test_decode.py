@@ -167,7 +167,7 @@ def test_zoo_gpt_decode_matches_eager_on_both_backends(backend):
 
 # --- one sub-DNN call for a prefill of any length ---------------------------------------------
 
-TINY = ModelArgs(block_size=24, vocab_size=32, n_layer=2, n_head=2, dim=16, intermediate_size=32)
+TINY = ModelArgs(block_size=24, vocab_size=32, n_layer=1, n_head=2, dim=16, intermediate_size=32)
 PREFILL_LENGTHS = (1, 3, 7)  # (1 is the by-size arm of its own; 3 and 7 the symbolic one)
 
 
