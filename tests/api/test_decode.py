@@ -206,6 +206,10 @@ def assert_one_call_per_prefill_and_step(backend: str) -> dict[int, list[str]]:
         prefill, *rest = order
         assert prefill == calls[n][0] and len(rest) == 3 and len(set(rest)) == 1, (n, order)
     assert len({tuple(order[1:]) for order in steps.values()}) == 1  # (one step for every length)
+    if backend == "onnxruntime":  # both prefills and the step write the caches in place
+        host = (compiled.directory / "host.py").read_text()
+        for name in {calls[1][0], calls[3][0], steps[3][1]}:
+            assert f"{name}_in_place = rt.in_place({name}, " in host, name
     covered = assert_decodes_like_eager(model, compiled, [(_prompt(n, 10 + n, TINY.vocab_size), 4)
                                                           for n in PREFILL_LENGTHS])
     print(f"tiny decoder on {backend}: prefill calls {calls}, step {steps[3][1]}, "
