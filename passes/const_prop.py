@@ -3,7 +3,9 @@
 Folds the host-level scalar and list ops of the torch dialect (int arithmetic, comparisons,
 conversions to bool, the length and items of constant lists, ...) with the Python semantics
 their records in the op registry (`dialects/torch_ops.py`) give them, as the interpreter does, then lets xDSL's canonicalization resolve `scf.if`
-on constant conditions, drop `scf.for` loops that never run and fold `arith`.
+on constant conditions, drop `scf.for` loops that never run and fold `arith`. Ops nothing
+reads go (torch ops have value semantics), and so do the carries of an `scf.while` that
+nothing reads but their own next value (`RemoveDeadWhileCarry`).
 """
 
 from __future__ import annotations
