@@ -410,13 +410,26 @@ def _static_dims(value: SSAValue) -> tuple[int, ...] | None:
     return tuple(type_.shape)
 
 
+_LEAST_RUNTIME_DIM = 2
+
+
+def _least_dims(value: SSAValue) -> tuple[int, ...] | None:
+    type_ = value.type
+    if not isinstance(type_, t.ValueTensorType) or type_.shape is None:
+        return None
+    return tuple(_LEAST_RUNTIME_DIM if d is None else d for d in type_.shape)
+
+
 def _per_output(operand: int, inner: Callable[[tuple[int, ...]], int]) -> Callable[[Operation], int | None]:
-    """MACs = output elements x `inner(shape of operand #operand)`."""
+    """MACs = output elements x `inner(shape of operand #operand)`. A dim known only at run time
+    counts as 2, the least a sub-DNN is compiled for (docs/conventions.md, "The HCFG"): the
+    estimate is a lower bound, so that a prefill of a prompt of any length is not taken for
+    a small sub-DNN."""
 
     def macs(op: Operation) -> int | None:
         if len(op.operands) <= operand or not op.results:
             return None
-        result, source = _static_dims(op.results[0]), _static_dims(op.operands[operand])
+        result, source = _least_dims(op.results[0]), _least_dims(op.operands[operand])
         if result is None or source is None or not source:
             return None
         return math.prod(result) * inner(source)
@@ -855,6 +868,13 @@ _SCALAR_BINARY = {
 }
 _SCALAR_KINDS = frozenset({"int", "float", "bool", "float_int", "int_float"})
 
+SIZE_QUERY = "torch.aten.size.int"
+SIZE_ARITHMETIC = frozenset({"torch.aten.add.int", "torch.aten.sub.int", "torch.aten.mul.int", "torch.aten.neg.int"})
+"""Int arithmetic that every backend computes on sizes exactly as Python does (torch.export's
+SymInts, ONNX shape arithmetic, Relax shape expressions): a size computed from `SIZE_QUERY`
+and these may sit in a sub-DNN (`dycl.passes._common.size_leaves`). Not `//` (the ONNX
+exporter divides sizes with `Div`, which truncates below 0) nor `max`/`min`."""
+
 _TORCH_NAMESPACE = "torch."
 _VALUE_NAMESPACES = (_TORCH_NAMESPACE, "torch_c.", "dycl.")
 
@@ -978,6 +998,8 @@ __all__ = [
     "Category",
     "HostCode",
     "NO_VALUE",
+    "SIZE_ARITHMETIC",
+    "SIZE_QUERY",
     "TorchOpCall",
     "TorchOpInfo",
     "constant_value",

@@ -106,4 +106,36 @@
     "func.return"(%r) : (!torch.vtensor<[2],f32>) -> ()
   }) : () -> ()
 
+// A list a runtime loop appends to that nothing reads after it (gpt-fast's `new_probs`,
+// discarded by its caller): the carry, its result and the ops that only compute it go;
+// the counter and the tensor the loop returns stay.
+// CHECK-LABEL: sym_name = "dead_carry"
+// CHECK:         %{{[^ ]*}}, %[[R:[^ ]*]] = "scf.while"(%{{.*}}, %x) ({
+// CHECK-NEXT:    ^{{.*}}(%[[I:[^:]*]]: !torch.int, %[[V:[^:]*]]: !torch.vtensor<[2],f32>):
+// CHECK:           "scf.condition"(%{{.*}}, %[[I]], %[[V]]) : (i1, !torch.int, !torch.vtensor<[2],f32>) -> ()
+// CHECK-NOT:     torch.aten.append.t
+// CHECK-NOT:     torch.aten.exp
+// CHECK:         }) : (!torch.int, !torch.vtensor<[2],f32>) -> (!torch.int, !torch.vtensor<[2],f32>)
+// CHECK-NEXT:    "func.return"(%[[R]])
+  "func.func"() <{sym_name = "dead_carry", function_type = (!torch.vtensor<[2],f32>, !torch.int) -> !torch.vtensor<[2],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[2],f32>, %n: !torch.int):
+    %zero = "torch.constant.int"() <{value = 0 : i64}> : () -> !torch.int
+    %one = "torch.constant.int"() <{value = 1 : i64}> : () -> !torch.int
+    %empty = "torch.prim.ListConstruct"() : () -> !torch.list<vtensor>
+    %r:3 = "scf.while"(%zero, %x, %empty) ({
+    ^bb1(%i: !torch.int, %v: !torch.vtensor<[2],f32>, %probs: !torch.list<vtensor>):
+      %more = "torch.aten.lt.int"(%i, %n) : (!torch.int, !torch.int) -> !torch.bool
+      %c = "torch_c.to_i1"(%more) : (!torch.bool) -> i1
+      "scf.condition"(%c, %i, %v, %probs) : (i1, !torch.int, !torch.vtensor<[2],f32>, !torch.list<vtensor>) -> ()
+    }, {
+    ^bb2(%i2: !torch.int, %v2: !torch.vtensor<[2],f32>, %probs2: !torch.list<vtensor>):
+      %t = "torch.aten.tanh"(%v2) : (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>
+      %p = "torch.aten.exp"(%t) : (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>
+      %grown = "torch.aten.append.t"(%probs2, %p) : (!torch.list<vtensor>, !torch.vtensor<[2],f32>) -> !torch.list<vtensor>
+      %next = "torch.aten.add.int"(%i2, %one) : (!torch.int, !torch.int) -> !torch.int
+      "scf.yield"(%next, %t, %grown) : (!torch.int, !torch.vtensor<[2],f32>, !torch.list<vtensor>) -> ()
+    }) : (!torch.int, !torch.vtensor<[2],f32>, !torch.list<vtensor>) -> (!torch.int, !torch.vtensor<[2],f32>, !torch.list<vtensor>)
+    "func.return"(%r#1) : (!torch.vtensor<[2],f32>) -> ()
+  }) : () -> ()
+
 }) : () -> ()

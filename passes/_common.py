@@ -19,7 +19,14 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import SUBDNN_ATTR, ParamOp, is_kept_if, is_subdnn, mark_subdnn
-from dycl.dialects.torch_ops import Category, has_value_semantics, is_torch_op, op_info
+from dycl.dialects.torch_ops import (
+    SIZE_ARITHMETIC,
+    SIZE_QUERY,
+    Category,
+    has_value_semantics,
+    is_torch_op,
+    op_info,
+)
 
 CONTROL_OPS = (scf.IfOp, scf.ForOp, scf.WhileOp)
 """The region ops the host IR may contain."""
@@ -148,11 +155,45 @@ def tensor_list_operand(value: SSAValue) -> t.ListConstructOp | None:
     return None
 
 
-def is_tensor_compute(op: Operation) -> bool:
+def size_leaves(value: SSAValue) -> list[SSAValue] | None:
+    """The tensors whose sizes an int (or a list of ints) is computed from, when it is
+    computed from sizes alone: `torch.aten.size.int` of a tensor at a constant dim, the int
+    arithmetic of `SIZE_ARITHMETIC` on such ints and constants, and lists of those (the
+    shape of `x.view(1, prompt.size(0), 4, 64)`). Else None. A sub-DNN may compute such a
+    value itself from those tensors, as its backend computes sizes (a symbolic dim), so the
+    op that reads it need not wait for the host (dycl-outline)."""
+    if is_tensor(value):
+        return None
+    if is_constant(value):
+        return []
+    owner = value.owner
+    if not isinstance(owner, Operation) or len(owner.results) != 1:
+        return None
+    name = t.op_name(owner)
+    if name == SIZE_QUERY:
+        source, dim = owner.operands
+        return [source] if is_tensor(source) and is_constant(dim) else None
+    if name in SIZE_ARITHMETIC or isinstance(owner, t.ListConstructOp):
+        leaves: list[SSAValue] = []
+        for operand in owner.operands:
+            if (more := size_leaves(operand)) is None:
+                return None
+            leaves += [leaf for leaf in more if leaf not in leaves]
+        return leaves
+    return None
+
+
+def is_size_operand(value: SSAValue) -> bool:
+    """A non-constant int or int list computed from tensor sizes alone (`size_leaves`)."""
+    return not is_constant(value) and size_leaves(value) is not None
+
+
+def is_tensor_compute(op: Operation, sizes: bool = False) -> bool:
     """A torch op a sub-DNN may contain: tensor results only, tensor operands, constant
     scalars or lists of tensors; no regions; not a host-level scalar/list op. Also an op
     returning a list of tensors that only unpacks read (a split, an unbind), and such an
-    unpack."""
+    unpack. With `sizes`, also one that reads ints computed from tensor sizes
+    (`is_size_operand`), which a sub-DNN computes itself (dycl-outline clones them in)."""
     if op.regions or isinstance(
         op, (*CONSTANT_OPS, t.ListConstructOp, t.BoolTensorOp, t.TensorStaticInfoCastOp)
     ):
@@ -165,7 +206,7 @@ def is_tensor_compute(op: Operation) -> bool:
         return (
             isinstance(source, Operation)
             and all(is_tensor(r) for r in op.results)
-            and is_tensor_compute(source)
+            and is_tensor_compute(source, sizes)
         )
     if not is_torch_op(op) or info.python is not None:
         return False
@@ -174,7 +215,7 @@ def is_tensor_compute(op: Operation) -> bool:
     ):
         return False
     for operand in op.operands:
-        if is_tensor(operand) or is_constant(operand):
+        if is_tensor(operand) or is_constant(operand) or (sizes and is_size_operand(operand)):
             continue
         if tensor_list_operand(operand) is None:
             return False
@@ -208,16 +249,21 @@ def is_host_tensor_compute(op: Operation) -> bool:
     return any(is_tensor(r) for r in op.results)
 
 
-def op_operand_values(op: Operation) -> Iterator[SSAValue]:
+def op_operand_values(op: Operation, sizes: bool = False) -> Iterator[SSAValue]:
     """The op's operands, looking through tensor `ListConstruct`s to their elements. For a
     kept `scf.if` (`dycl.keep`), what it reads as a whole: the tensor its condition chain
-    reads, then every value its arms read from outside it."""
+    reads, then every value its arms read from outside it. With `sizes`, an int computed
+    from tensor sizes (`is_size_operand`) is the tensors it reads the sizes of: what the op
+    reads once it is in a sub-DNN, where the int is computed again."""
     operands = op.operands
     if is_kept_if(op):
         chain = condition_chain(op)
         assert chain is not None, "a kept scf.if reads its condition through Bool.Tensor"
         operands = (chain[0].a, *free_values(op))
     for operand in operands:
+        if sizes and is_size_operand(operand):
+            yield from size_leaves(operand) or ()
+            continue
         if (lst := tensor_list_operand(operand)) is not None:
             yield from lst.elements
         yield operand

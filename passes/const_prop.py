@@ -3,7 +3,9 @@
 Folds the host-level scalar and list ops of the torch dialect (int arithmetic, comparisons,
 conversions to bool, the length and items of constant lists, ...) with the Python semantics
 their records in the op registry (`dialects/torch_ops.py`) give them, as the interpreter does, then lets xDSL's canonicalization resolve `scf.if`
-on constant conditions, drop `scf.for` loops that never run and fold `arith`.
+on constant conditions, drop `scf.for` loops that never run and fold `arith`. Ops nothing
+reads go (torch ops have value semantics), and so do the carries of an `scf.while` that
+nothing reads but their own next value (`RemoveDeadWhileCarry`).
 """
 
 from __future__ import annotations
@@ -12,21 +14,22 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import builtin
-from xdsl.ir import Operation
+from xdsl.dialects import builtin, scf
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
+    op_type_rewrite_pattern,
 )
 from xdsl.traits import HasCanonicalizationPatternsTrait, NoTerminator
 from xdsl.transforms.canonicalization_patterns.scf import RehoistConstInLoops
-from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.transforms.dead_code_elimination import region_dce, would_be_trivially_dead
 
-from dycl.dialects.torch_ops import NO_VALUE, constant_value, materialize, op_info
-from dycl.passes._common import is_dead
+from dycl.dialects.torch_ops import NO_VALUE, constant_value, has_value_semantics, materialize, op_info
+from dycl.passes._common import free_values, is_dead
 
 
 class FoldHostScalarOp(RewritePattern):
@@ -72,6 +75,69 @@ class RemoveDeadTorchOp(RewritePattern):
             rewriter.erase(op)
 
 
+class RemoveDeadWhileCarry(RewritePattern):
+    """A value an `scf.while` carries that nothing reads but its own next value: its
+    initial value, block arguments, result and the ops that only compute it go. gpt-fast's
+    `decode_n_tokens` appends each step's `probs` to a list its caller discards
+    (`generated_tokens, _ = ...`): kept, every token would grow that list on the host and
+    make the step's sub-DNN return the probabilities for it. Liveness is taken over both
+    regions to a fixed point (a carry read only to compute another dead one is dead too);
+    an op with regions or effects keeps everything it reads."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: scf.WhileOp, rewriter: PatternRewriter, /):
+        before, after = op.before_region.block, op.after_region.block
+        condition, yielded = before.last_op, after.last_op
+        if not isinstance(condition, scf.ConditionOp) or not isinstance(yielded, scf.YieldOp):
+            return
+        live_before: set[int] = set()
+        live_after = {j for j, r in enumerate(op.results) if r.uses}
+        while True:
+            reads_before = _live_values(before, [condition.condition, *(condition.args[j] for j in live_after)])
+            reads_after = _live_values(after, [yielded.arguments[i] for i in live_before])
+            grown_before = live_before | {i for i, a in enumerate(before.args) if a in reads_before}
+            grown_after = live_after | {j for j, a in enumerate(after.args) if a in reads_after}
+            if (grown_before, grown_after) == (live_before, live_after):
+                break
+            live_before, live_after = grown_before, grown_after
+        if len(live_before) == len(before.args) and len(live_after) == len(after.args):
+            return
+        rewriter.replace(condition, scf.ConditionOp(
+            condition.condition, *(v for j, v in enumerate(condition.args) if j in live_after)))
+        rewriter.replace(yielded, scf.YieldOp(*(v for i, v in enumerate(yielded.arguments) if i in live_before)))
+        for block, reads in ((before, reads_before), (after, reads_after)):
+            for dead in [o for o in reversed(block.ops) if o is not block.last_op and _removable(o)
+                         and not any(r in reads for r in o.results)]:
+                rewriter.erase(dead)
+        for i in sorted(set(range(len(before.args))) - live_before, reverse=True):
+            rewriter.erase_block_argument(before.args[i])
+        for j in sorted(set(range(len(after.args))) - live_after, reverse=True):
+            rewriter.erase_block_argument(after.args[j])
+        kept = sorted(live_after)
+        regions = [op.detach_region(region) for region in (op.before_region, op.after_region)]
+        new = scf.WhileOp([v for i, v in enumerate(op.arguments) if i in live_before],
+                          [op.results[j].type for j in kept], *regions)
+        rewriter.replace(op, new, [new.results[kept.index(j)] if j in live_after else None
+                                   for j in range(len(op.results))])
+
+
+def _removable(op: Operation) -> bool:
+    return not op.regions and (has_value_semantics(op) or would_be_trivially_dead(op))
+
+
+def _live_values(block: Block, roots: list[SSAValue]) -> set[SSAValue]:
+    """What `block` reads to compute `roots` and its ops that cannot be removed."""
+    live = set(roots)
+    for op in reversed(block.ops):
+        if op is block.last_op:
+            continue
+        if not _removable(op) or any(r in live for r in op.results):
+            live.update(op.operands)
+            if op.regions:
+                live.update(free_values(op))
+    return live
+
+
 def _in_terminator_position(op: Operation) -> bool:
     """`op` ends a block that needs a terminator: it is one (`torch.prim.If.yield`) or
     stands where one should be (an unknown op instead of `func.return`); erasing it left
@@ -93,6 +159,7 @@ class ConstPropPass(ModulePass):
                 FoldHostScalarOp(),
                 UpstreamCanonicalization(),
                 RemoveDeadTorchOp(),
+                RemoveDeadWhileCarry(),
             ],
             ctx=ctx,
             folding_enabled=True,

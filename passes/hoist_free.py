@@ -20,7 +20,10 @@ rewrites it together with all its call sites:
 "Host-free" means the host produces the result without moving data: identity copies,
 reshape-like views of a contiguous tensor, and permutations / selections / slices that keep
 the memory order (they only move or drop size-1 dims, or take a contiguous leading block).
-Constant operands (ints, lists of ints) are cloned along.
+Constant operands (ints, lists of ints) are cloned along, and so are sizes computed from
+the sizes of the sub-DNN's arguments (`x.view(1, x.size(0), 4, 64)` of a runtime dim), read
+in the host from the call's operands. A reshape with a size computed from a tensor the
+sub-DNN makes stays inside: hoisted, it would make the sub-DNN return that tensor.
 """
 
 from __future__ import annotations
@@ -44,29 +47,46 @@ from dycl.passes._common import (
     clone_into,
     erase_dead_ops,
     is_constant,
+    is_size_operand,
     is_tensor,
+    size_leaves,
 )
 
 
 def host_can_produce(op: Operation) -> bool:
     """The op's result is its (contiguous) tensor operand's data seen through new
     metadata, in the same memory order: the host makes it without a kernel or a copy. Never
-    an op with regions (a kept `scf.if`: its result is the taken arm's, computed inside)."""
+    an op with regions (a kept `scf.if`: its result is the taken arm's, computed inside).
+    A reshape or copy is free whatever its sizes, and its sizes may be computed from the
+    sizes of the sub-DNN's arguments (the host computes them from the call's operands); a
+    strided view needs a static shape to show that it keeps the order."""
     if op.regions:
         return False
     info = op_info(op)
     if not info.category.computation_free or len(op.results) != 1 or not op.operands:
         return False
     source, *rest = op.operands
-    if not is_tensor(source) or not all(is_constant(v) and not is_tensor(v) for v in rest):
+    if not is_tensor(source) or not all(_host_operand(v) for v in rest):
         return False
     shape = source.type.shape
-    if shape is None or None in shape or not is_tensor(op.results[0]):
+    if shape is None or not is_tensor(op.results[0]):
         return False
     if info.category is not Category.STRIDED_VIEW:
         return True
+    if None in shape or any(is_size_operand(v) for v in rest):
+        return False
     keeps_order = info.same_memory_order
     return keeps_order is not None and keeps_order(shape, [constant_value(v) for v in rest], op)
+
+
+def _host_operand(value: SSAValue) -> bool:
+    """A constant, or a size computed from the sizes of the function's arguments only."""
+    if is_tensor(value):
+        return False
+    if is_constant(value):
+        return True
+    leaves = size_leaves(value)
+    return leaves is not None and all(isinstance(leaf, BlockArgument) for leaf in leaves)
 
 
 # ------------------------------------------------------------- call-site helpers
@@ -114,17 +134,22 @@ def _clone_before(
     op: Operation,
     where: InsertPoint,
     mapping: dict[SSAValue, SSAValue],
+    call: func.CallOp,
 ) -> SSAValue:
-    """`op`'s result in the host: a clone of `op` (and of the constants it reads) at
-    `where`, operands through `mapping`; an identity copy is just its source (tensors
-    have value semantics, so a copy in the host would only move data)."""
+    """`op`'s result in the host: a clone of `op` (and of the constants and sizes it
+    reads, the sizes from `call`'s operands) at `where`, operands through `mapping`; an
+    identity copy is just its source (tensors have value semantics, so a copy in the host
+    would only move data)."""
     source = mapping[op.operands[0]]
     if op_info(op).category is Category.IDENTITY and source.type == op.results[0].type:
         return source
     built: list[Operation] = []
     for operand in op.operands:
-        if operand not in mapping and is_constant(operand):
-            clone_into(operand, mapping, built)
+        if operand in mapping or is_tensor(operand):
+            continue
+        for leaf in size_leaves(operand) or ():  # (block arguments: `_host_operand`)
+            mapping.setdefault(leaf, call.arguments[leaf.index])
+        clone_into(operand, mapping, built)
     clone = op.clone(value_mapper=mapping)
     rewriter.insert([*built, clone], where)
     return clone.results[0]
@@ -197,7 +222,7 @@ class SinkFreeResult(SubDNNPattern):
             sources = [call.results[returned.index(source)] for call in calls]
         viewed = {k for k, v in enumerate(returned) if v is op.results[0]}
         for call, host_source in zip(calls, sources):
-            value = _clone_before(rewriter, op, InsertPoint.after(call), {source: host_source})
+            value = _clone_before(rewriter, op, InsertPoint.after(call), {source: host_source}, call)
             for k in viewed:
                 call.results[k].replace_all_uses_with(value)
         drop_results(rewriter, fn, viewed)
@@ -217,7 +242,7 @@ class HoistFreeArgument(SubDNNPattern):
                 continue
             for call in call_sites(fn):
                 value = _clone_before(
-                    rewriter, op, InsertPoint.before(call), {arg: call.arguments[arg.index]}
+                    rewriter, op, InsertPoint.before(call), {arg: call.arguments[arg.index]}, call
                 )
                 operands = list(call.arguments)
                 operands[arg.index] = value
@@ -225,6 +250,7 @@ class HoistFreeArgument(SubDNNPattern):
             new_arg = rewriter.replace_value_with_new_type(arg, op.results[0].type)
             rewriter.replace_all_uses_with(op.results[0], new_arg)
             rewriter.erase(op)
+            erase_dead_ops(fn.body.block, rewriter)  # (the sizes only the op read)
             fn.update_function_type()
             return
 

@@ -7,9 +7,16 @@ host-level scalar/list ops, which either stay before the call (when they do not 
 run) or move after it. A run ends at a control op, at the block's terminator, or at a
 tensor op that reads a host value computed from the run.
 
+A size computed from tensor sizes alone (`torch.aten.size.int` and `+ - *` of such ints:
+the `[1, prompt.size(0), 4, 64]` of a view when the prompt's length is a runtime dim) does
+not end a run either: the sub-DNN computes it again from the tensors it reads the sizes
+of (they become live-ins if the run does not make them), as its backend computes a
+symbolic dim, and the host ops that computed it for the run alone go with it. Left in the
+host, each such view would split the run, with a backend call on each side.
+
 Each run becomes `func.func private @<prefix><k>` with the unit attribute `dycl.subdnn`:
-live-in tensors are its arguments, live-out tensors its results, every shape static. The
-run is replaced by a `func.call` placed after its last op. A tensor condition
+live-in tensors are its arguments, live-out tensors its results, every shape known or a
+symbolic dim. The run is replaced by a `func.call` placed after its last op. A tensor condition
 (`torch.aten.Bool.Tensor` of a 0-d bool tensor) stays in the host, so the 0-d tensor the
 run computes becomes a result: the host only reads a flag.
 
@@ -18,7 +25,7 @@ whole, arms included, with its condition chain (`Bool.Tensor` + `to_i1`) cloned 
 its arms read from outside it becomes live-in (tensors) or is cloned in (constants).
 
 Not outlined: host scalar/list ops, `torch.tensor_static_info_cast` (type information only),
-tensor ops that read a non-constant scalar (they stay host ops), and runs shorter than
+tensor ops that read any other non-constant scalar (they stay host ops), and runs shorter than
 `min-ops` that are computation-free. Errors (an op with regions that is not `scf`, a shape
 the entry shapes do not determine) are located diagnostics.
 """
@@ -50,6 +57,7 @@ from dycl.passes._common import (
     free_values,
     host_functions,
     is_constant,
+    is_size_operand,
     is_tensor,
     is_tensor_compute,
     kept_if_of_chain,
@@ -87,7 +95,7 @@ class Run:
         )
 
     def reads_deferred(self, op: Operation) -> bool:
-        return any(v in self.deferred_values for v in op_operand_values(op))
+        return any(v in self.deferred_values for v in op_operand_values(op, sizes=True))
 
 
 @dataclass
@@ -144,7 +152,7 @@ class Outliner:
                 )
             if self.travels_with_users(op):
                 continue
-            if is_tensor_compute(op):
+            if is_tensor_compute(op, sizes=True):
                 run = self.extend(run, op)
                 continue
             if op is block.last_op:
@@ -167,7 +175,7 @@ class Outliner:
             return True
         if isinstance(op, t.ListConstructOp) and tensor_list_operand(op.result) is not None:
             return bool(op.result.uses) and all(
-                is_tensor_compute(use.operation) for use in op.result.uses
+                is_tensor_compute(use.operation, sizes=True) for use in op.result.uses
             )
         return False
 
@@ -194,11 +202,12 @@ class Outliner:
         self.outline(run)
 
     def outline(self, run: Run) -> None:
-        members = set(run.ops)
+        absorbed = absorbed_sizes(run.ops)
+        members = set(run.ops) | set(absorbed)
         live_ins: list[SSAValue] = []
         seen: set[SSAValue] = set()
         for op in run.ops:
-            for value in op_operand_values(op):
+            for value in op_operand_values(op, sizes=True):
                 if value in seen or value in run.values or not is_tensor(value):
                     continue
                 if is_constant(value):
@@ -250,6 +259,8 @@ class Outliner:
         Rewriter.insert_op(call, InsertPoint.after(run.ops[-1]))
         anchor: Operation = call
         for op in run.deferred_before_last():
+            if op in absorbed:
+                continue
             op.detach()
             Rewriter.insert_op(op, InsertPoint.after(anchor))
             anchor = op
@@ -265,7 +276,7 @@ class Outliner:
             and use.operation.parent_block() is run.ops[0].parent_block()
             and kept_if_of_chain(use.operation) is None
         }
-        for op in (*inside_lists, *reversed(run.ops), *chains):
+        for op in (*inside_lists, *reversed(run.ops), *chains, *absorbed):
             Rewriter.erase_op(op, safe_erase=False)
 
     @staticmethod
@@ -287,6 +298,30 @@ class Outliner:
         return False
 
 
+def absorbed_sizes(ops: Sequence[Operation]) -> list[Operation]:
+    """The host ops that compute the sizes `ops` read (`is_size_operand`) and that nothing
+    else reads: the sub-DNN of `ops` computes them again, so they leave the host with the
+    run (kept, one that reads a tensor of the run would make the sub-DNN return that tensor
+    only for its size)."""
+    members = set(ops)
+    candidates: list[Operation] = []
+    pending = [v for op in ops for v in op.operands if is_size_operand(v)]
+    while pending:
+        owner = pending.pop().owner
+        if isinstance(owner, Operation) and owner not in candidates:
+            candidates.append(owner)
+            pending += [v for v in owner.operands if not is_tensor(v) and not is_constant(v)]
+    absorbed: set[Operation] = set()
+    grown = True
+    while grown:
+        readers = members | absorbed
+        fresh = {op for op in candidates if op not in absorbed
+                 and all(use.operation in readers for r in op.results for use in r.uses)}
+        absorbed |= fresh
+        grown = bool(fresh)
+    return [op for op in candidates if op in absorbed]
+
+
 def clone_into_operand(
     operand: SSAValue, mapping: dict[SSAValue, SSAValue], builder: list[Operation]
 ) -> None:
@@ -297,6 +332,8 @@ def clone_into_operand(
     elif (lst := tensor_list_operand(operand)) is not None:
         for element in lst.elements:
             clone_into_operand(element, mapping, builder)
+        clone_into(operand, mapping, builder)
+    elif is_size_operand(operand):  # (computed again from the sizes of the tensors it reads)
         clone_into(operand, mapping, builder)
 
 

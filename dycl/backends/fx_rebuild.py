@@ -37,7 +37,7 @@ from dycl.backends.subdnn import SubDNN, only_func
 from dycl.dialects import torch as t
 from dycl.dialects.dtypes import dtype_name
 from dycl.dialects.dycl import ParamOp
-from dycl.dialects.torch_ops import TorchOpCall, literal_tensor, op_info
+from dycl.dialects.torch_ops import SIZE_ARITHMETIC, SIZE_QUERY, TorchOpCall, literal_tensor, op_info
 from dycl.ir import parse_module
 
 # torch-mlir writes enum arguments as their integer codes (c10 ScalarType, MemoryFormat).
@@ -51,6 +51,13 @@ _MEMORY_FORMATS = {
 }
 _LAYOUTS = {0: torch.strided}
 _ENUM_DECODERS = {"ScalarType": _SCALAR_TYPES, "MemoryFormat": _MEMORY_FORMATS, "Layout": _LAYOUTS}
+
+# The Python operator of each size op a sub-DNN may compute (`SIZE_ARITHMETIC`).
+_SIZE_OPERATORS = {
+    "torch.aten.add.int": operator.add, "torch.aten.sub.int": operator.sub,
+    "torch.aten.mul.int": operator.mul, "torch.aten.neg.int": operator.neg,
+}
+assert _SIZE_OPERATORS.keys() == SIZE_ARITHMETIC
 
 
 class _Builder:
@@ -124,6 +131,9 @@ class _Builder:
         if info.unpacks:
             self.unpack(op)
             return
+        if name == SIZE_QUERY or name in SIZE_ARITHMETIC:
+            self.size(op)
+            return
         if (python := info.python) is not None:
             # A host list/tuple op is Python structure around the graph's nodes.
             self.values[op.results[0]] = python(*(self.values[v] for v in op.operands))
@@ -159,6 +169,24 @@ class _Builder:
         else:
             for i, result in enumerate(op.results):
                 self.values[result] = self.graph.call_function(operator.getitem, (node, i))
+
+    def size(self, op: UnregisteredOp) -> None:
+        """A size the sub-DNN computes (dycl-outline moved it in with the ops that read it):
+        a runtime dim's size is a symbolic int (`sym_size`), and arithmetic on one a node of
+        the same operator, which export traces as SymInt arithmetic; a static size is a
+        Python int."""
+        name = op.op_name.data
+        args = [self.values[v] for v in op.operands]
+        if name == SIZE_QUERY:
+            source, dim = args
+            shape = op.operands[0].type.shape
+            static = None if shape is None else shape[dim]
+            node = static if static is not None else self.graph.call_function(torch.ops.aten.sym_size.int, (source, dim))
+        elif any(isinstance(a, torch.fx.Node) for a in args):
+            node = self.graph.call_function(_SIZE_OPERATORS[name], tuple(args))
+        else:
+            node = _SIZE_OPERATORS[name](*args)
+        self.values[op.results[0]] = node
 
     def _slice_bounds(self, op: UnregisteredOp, args: list[Any]) -> list[Any]:
         """`x[:4]` of a dim known only at run time, with the bounds clamped to the dim's size

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dycl.codegen.errors import CodegenError
 from dycl.dialects import torch as t
@@ -337,7 +337,7 @@ class HostEmitter:
         value is defined (the loop would read it again)."""
         writable = self.writable.get(op.callee.root_reference.data, frozenset())
         return tuple(k for k, value in enumerate(op.arguments)
-                     if k in writable and _readers(value) == [op] and not _loop_between(op, value)
+                     if k in writable and _only_reader(op, value) and not _loop_between(op, value)
                      and self.ownership(value) is not None)
 
     def ownership(self, value: SSAValue) -> set[int] | None:
@@ -374,12 +374,12 @@ class HostEmitter:
         the condition forwards it, read by nothing else there."""
         condition = loop.before_region.block.last_op
         forwarded = condition.args[k]
-        if forwarded.owner is not loop.before_region.block or _readers(forwarded) != [condition]:
+        if forwarded.owner is not loop.before_region.block or not _only_reader(condition, forwarded):
             return None
         return self._carried(loop, loop.arguments[forwarded.index], loop.after_region.block.last_op, forwarded.index)
 
     def _carried(self, loop: Operation, initial: SSAValue, yield_op: Operation, k: int) -> set[int] | None:
-        if _readers(initial) != [loop]:
+        if not _only_reader(loop, initial) or _loop_between(loop, initial):
             return None
         before, after = self.ownership(initial), self._yielded([yield_op], k)
         return None if before is None or after is None else before | after
@@ -387,8 +387,10 @@ class HostEmitter:
     def _yielded(self, yields: Sequence[Operation], k: int) -> set[int] | None:
         roots: set[int] = set()
         for yield_op in yields:
+            if _raises(yield_op.parent_block()):
+                continue  # (never reached: the arm raises first)
             value = yield_op.operands[k]
-            found = self.ownership(value) if _readers(value) == [yield_op] else None
+            found = self.ownership(value) if _only_reader(yield_op, value) else None
             if found is None:
                 return None
             roots |= found
@@ -522,6 +524,39 @@ def _loop_between(op: Operation, value: SSAValue) -> bool:
             return True
         block = parent.parent_block()
     return False
+
+
+def _only_reader(op: Operation, value: SSAValue) -> bool:
+    """`op` reads `value`, and every other op that does is in another arm of an `scf.if`
+    that holds `op` (gpt-fast's `generate`: the cache a prefill made is returned where the
+    first token is the end token, and carried into the decode loop otherwise): whatever
+    path a call takes, nothing else reads the value. (The callers rule out a loop between
+    `value` and `op`, which could run the other arm after `op`.)"""
+    readers = _readers(value)
+    return op in readers and all(r is op or _exclusive(r, op) for r in readers)
+
+
+def _exclusive(a: Operation, b: Operation) -> bool:
+    """`a` and `b` are in different arms of one `scf.if`: no run executes both."""
+    arms_b = _arms(b)
+    return any(arms_b.get(if_op, region) is not region for if_op, region in _arms(a).items())
+
+
+def _arms(op: Operation) -> dict[Operation, Region]:
+    """The `scf.if`s that hold `op`, each with the arm (region) it is in."""
+    arms: dict[Operation, Region] = {}
+    region = op.parent_region()
+    while region is not None and (parent := region.parent_op()) is not None:
+        if isinstance(parent, scf.IfOp):
+            arms[parent] = region
+        region = parent.parent_region()
+    return arms
+
+
+def _raises(block: Block | None) -> bool:
+    """The block raises before its terminator: a `dycl.error` at its top level (an arm the
+    frontend could not compile for a size, `raise` in the model)."""
+    return block is not None and any(isinstance(op, ErrorOp) for op in block.ops)
 
 
 def _readers(value: SSAValue) -> list[Operation]:

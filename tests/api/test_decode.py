@@ -4,9 +4,11 @@ token. Compiled, it must give eager's tokens and eager's caches call by call, fo
 lengths never seen when compiling, with one sub-DNN for the step whatever the length (not one
 per length, not unrolled) and one prefill for every prompt length from 2 on.
 
-Slow tier: a small configuration of the same code on ONNX Runtime, and the zoo's `gpt_decode`
-(4 layers, width 256) on both backends. The default tier has the pieces
-(tests/frontend/test_dynamic_inputs.py, tests/bench/test_decode_bench.py)."""
+Default tier: a tiny configuration on ONNX Runtime, whose prefill of 1, 3 or 7 tokens is one
+sub-DNN call and each further token one call of the step (TVM: slow tier); the pieces are in
+tests/frontend/test_dynamic_inputs.py and tests/bench/test_decode_bench.py. Slow tier: a small
+configuration of the same code on ONNX Runtime, and the zoo's `gpt_decode` (4 layers, width
+256) on both backends."""
 
 from __future__ import annotations
 
@@ -161,3 +163,64 @@ def test_zoo_gpt_decode_matches_eager_on_both_backends(backend):
           f"caches' max abs error {covered['cache_error']:.2g}")
     compiled.reset_state()
     assert_decodes_like_eager(model, compiled, entry.path_inputs()[:2])
+
+
+# --- one sub-DNN call for a prefill of any length ---------------------------------------------
+
+TINY = ModelArgs(block_size=24, vocab_size=32, n_layer=1, n_head=2, dim=16, intermediate_size=32)
+PREFILL_LENGTHS = (1, 3, 7)  # (1 is the by-size arm of its own; 3 and 7 the symbolic one)
+
+
+def _called(compiled, args) -> list[str]:
+    """The sub-DNNs one call of `compiled(*args)` runs, in order (in-place runners kept)."""
+    order: list[str] = []
+
+    def recording(name, run):
+        def call(*arguments):
+            order.append(name)
+            return run(*arguments)
+
+        if (in_place := getattr(run, "in_place", None)) is not None:
+            call.in_place = lambda given: recording(name, in_place(given))
+        return call
+
+    compiled.rebind({n: recording(n, r) for n, r in compiled.subdnn_calls.items()})(
+        *[np.ascontiguousarray(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args])
+    return order
+
+
+def assert_one_call_per_prefill_and_step(backend: str) -> dict[int, list[str]]:
+    """gpt-fast's decoder (no end token: every budget runs out) compiled from a 5-token
+    example: a prefill of 1, 3 or 7 tokens is one sub-DNN call, each new token after the
+    first one more call of one step sub-DNN, the same for every length; tokens and caches
+    are eager's."""
+    torch.manual_seed(0)
+    model = GPTDecode(TINY, eos_id=None).eval()
+    compiled = dycl.compile(model, _example(EXAMPLE_LENGTH, TINY.vocab_size, budget=3), backend=backend,
+                            progress=False)
+    calls = {n: _called(compiled, (_prompt(n, n, TINY.vocab_size), 1)) for n in PREFILL_LENGTHS}
+    assert all(len(order) == 1 for order in calls.values()), calls  # (the prefill alone: budget 1)
+    assert calls[3] == calls[7]  # (one sub-DNN for both lengths: a symbolic dim, not per length)
+    steps = {n: _called(compiled, (_prompt(n, n, TINY.vocab_size), 4)) for n in PREFILL_LENGTHS}
+    for n, order in steps.items():
+        prefill, *rest = order
+        assert prefill == calls[n][0] and len(rest) == 3 and len(set(rest)) == 1, (n, order)
+    assert len({tuple(order[1:]) for order in steps.values()}) == 1  # (one step for every length)
+    if backend == "onnxruntime":  # both prefills and the step write the caches in place
+        host = (compiled.directory / "host.py").read_text()
+        for name in {calls[1][0], calls[3][0], steps[3][1]}:
+            assert f"{name}_in_place = rt.in_place({name}, " in host, name
+    covered = assert_decodes_like_eager(model, compiled, [(_prompt(n, 10 + n, TINY.vocab_size), 4)
+                                                          for n in PREFILL_LENGTHS])
+    print(f"tiny decoder on {backend}: prefill calls {calls}, step {steps[3][1]}, "
+          f"caches' max abs error {covered['cache_error']:.2g}")
+    return calls
+
+
+def test_prefill_of_any_length_is_one_subdnn_call():
+    assert_one_call_per_prefill_and_step("onnxruntime")
+
+
+@pytest.mark.slow  # (TVM's build of the prefill and the step)
+def test_prefill_of_any_length_is_one_subdnn_call_on_tvm():
+    assert_one_call_per_prefill_and_step("tvm")

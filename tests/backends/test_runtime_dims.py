@@ -61,3 +61,46 @@ def test_one_compile_runs_every_size(backend, tmp_path):
         assert [g.shape for g in got] == [(rows, 3), (4,)]
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# `h.view(h.size(0), 2, 4)` then `.view(2 * n, 4)` of a runtime dim: the sizes are computed
+# inside the one sub-DNN (dycl-outline), as symbolic ints by the backends.
+SIZES = f"""
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}<[?,8],f32>) -> {V}<[?,4],f32>}}> ({{
+  ^bb0(%x: {V}<[?,8],f32>):
+    %zero = "torch.constant.int"() <{{value = 0 : i64}}> : () -> !torch.int
+    %two = "torch.constant.int"() <{{value = 2 : i64}}> : () -> !torch.int
+    %four = "torch.constant.int"() <{{value = 4 : i64}}> : () -> !torch.int
+    %h = "torch.aten.tanh"(%x) : ({V}<[?,8],f32>) -> {V}<[?,8],f32>
+    %n = "torch.aten.size.int"(%h, %zero) : ({V}<[?,8],f32>, !torch.int) -> !torch.int
+    %l = "torch.prim.ListConstruct"(%n, %two, %four) : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %v = "torch.aten.view"(%h, %l) : ({V}<[?,8],f32>, !torch.list<int>) -> {V}<[?,2,4],f32>
+    %e = "torch.aten.exp"(%v) : ({V}<[?,2,4],f32>) -> {V}<[?,2,4],f32>
+    %rows = "torch.aten.mul.int"(%two, %n) : (!torch.int, !torch.int) -> !torch.int
+    %l2 = "torch.prim.ListConstruct"(%rows, %four) : (!torch.int, !torch.int) -> !torch.list<int>
+    %w = "torch.aten.view"(%e, %l2) : ({V}<[?,2,4],f32>, !torch.list<int>) -> {V}<[?,4],f32>
+    %s = "torch.aten.sigmoid"(%w) : ({V}<[?,4],f32>) -> {V}<[?,4],f32>
+    "func.return"(%s) : ({V}<[?,4],f32>) -> ()
+  }}) : () -> ()
+}}) : () -> ()
+"""
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", pytest.param("tvm", marks=pytest.mark.slow)])
+def test_sizes_of_runtime_dims_are_computed_inside_the_subdnn(backend, tmp_path):
+    module = parse_module(SIZES)
+    PipelinePass().apply(make_context(), module)
+    (subdnn,) = subdnns_of(module)  # (the views did not split it)
+    assert "torch.aten.size.int" in subdnn.ir_text and "torch.aten.mul.int" in subdnn.ir_text
+    compiled = compile_subdnns([subdnn], {}, backend, cache_dir=tmp_path / "cache", progress=False)[subdnn.name]
+    (name, data), = compiled.files.items()
+    (tmp_path / name).write_bytes(data)
+    run = RUNNERS[backend](tmp_path / name, compiled.meta, RuntimeOptions(threads=1))
+    rng = np.random.default_rng(1)
+    for rows in (2, 3, 7):
+        x = rng.standard_normal((rows, 8)).astype(np.float32)
+        (expected,) = run_function(module, [torch.from_numpy(x)], {}, "forward")
+        (got,) = run(x)
+        assert got.shape == (2 * rows, 4)
+        np.testing.assert_allclose(got, expected.numpy(), rtol=1e-5, atol=1e-6)
