@@ -62,6 +62,10 @@ their form (`FORMS`):
   with `enforce_sorted=False`, or made non-increasing by a running `min`): an `nn.GRU`,
   `nn.LSTM` or `nn.RNN` (stacked, bidirectional) on `pack_padded_sequence(seq, lens)`, then
   its final state, `pad_packed_sequence(out)`, `out.data` or `out.batch_sizes` (forward only).
+- kinds that change around a loop and aliases made on one path (after `data_dependent_size`,
+  from a stream of their own): a live-rows `while` (or `for` that may `break`) whose mask
+  enters as `.byte()` and comes back bool, then `run.sum()` and `~run`; `c = h` on one path
+  and two tensors on the other, then `h[idx], c[idx] = ...` and `h += 0.5`.
 
 Rules that keep every program valid: statements keep the shape of `x` (a stage's summary
 `s` is (1, W): `x` itself for vectors, `x.mean((2, 3))` for images; results of shape (1, W)
@@ -148,6 +152,9 @@ FORMS = (
     # sizes that depend on the data: nonzero and mask gathers, stores back, a loop over the
     # live rows that stops when none is left
     "data_dependent_size",
+    # kinds that change around a loop (a byte mask that comes back bool), an alias made on one
+    # path and written through (`c = h` on one path, `h[idx], c[idx] = ...` after the join)
+    "kind_change", "one_path_alias",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -204,6 +211,10 @@ PREDICATE_CONDITIONS = 1
 # the rows (`.tolist()`, `.index(max(...))`, comprehensions decided at run time), drawn from
 # `Researcher.numbers`.
 NUMBERS_PROBABILITY = 0.35
+# `data_dependent_size` is followed by a loop whose mask enters as a byte mask and comes back
+# bool, or by an alias made on one path and written through (issue 34, item 7), with this
+# probability, drawn from `Researcher.kinds`.
+KINDS_PROBABILITY = 0.3
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
@@ -301,6 +312,8 @@ class Researcher:
         self.block_count = 0
         # the issue-34 Python numbers (`python_numbers`) draw from a stream of their own too
         self.numbers = random.Random(f"issue34 numbers {rng.getstate()[1][:8]}")
+        # ... and so do the issue-34 kinds that change around a loop (`kind_changes`)
+        self.kinds = random.Random(f"issue34 kinds {rng.getstate()[1][:8]}")
 
     # ----- names, modules, pieces --------------------------------------------------------
 
@@ -411,7 +424,7 @@ class Researcher:
                 (f"{{'a': {{'b': {s} * 1.0}}, 'c': {s}}}", "'a'", "'b'"),
             ])
             return [Research(f"{rows} = {make}\n{g} = {rows}[{first}]", form),
-                    If([(self.a_cond(stage), [Research(self.layer(stage), form)])]),
+                    If([(self.cond(r.choice(self.statistics(stage)).replace("{k}", str(r.randrange(w))), rng=r), [Research(self.layer(stage), form)])]),
                     Research(f"{rows}[{first}][{inner}] = {new_item}\nx = x + 0.1 * {fold(f'{g}[{inner}]')}", form)]
         if kind == 0:  # items of a list of lists, one of them possibly shared (`[[]] * m`)
             rows, i, m = self.fresh("rows"), self.fresh("i"), r.randint(2, 3)
@@ -536,6 +549,58 @@ class Researcher:
                          f"if not {mask}.any():\n    break", form)]
         return [Research(made, form), For(r.randint(2, 3), body, var=t),
                 Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
+
+    def kind_changes(self, stage: str, fold) -> list[Stmt]:
+        """Issue 34, item 7 (`kinds` only): 3 rows built from x and a loop over the live ones
+        whose mask enters as a byte mask (`.byte()`) and comes back bool (`rows.sum(1) > t`),
+        a `while` or a `for` over a constant range that may `break` (a batch whose mask is
+        empty never enters the `while`; `~run` differs by kind after it); or two names of one
+        buffer on one path (`c = h`) and of two on the other, written through both at the
+        picked rows (`h[idx], c[idx] = ...`), then changed in place (`h += 0.5`)."""
+        r, s, w = self.kinds, self.summary[stage], self.width
+        rows, run, idx = self.fresh("rows"), self.fresh("run"), self.fresh("idx")
+        made = f"{rows} = " + r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])",
+                                        f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
+        first, again = r.choice(["0.05", "0.1", "-0.1"]), r.choice(["0.05", "0.2"])
+        if r.random() < 0.5 or self.slots_used() >= MAX_CONDITIONS:
+            form, lin, n = "kind_change", self.module(f"nn.Linear({w}, {w})"), self.fresh("n")
+            step = (f"{idx} = {run}.nonzero().squeeze(1)
+{rows}[{idx}] = torch.tanh({lin}({rows}[{idx}]))
+"
+                    f"{run} = {rows}.sum(1) > {again}")
+            head = f"{made}
+{run} = ({rows}.sum(1) > {first}).byte()"
+            if r.random() < 0.5:
+                loop = f"{n} = 0
+while {run}.any() and {n} < {r.randint(2, 4)}:
+    " + step.replace("
+", "
+    ") + f"
+    {n} += 1"
+                use = f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')} + 0.01 * {run}.sum() + 0.001 * (~{run}).float().mean()"
+                return [Research(f"{head}
+{loop}
+{use}", form)]
+            body = [Research(f"{step}
+if not {run}.any():
+    break", form)]
+            return [Research(head, form), For(r.randint(2, 4), body),
+                    Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')} + 0.01 * {run}.sum()", form)]
+        form, h, c = "one_path_alias", self.fresh("h"), self.fresh("c")
+        zeros = r.choice([f"Variable({rows}.data.new(3, {w}).zero_())", f"{rows} * 0.5", f"torch.zeros(3, {w})"])
+        store = r.choice([f"{h}[{idx}], {c}[{idx}] = torch.tanh({rows}[{idx}]), torch.sigmoid({rows}[{idx}])",
+                          f"{h}[{idx}] = torch.tanh({rows}[{idx}])
+{c}[{idx}] += 0.5"])
+        return [Research(f"{made}
+{run} = {rows}.sum(1) > {first}", form),
+                If([(self.a_cond(stage), [Research(f"{h} = {zeros}
+{c} = {h}", form)])],
+                   [Research(f"{h}, {c} = torch.tanh({rows}), {rows} * 0.25", form)]),
+                Research(f"{idx} = {run}.nonzero().squeeze(1)
+{store}
+{h} += 0.5
+"
+                         f"x = x + 0.1 * {fold(f'({h} + 2.0 * {c}).sum(0, keepdim=True)')}", form)]
 
     def picked_count(self, stage: str, fold) -> list[Stmt]:
         """Rows of a 3-row tensor built from x picked by the union of two bool masks (`m1 + m2`:
@@ -866,6 +931,8 @@ class Researcher:
             return self.packed_rnn(stage, fold)
         if form == "data_dependent_size":
             made = self.older_masks(self.data_dependent_size(stage, fold))  # (its draws first: the main stream stays as it was)
+            if self.kinds.random() < KINDS_PROBABILITY:
+                made = made + self.kind_changes(stage, fold)
             if self.extras.random() < EXTRA_PROBABILITY:
                 return self.unique_or_repeat(stage, fold)
             if self.sizes.random() < EXTRA_PROBABILITY:

@@ -74,6 +74,8 @@ CONSTRUCTS = {
     "raise-caught": "an exception raised in a submodule or helper and caught up the call chain (`raise HighwayException(out, i + 1)`, `except HighwayException as e: e.message`)",
     "nested-def": "a function defined inside forward and called later (`def decode(tok, h): ...`, a closure over locals and `self`)",
     "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
+    "kind-change": "a loop-carried mask that enters as uint8 and comes back bool (`selector = x.data.new(b).byte()`, then `selector = (accum < 1 - eps).data`)",
+    "one-path-alias": "an alias made on one path and written through (`cx = hx` when no state is given, then `hx[idx], cx[idx] = cell(...)`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}
 

@@ -54,7 +54,7 @@ DEFAULT_ON_ONNXRUNTIME = {
     "ExitConfHistory", "ExitOutputsDict", "GreedyStripEnd", "MoEHardRouting", "MoETopKMask", "NpWhereExit",
     "RouterNumpyArgsort", "SDNEarlyExitOverride", "SharedExpertGate", "ShowAttendTellOneWord", "ShowTellPacked",
     "SkipAllAny", "SkipExtendGroups", "SkipListSurgery", "StreamingLSTMTupleState", "VariableThresholdExit",
-    "DeeBertHighwayExit", "NestedStepDecoder",
+    "DeeBertHighwayExit", "NestedStepDecoder", "ACTWhileByteMask",
 }
 
 
