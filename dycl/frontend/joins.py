@@ -5,10 +5,12 @@ values, each with the statements up to the join; a variable that differs between
 yielded with the joined type of its two values (`values.join_types`): None on one path and
 a tensor or scalar on the other is a `values.Maybe`, lists of different lengths one runtime
 list, and what a branch that leaves a runtime loop holds in a name nothing reads after it
-does not decide the type. `a if c else b`, `and` and `or` join their values alike
-(`conditional`). `select` and `runtime_check` make the `scf.if`s the frontend writes itself
-(a run picked by a runtime size, a check eager makes). Each function takes the compiler as
-its context.
+does not decide the type. Where the paths leave a variable of another kind on each (a uint8
+mask and a bool one), or aliased on one path only and changed in place later in the block,
+the statements after the `if` are compiled in each arm instead (`PathsDiffer`). `a if c
+else b`, `and` and `or` join their values alike (`conditional`). `select` and
+`runtime_check` make the `scf.if`s the frontend writes itself (a run picked by a runtime
+size, a check eager makes). Each function takes the compiler as its context.
 """
 
 from __future__ import annotations

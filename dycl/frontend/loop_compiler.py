@@ -4,8 +4,9 @@ Unrolled when they iterate over import-time values (or use their index), `scf.fo
 for `range(N)` with an unused index, `scf.for`/`scf.while` otherwise. Carried variables
 reach a fixed point: the body is compiled with the types they have on entry, and again
 with joined types when the end of the body disagrees (a tensor that grows becomes
-`[1,?]`); constants that change in the body become carried IR values. Each function takes
-the compiler as its context.
+`[1,?]`); constants that change in the body become carried IR values. A value whose kind
+changes in the first iteration (a uint8 mask that comes back bool) has that iteration
+compiled apart (`_peeled`, `_peeled_while`). Each function takes the compiler as its context.
 """
 
 from __future__ import annotations

@@ -610,7 +610,7 @@ class ACTWhileByteMask(nn.Module):
     never enters the loop, so the mask is still a byte mask after it."""
 
     N_PATHS = 5
-    CONSTRUCTS = ('kind-change', 'one-path-alias', 'none-start', 'Variable')
+    CONSTRUCTS = ('kind-change', 'one-path-alias', 'data-size', 'Variable')
 
     def __init__(self, size=4, hidden=6, max_steps=5, eps=0.01):
         super().__init__()
