@@ -7,7 +7,6 @@ and `hx[idx], cx[idx] = cell(...)` on the rows still running."""
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.autograd import Variable
 
