@@ -129,6 +129,9 @@ def _join_if(c, draft, flag, branch_envs, live, env_before, mutated_later: froze
         yields.extend((name, path, part_a, part_b) for path, part_a, part_b in parts)
 
     _apart_if_aliased_on_one_path(c, {name for name, *_ in yields}, then_env, else_env, live, mutated_later)
+    # names bound to one tensor on both paths (`cx = hx`) stay one tensor: one result for both
+    one_tensor = _one_tensor(yields)
+    yields = [y for y in yields if y[0] not in one_tensor]
     # Materialise both sides' leaves in their own block, then build the real scf.if.
     then_ops, else_ops, types, examples, shapes = [], [], [], [], []
     for name, path, a, b in yields:
@@ -165,6 +168,8 @@ def _join_if(c, draft, flag, branch_envs, live, env_before, mutated_later: froze
             # shares memory with another variable on one path only: never mutate it
             memory |= aliases.storages(then_value) | aliases.storages(else_value)
         joined[name] = aliases.mark_path_dependent(joined[name], memory)
+    for follower, leader in one_tensor.items():
+        joined[follower] = joined[leader]
     # Python shares a list between the names bound to it: a change on one path through
     # one of them is a change for all of them after the join
     for follower, leader in lists.sharing(env_before, sorted(n for n in live if n in env_before)).items():
@@ -188,6 +193,24 @@ def _join_if(c, draft, flag, branch_envs, live, env_before, mutated_later: froze
             new = leader if one else lists.path_dependent(lists.value_at(joined, (name, path)))
             joined[name] = lists.with_value_at(joined[name], path, new)
     return joined
+
+
+def _one_tensor(yields: list) -> dict[str, str]:
+    """follower -> leader: names yielded whole that hold the very tensor an earlier one holds,
+    on each path (a change through one must reach the other after the join, too)."""
+    found: dict[str, str] = {}
+    whole = [(name, a, b) for name, path, a, b in yields if not path and _is_tensor(a) and _is_tensor(b)]
+    for k, (leader, a, b) in enumerate(whole):
+        if leader in found:
+            continue
+        for name, other_a, other_b in whole[k + 1 :]:
+            if name not in found and other_a.value == a.value and other_b.value == b.value:
+                found[name] = leader
+    return found
+
+
+def _is_tensor(value) -> bool:
+    return isinstance(value, V.Dyn) and V.is_tensor_type(value.type)
 
 
 def _apart_if_aliased_on_one_path(c, names, then_env: dict, else_env: dict, live, mutated_later: frozenset) -> None:
