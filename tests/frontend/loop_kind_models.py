@@ -135,68 +135,6 @@ class OnePathAliasSteps(nn.Module):
         return hx, cx, step_count
 
 
-class ACTCellPublished(nn.Module):
-    """Batch ACT around an `nn.LSTMCell` as the 2017-2019 ports write it: time-major input,
-    `hx=None` (then `cx = hx`: one tensor), a `ByteTensor` selector refilled every time step,
-    a flag feature holding the ponder step, and up to 100 ponder steps over the rows still
-    running (`bool_to_idx(selector)`), stopping when no row runs."""
-
-    def __init__(self, size=3, hidden=6, max_ponder=100, epsilon=0.01):
-        super().__init__()
-        self.rnn_cell = nn.LSTMCell(size + 1, hidden)
-        self.ponder_linear = nn.Linear(hidden, 1)
-        self.max_ponder, self.epsilon = max_ponder, epsilon
-        self._is_lstm = isinstance(self.rnn_cell, nn.LSTMCell)
-        with torch.no_grad():
-            self.ponder_linear.bias.fill_(1)
-
-    def forward(self, input_, hx=None):
-        if hx is None:
-            hx = Variable(input_.data.new(input_.size(1), self.rnn_cell.hidden_size).zero_())
-            if self._is_lstm:
-                cx = hx
-        else:
-            hx, cx = hx
-            hx, cx = hx.clone(), cx.clone()
-        time_size, batch_size, input_dim_size = input_.size()
-        accum_h = Variable(input_.data.new(batch_size).zero_())
-        accum_hx = Variable(input_.data.new(batch_size, self.rnn_cell.hidden_size).zero_())
-        accum_cx = Variable(input_.data.new(batch_size, self.rnn_cell.hidden_size).zero_())
-        selector = input_.data.new(batch_size).byte()
-        hx_list, cx_list = [], []
-        step_count = Variable(input_.data.new(batch_size).zero_())
-        for input_row in input_:
-            accum_h = accum_h.zero_()
-            accum_hx = accum_hx.zero_()
-            accum_cx = accum_cx.zero_()
-            selector = selector.fill_(1)
-            step_count = step_count.zero_()
-            input_row_with_flag = torch.cat([input_row, Variable(input_row.data.new(batch_size, 1).zero_())], dim=1)
-            for act_step in range(self.max_ponder):
-                input_row_with_flag[:, input_dim_size] = act_step
-                idx = bool_to_idx(selector)
-                hx[idx], cx[idx] = self.rnn_cell(input_row_with_flag[idx], (hx[idx], cx[idx]))
-                accum_hx[idx] += hx[idx]
-                h = torch.sigmoid(self.ponder_linear(hx[idx]).squeeze(1))
-                accum_h[idx] += h
-                p = h - (accum_h[idx] - 1).clamp(min=0)
-                accum_hx[idx] += p.unsqueeze(1) * hx[idx]
-                accum_cx[idx] += p.unsqueeze(1) * cx[idx]
-                step_count[idx] += 1
-                selector = (accum_h < 1 - self.epsilon).data
-                if not selector.any():
-                    break
-            hx = accum_hx / step_count.clone().unsqueeze(1)
-            cx = accum_cx / step_count.clone().unsqueeze(1)
-            hx_list.append(hx)
-            cx_list.append(cx)
-        return torch.stack(hx_list), (hx, cx), step_count
-
-
-def bool_to_idx(idx):
-    return idx.nonzero().squeeze(1)
-
-
 class KindReturned(nn.Module):
     """Refused: the mask itself leaves forward, a uint8 tensor where the loop never ran and a
     bool one where it did (one output has one dtype)."""
