@@ -66,6 +66,10 @@ their form (`FORMS`):
   from a stream of their own): a live-rows `while` (or `for` that may `break`) whose mask
   enters as `.byte()` and comes back bool, then `run.sum()` and `~run`; `c = h` on one path
   and two tensors on the other, then `h[idx], c[idx] = ...` and `h += 0.5`.
+- kinds that change around a loop and aliases made on one path (after `data_dependent_size`,
+  from a stream of their own): a live-rows `while` (or `for` that may `break`) whose mask
+  enters as `.byte()` and comes back bool, then `run.sum()` and `~run`; `c = h` on one path
+  and two tensors on the other, then `h[idx], c[idx] = ...` and `h += 0.5`.
 
 Rules that keep every program valid: statements keep the shape of `x` (a stage's summary
 `s` is (1, W): `x` itself for vectors, `x.mean((2, 3))` for images; results of shape (1, W)
@@ -564,42 +568,25 @@ class Researcher:
         first, again = r.choice(["0.05", "0.1", "-0.1"]), r.choice(["0.05", "0.2"])
         if r.random() < 0.5 or self.slots_used() >= MAX_CONDITIONS:
             form, lin, n = "kind_change", self.module(f"nn.Linear({w}, {w})"), self.fresh("n")
-            step = (f"{idx} = {run}.nonzero().squeeze(1)
-{rows}[{idx}] = torch.tanh({lin}({rows}[{idx}]))
-"
-                    f"{run} = {rows}.sum(1) > {again}")
-            head = f"{made}
-{run} = ({rows}.sum(1) > {first}).byte()"
+            step = [f"{idx} = {run}.nonzero().squeeze(1)", f"{rows}[{idx}] = torch.tanh({lin}({rows}[{idx}]))",
+                    f"{run} = {rows}.sum(1) > {again}"]
+            head = [made, f"{run} = ({rows}.sum(1) > {first}).byte()"]
             if r.random() < 0.5:
-                loop = f"{n} = 0
-while {run}.any() and {n} < {r.randint(2, 4)}:
-    " + step.replace("
-", "
-    ") + f"
-    {n} += 1"
+                loop = [f"{n} = 0", f"while {run}.any() and {n} < {r.randint(2, 4)}:", *("    " + line for line in step), f"    {n} += 1"]
                 use = f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')} + 0.01 * {run}.sum() + 0.001 * (~{run}).float().mean()"
-                return [Research(f"{head}
-{loop}
-{use}", form)]
-            body = [Research(f"{step}
-if not {run}.any():
-    break", form)]
-            return [Research(head, form), For(r.randint(2, 4), body),
+                return [Research("\n".join([*head, *loop, use]), form)]
+            body = [Research("\n".join([*step, f"if not {run}.any():", "    break"]), form)]
+            return [Research("\n".join(head), form), For(r.randint(2, 4), body),
                     Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')} + 0.01 * {run}.sum()", form)]
         form, h, c = "one_path_alias", self.fresh("h"), self.fresh("c")
         zeros = r.choice([f"Variable({rows}.data.new(3, {w}).zero_())", f"{rows} * 0.5", f"torch.zeros(3, {w})"])
         store = r.choice([f"{h}[{idx}], {c}[{idx}] = torch.tanh({rows}[{idx}]), torch.sigmoid({rows}[{idx}])",
-                          f"{h}[{idx}] = torch.tanh({rows}[{idx}])
-{c}[{idx}] += 0.5"])
-        return [Research(f"{made}
-{run} = {rows}.sum(1) > {first}", form),
-                If([(self.a_cond(stage), [Research(f"{h} = {zeros}
-{c} = {h}", form)])],
+                          f"{h}[{idx}] = torch.tanh({rows}[{idx}])\n{c}[{idx}] += 0.5"])
+        stat = r.choice(self.statistics(stage)).replace("{k}", str(r.randrange(w)))
+        return [Research(f"{made}\n{run} = {rows}.sum(1) > {first}", form),
+                If([(self.cond(stat, rng=r), [Research(f"{h} = {zeros}\n{c} = {h}", form)])],
                    [Research(f"{h}, {c} = torch.tanh({rows}), {rows} * 0.25", form)]),
-                Research(f"{idx} = {run}.nonzero().squeeze(1)
-{store}
-{h} += 0.5
-"
+                Research(f"{idx} = {run}.nonzero().squeeze(1)\n{store}\n{h} += 0.5\n"
                          f"x = x + 0.1 * {fold(f'({h} + 2.0 * {c}).sum(0, keepdim=True)')}", form)]
 
     def picked_count(self, stage: str, fold) -> list[Stmt]:
