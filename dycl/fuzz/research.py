@@ -66,10 +66,6 @@ their form (`FORMS`):
   from a stream of their own): a live-rows `while` (or `for` that may `break`) whose mask
   enters as `.byte()` and comes back bool, then `run.sum()` and `~run`; `c = h` on one path
   and two tensors on the other, then `h[idx], c[idx] = ...` and `h += 0.5`.
-- kinds that change around a loop and aliases made on one path (after `data_dependent_size`,
-  from a stream of their own): a live-rows `while` (or `for` that may `break`) whose mask
-  enters as `.byte()` and comes back bool, then `run.sum()` and `~run`; `c = h` on one path
-  and two tensors on the other, then `h[idx], c[idx] = ...` and `h += 0.5`.
 
 Rules that keep every program valid: statements keep the shape of `x` (a stage's summary
 `s` is (1, W): `x` itself for vectors, `x.mean((2, 3))` for images; results of shape (1, W)
@@ -428,7 +424,7 @@ class Researcher:
                 (f"{{'a': {{'b': {s} * 1.0}}, 'c': {s}}}", "'a'", "'b'"),
             ])
             return [Research(f"{rows} = {make}\n{g} = {rows}[{first}]", form),
-                    If([(self.cond(r.choice(self.statistics(stage)).replace("{k}", str(r.randrange(w))), rng=r), [Research(self.layer(stage), form)])]),
+                    If([(self.a_cond(stage), [Research(self.layer(stage), form)])]),
                     Research(f"{rows}[{first}][{inner}] = {new_item}\nx = x + 0.1 * {fold(f'{g}[{inner}]')}", form)]
         if kind == 0:  # items of a list of lists, one of them possibly shared (`[[]] * m`)
             rows, i, m = self.fresh("rows"), self.fresh("i"), r.randint(2, 3)
