@@ -140,13 +140,10 @@ def test_one_path_alias_is_one_tensor():
 
 
 def test_mask_loop_is_peeled_not_unrolled():
-    """The `while` is one `scf.while` after its first iteration (not one copy per step), and
-    the published batch ACT's 100 ponder steps one `scf.while` per time step."""
+    """The `while` is one `scf.while` after its first iteration (not one copy per step)."""
     torch.manual_seed(0)
     program = import_module(ByteMaskWhile().eval(), CASES["byte_mask_while"][1][0])
     assert len([op for op in program.module.walk() if isinstance(op, scf.WhileOp)]) == 1
-    program = import_module(build(ACTBatchPublished), ACTBatchPublished.path_inputs()[1])
-    assert len([op for op in program.module.walk() if isinstance(op, scf.WhileOp)]) == 2
 
 
 @pytest.mark.parametrize(("factory", "what"), [
