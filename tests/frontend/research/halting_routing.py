@@ -9,6 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.autograd import Variable
 
+from tests.frontend.moe_dispatch_models import SparseDispatcher  # davidmrau/mixture-of-experts' dispatcher, as published
 from tests.frontend.research.common import images, randn
 
 
@@ -631,33 +632,6 @@ class DurationRegulator(nn.Module):
     @staticmethod
     def path_inputs():
         return [(randn(4, 6, seed=s, scale=scale),) for s, scale in ((0, 0.3), (0, 2.0), (1, 1.0), (2, 3.0), (3, 1.0))]
-
-
-class SparseDispatcher(object):
-    """davidmrau/mixture-of-experts' dispatcher (as published): the rows each expert gets,
-    and their outputs put back, weighted by the gates."""
-
-    def __init__(self, num_experts, gates):
-        self._gates = gates
-        self._num_experts = num_experts
-        sorted_experts, index_sorted_experts = torch.nonzero(gates).sort(0)
-        _, self._expert_index = sorted_experts.split(1, dim=1)
-        self._batch_index = torch.nonzero(gates)[index_sorted_experts[:, 1], 0]
-        self._part_sizes = (gates > 0).sum(0).tolist()
-        gates_exp = gates[self._batch_index.flatten()]
-        self._nonzero_gates = torch.gather(gates_exp, 1, self._expert_index)
-
-    def dispatch(self, inp):
-        inp_exp = inp[self._batch_index].squeeze(1)
-        return torch.split(inp_exp, self._part_sizes, dim=0)
-
-    def combine(self, expert_out, multiply_by_gates=True):
-        stitched = torch.cat(expert_out, 0)
-        if multiply_by_gates:
-            stitched = stitched.mul(self._nonzero_gates)
-        zeros = torch.zeros(self._gates.size(0), expert_out[-1].size(1), requires_grad=True, device=stitched.device)
-        combined = zeros.index_add(0, self._batch_index, stitched.float())
-        return combined
 
 
 class MoESparseDispatcher(nn.Module):
