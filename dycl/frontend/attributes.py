@@ -167,16 +167,9 @@ class ModuleAttributes:
         return bound
 
     def _bind(self, stmt: ast.stmt, binder: "_Binder") -> ast.stmt:
-        if isinstance(stmt, ast.If):
-            new = copy.copy(stmt)  # (its class and marks too: an exception's `Catch`, exceptions.py)
-            new.test = binder.visit(copy.deepcopy(stmt.test))
-            return new
-        if isinstance(stmt, nodes.Loop):
-            node = copy.copy(stmt.node)
-            for field in ("iter", "test"):
-                if hasattr(node, field):
-                    setattr(node, field, binder.visit(copy.deepcopy(getattr(node, field))))
-            return nodes.Loop(node, stmt.returns)
+        header = nodes.header_rewritten(stmt, binder.visit)
+        if header is not None:
+            return header
         if isinstance(stmt, (nodes.Label, nodes.Jump, nodes.BindConst)):
             return stmt
         return binder.visit(copy.deepcopy(stmt))

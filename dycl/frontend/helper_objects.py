@@ -175,16 +175,9 @@ class HelperObjects:
         ):
             return stmt
         binder = _Binder(self, env, error)
-        if isinstance(stmt, ast.If):
-            new = copy.copy(stmt)
-            new.test = binder.visit(copy.deepcopy(stmt.test))
-            return new
-        if isinstance(stmt, nodes.Loop):
-            node = copy.copy(stmt.node)
-            for name in ("iter", "test"):
-                if hasattr(node, name):
-                    setattr(node, name, binder.visit(copy.deepcopy(getattr(node, name))))
-            return nodes.Loop(node, stmt.returns)
+        header = nodes.header_rewritten(stmt, binder.visit)
+        if header is not None:
+            return header
         if isinstance(stmt, nodes.FrontendStmt):
             return stmt
         return nodes.written_as(binder.visit(copy.deepcopy(stmt)), stmt)

@@ -146,6 +146,24 @@ class Loop(FrontendStmt):
         self.has_return = any(isinstance(n, ast.Return) for n in ast.walk(node))
 
 
+def header_rewritten(stmt: ast.stmt, rewrite: Callable[[ast.expr], ast.expr]) -> ast.stmt | None:
+    """For an `if` or a kept loop, a copy whose own expressions (the test, the iterable) are
+    rewritten copies, its bodies left as they are (they are rewritten when they are compiled);
+    None for any other statement. A shallow copy keeps the statement's class and marks (an
+    exception's `Catch`, exceptions.py)."""
+    if isinstance(stmt, ast.If):
+        new = copy.copy(stmt)
+        new.test = rewrite(copy.deepcopy(stmt.test))
+        return new
+    if isinstance(stmt, Loop):
+        node = copy.copy(stmt.node)
+        for field in ("iter", "test"):
+            if hasattr(node, field):
+                setattr(node, field, rewrite(copy.deepcopy(getattr(node, field))))
+        return Loop(node, stmt.returns)
+    return None
+
+
 def jump_targets(stmts: list[ast.stmt]) -> set[int]:
     """Labels that jumps inside these statements (not inside unexpanded loops) go to."""
     targets = set()
