@@ -20,7 +20,7 @@ import torch
 
 import dycl
 from tests.frontend import gate_list_models as M
-from tests.frontend.helpers import eager, max_abs_error, seeded_model, tiered
+from tests.frontend.helpers import compiled_error, eager, max_abs_error, seeded_model, tiered
 
 CASES = {
     "skipnet_gate_instances": (M.SkipNetGateList, M.skipnet_inputs),
@@ -41,8 +41,7 @@ def _compiled_error(name: str, backend: str) -> float:
     model = seeded_model(factory)
     args_list = inputs()
     _every_path(name, model, args_list)
-    compiled = dycl.compile(model, args_list[0], backend=backend, progress=False)
-    return max(max_abs_error(eager(model, args), compiled(*args)) for args in args_list)
+    return compiled_error(model, args_list, backend)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

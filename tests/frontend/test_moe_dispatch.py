@@ -21,7 +21,7 @@ import torch
 import dycl
 from dycl.frontend import FrontendError, import_module
 from tests.frontend import moe_dispatch_models as M
-from tests.frontend.helpers import BranchCoverage, eager, if_ops, max_abs_error, run, seeded_model, tiered
+from tests.frontend.helpers import BranchCoverage, compiled_error, eager, if_ops, max_abs_error, run, seeded_model, tiered
 
 
 def _logit_inputs(layer_weight: torch.Tensor, bias: torch.Tensor | None, logits: list[list[float]]) -> torch.Tensor:
@@ -91,9 +91,7 @@ def test_moe_dispatch_is_exact_on_the_interpreter(name):
 def test_moe_dispatch_compiles_exactly(backend, name):
     factory, inputs = CASES[name]
     model = seeded_model(factory)
-    args_list = inputs()
-    compiled = dycl.compile(model, args_list[0], backend=backend, progress=False)
-    error = max(max_abs_error(eager(model, args), compiled(*args)) for args in args_list)
+    error = compiled_error(model, inputs(), backend)
     print(f"{name} on {backend}: max abs error {error:.3g}")
     assert error <= 1e-5
 
