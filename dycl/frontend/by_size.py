@@ -25,7 +25,28 @@ MAX_SIZE_RANGES = 8
 the statement raises at run time for the sizes left: never a run outside its range)."""
 
 
-def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str]) -> tuple[CapturedRun, list[ir.Value]]:
+def ties_by_example(general: CapturedRun, flat_inputs, names: list[str]) -> dict[tuple[int, int], int]:
+    """Where a run has more groups of runtime dims than `splice` serves, the same dim of the
+    leaves of one value (one variable: a decoder's cache, every layer's keys and values)
+    where their sizes are equal in the example, tied ((input, dim) -> tie) so that export
+    takes each tie for one size, though no op of the run says they are; empty where tying
+    leaves too many groups. `splice` calls the tied run only where the tied sizes are equal
+    at run time (elsewhere it raises)."""
+    groups = general.runtime_sizes
+    if len(groups) <= 2:
+        return {}
+    merged: dict[tuple, list[list[tuple[int, int]]]] = {}
+    for n, group in enumerate(groups):
+        k, d = group[0]
+        key = (n,) if d is None else (names[k], d, flat_inputs[k].example.shape[d])  # (an int stays apart)
+        merged.setdefault(key, []).append(group)
+    if len(merged) > 2:
+        return {}
+    return {where: tie for tie, same in enumerate(merged.values()) if len(same) > 1 for group in same for where in group}
+
+
+def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str],
+           tied: dict[tuple[int, int], int] | None = None) -> tuple[CapturedRun, list[ir.Value]]:
     """Call a captured run whose inputs have dims known only at run time (`x[:k]`).
 
     Export assumes such a dim is at least 2 (`x.squeeze()` drops nothing, `x + y`
@@ -34,7 +55,8 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
     the run captured with that size 1 (or 0) is called, on inputs cast to that static
     shape (a group whose dims differ, 1 and 3, fails that cast loudly: never a silent
     broadcast). The results are joined (`[?, 8]`); a scalar result is a runtime value,
-    unless every arm returns it as the same constant."""
+    unless every arm returns it as the same constant. A run captured with dims `tied` as
+    one size (`ties_by_example`) is called where they are equal; elsewhere it raises."""
     stmt = stmts[0]
     operands = [leaf.value for leaf in flat_inputs]
     groups = general.runtime_sizes
@@ -140,9 +162,21 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
                 cast[k] = c.builder.cast(leaf, leaf.type.with_shape(shape)).value
         return c.capturer.splice(run.func_name, cast)
 
+    def tied_sizes_equal() -> V.Dyn:
+        tests = []
+        for tie in sorted(set(tied.values())):
+            first, *others = measure([where for where, t in tied.items() if t == tie])
+            tests += [c.builder.host_op("torch.aten.eq.int", [first, other], V.BOOL, first.example == other.example) for other in others]
+        return functools.reduce(lambda a, b: c.builder.host_op("torch.aten.__and__.bool", [a, b], V.BOOL, a.example and b.example), tests)
+
     arms: list[CapturedRun] = []
     attempts: list = []  # (the captures past a bound export made: at most MAX_SIZE_RANGES)
-    values = choose([])
+    if tied:
+        unequal = RuntimeError("it was captured for these sizes equal, as they are in the example")
+        values = c.select(tied_sizes_equal(), lambda: choose([]), lambda: error_arm(
+            c, stmt, unequal, {where: "unequal to the others" for where in tied}, names, general))
+    else:
+        values = choose([])
     types = [V.parse_type(str(v.type)) for v in values]
     count = len(general.mutated_inputs)
     # a Python value every arm returns as the same constant stays one (`return h, 0, None`

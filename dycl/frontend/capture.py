@@ -12,7 +12,7 @@ import operator
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 from torch.export import Dim
@@ -287,12 +287,14 @@ class RunCapturer:
         called_modules: Sequence[torch.nn.Module] | None = None,
         cache_key: tuple | None = None,
         fixed_ints: frozenset[int] = frozenset(),
+        tied: Mapping[tuple[int, int], int] | None = None,
     ) -> CapturedRun:
         """Export `run(model, *examples)` (tensors and ints) and import it as a private func.
 
         `dynamic_dims[i]` lists the dims of tensor input i that are unknown in the host IR;
         int inputs are always symbolic (they are data-dependent host values), but for those
         at `fixed_ints`, which the caller calls the run for only when they have their example's value.
+        The dims of `tied` ((input, dim) -> a tie) that share a tie are exported as one size.
         """
         anchored = not examples
         if anchored:
@@ -302,9 +304,11 @@ class RunCapturer:
         # fails where the base's last dim is not 2; a copy has a storage of its own
         examples = [e.clone() if complex_values.is_complex(e) and e._is_view() else e for e in examples]
         specs = []
-        for example, dims in zip(examples, dynamic_dims):
+        tied = tied or {}
+        one_size = {tie: Dim(f"tied{tie}") for tie in set(tied.values())}
+        for position, (example, dims) in enumerate(zip(examples, dynamic_dims)):
             if isinstance(example, torch.Tensor):
-                specs.append({d: Dim.DYNAMIC for d in dims} or None)
+                specs.append({d: one_size[tied[position, d]] if (position, d) in tied else Dim.DYNAMIC for d in dims} or None)
             else:
                 specs.append(Dim.DYNAMIC)
         shapes = {"dynamic_shapes": (tuple(specs),)} if specs else {}

@@ -69,11 +69,17 @@ def _compile_for(c, loop: nodes.Loop, rest, env, live_out):
             with _undone_on(c, loops.LoopStructureError):
                 return _compile_runtime_loop(c, loop, rest, env, live_out, trip=iterable)
         except loops.LoopStructureError:
+            if getattr(node, "dycl_peeled", None) == BREAK:
+                raise  # (the loop it was peeled from is unrolled instead)
             if len(iterable) > loops.MAX_UNROLL:
                 peeled = _peeled(c, loop, iterable)
                 if peeled is None:
                     raise
                 return peeled + rest, env
+            if loops.can_break(node.body):
+                compiled = _compiled_peeled(c, loop, iterable, rest, env, live_out)
+                if compiled is not None:
+                    return compiled
             # `states` is None, then a tuple: a constant trip count can be unrolled instead
             # (one copy per iteration: its sizes are static, which every backend compiles)
     if isinstance(iterable, range) and not read_after and loops.unrolled_copies(node.body, len(iterable)) > loops.MAX_UNROLLED_COPIES:
@@ -96,35 +102,53 @@ def _compile_for(c, loop: nodes.Loop, rest, env, live_out):
     return unrolled + rest, env
 
 
-def _peeled(c, loop: nodes.Loop, trip: range) -> list[ast.stmt] | None:
+BREAK = "break"  # (`dycl_peeled` of the rest of a loop peeled because it can `break`)
+
+
+def _compiled_peeled(c, loop: nodes.Loop, trip: range, rest, env, live_out):
+    """A loop that can `break` ends each iteration in a host decision, so unrolling it
+    fuses nothing; it would compile one sub-DNN per iteration (a decoder's step once per
+    cache length). Its first iteration is peeled (`_peeled`) and the rest compiled as a
+    runtime loop, here and now: where that fails, None, and the loop is unrolled as before."""
+    peeled = _peeled(c, loop, trip, BREAK)
+    if peeled is None:
+        return None
+    try:
+        with _undone_on(c, FrontendError):
+            after = c.compile_block(peeled, dict(env), live_before(rest, live_out))
+    except FrontendError:
+        return None
+    return rest, after
+
+
+def _peeled(c, loop: nodes.Loop, trip: range, why: Any = True) -> list[ast.stmt] | None:
     """A loop whose carried values change structure in its first iteration only (an empty
     cache, then one holding a tensor per layer; `h = None`, then a tensor), its first
-    iteration apart (unrolled) and the others a runtime loop:
+    iteration apart (unrolled) and the others a runtime loop at the end of it, where the
+    first iteration goes on (a `break` there jumps past it, as out of the whole loop):
 
-        __went_on = False                          (True where the first iteration ends
-        <body, first item> ; __went_on = True       without `break`)
-        if __went_on:
-            for <target> in <the range after the first item>: <body>
+        <body, first item>
+        for <target> in <the range after the first item>: <body>
 
-    None when that is not Python's meaning as written (a `continue` would skip the flag, a
-    `return` leaves from inside both loops) or was done already (the rest is not peeled
-    again: what still changes there is unrolled or refused)."""
+    So the rest starts from the values of the path that goes on (a decoder's next token,
+    not the prompt it replaced on the path that stopped). None when that is not Python's
+    meaning as written (a `continue` would skip the rest, a `return` leaves from inside
+    both loops) or was done already (the rest is not peeled again: what still changes
+    there is unrolled or refused)."""
     node: ast.For = loop.node
     if len(trip) < 2 or loop.has_return or getattr(node, "dycl_peeled", False):
         return None
     if any(isinstance(n, ast.Continue) for n in loops.own_statements(node.body)):
         return None
-    uid = fresh_id()
-    went_on, rest_range = f"__went_on{uid}", f"__rest_range{uid}"
-    first = copy.copy(node)
-    first.body = [*node.body, nodes.assign(went_on, ast.Constant(True), node)]
-    head = unroll(c.scope.source, nodes.Loop(first, loop.returns), [trip[0]], lambda item: _bind_target(c, node.target, item))
+    rest_range = f"__rest_range{fresh_id()}"
     rest = copy.copy(node)
     rest.iter = nodes.located(ast.Name(rest_range, ast.Load()), node)
-    rest.dycl_peeled = True
+    rest.dycl_peeled = why
     nodes.written_as(rest, node)
-    guarded = nodes.located(ast.If(test=ast.Name(went_on, ast.Load()), body=[nodes.Loop(rest, loop.returns)], orelse=[]), node)
-    return [nodes.assign(went_on, ast.Constant(False), node), *head, nodes.BindConst(rest_range, trip[1:], node.lineno), guarded]
+    first = copy.copy(node)
+    first.body = [*node.body, rest]
+    head = unroll(c.scope.source, nodes.Loop(first, loop.returns), [trip[0]], lambda item: _bind_target(c, node.target, item))
+    return [nodes.BindConst(rest_range, trip[1:], node.lineno), *head]
 
 
 def _refuse_resizing_the_iterated_list(c, node: ast.For, env) -> None:

@@ -96,6 +96,11 @@ def own_statements(stmts):
             stack.extend(stmt.body)
 
 
+def can_break(body: list[ast.stmt]) -> bool:
+    """Whether a `break` of this loop's own is in `body`."""
+    return any(isinstance(stmt, ast.Break) for stmt in own_statements(body))
+
+
 def unrolled_copies(body: list[ast.stmt], trips: int) -> int:
     """How many copies of `body` unrolling `trips` iterations compiles: an `if` with an exit
     in it (`break`, `return`) takes the code after it into each arm that goes on."""

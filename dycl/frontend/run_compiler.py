@@ -304,8 +304,12 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
                 fixed = [runs.resized(runs.narrowed(e, [(d, n) for (k, d), n in sizes.items() if k == position]),
                                       [(d, n) for (k, d), n in resized.items() if k == position]) for position, e in enumerate(examples)]
                 dims = [[d for d in ds if (position, d) not in sizes] for position, ds in enumerate(dynamic)]
-                key = (cache_key[0], (cache_key[1], tuple(sorted(sizes.items(), key=str)), tuple(sorted(resized.items(), key=str))))
-                return c.capturer.capture(run, fixed, dims, called, key, frozenset(k for k, d in sizes if d is None))
+                key = (cache_key[0], (cache_key[1], tuple(sorted(sizes.items(), key=str)), tuple(sorted(resized.items(), key=str)),
+                                      tuple(sorted(tied.items()))))
+                return c.capturer.capture(run, fixed, dims, called, key, frozenset(k for k, d in sizes if d is None),
+                                          {where: tie for where, tie in tied.items() if where not in sizes})
+
+            tied: dict[tuple[int, int], int] = {}  # (see by_size.ties_by_example)
 
             c.capturer.state_values = c.state.buffer_values(c.attributes, env) if c.state else {}
             try:
@@ -320,7 +324,15 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
                     flat_inputs, dynamic, names, error)
             else:
                 _refuse_size_by_path(c, stmts, input_specs, flat_inputs, captured)
-                captured, values = by_size.splice(c, stmts, captured, variant, flat_inputs, names)
+                ties = by_size.ties_by_example(captured, flat_inputs, names)
+                if ties:
+                    try:
+                        key = (cache_key[0], (cache_key[1], tuple(sorted(ties.items()))))
+                        captured = runs.capture_past_frozen_sizes(c.capturer, run, examples, dynamic, called, key, tied=ties)
+                        tied.update(ties)
+                    except Exception:
+                        pass  # (refused below for its many sizes)
+                captured, values = by_size.splice(c, stmts, captured, variant, flat_inputs, names, tied)
         except (FrontendError, runs.SplitRun, SizeTest):
             raise
         except DataDependentShape as error:

@@ -306,14 +306,14 @@ def resized(example, sizes: list[tuple[int | None, int]]):
 _FROZEN_SIZE = re.compile(r"L\['flat_inputs'\]\[(\d+)\]\.size\(\)\[(\d+)\]")
 
 
-def capture_past_frozen_sizes(capturer, run, examples: list, dynamic: list, called, cache_key, tries: int = 3):
+def capture_past_frozen_sizes(capturer, run, examples: list, dynamic: list, called, cache_key, tries: int = 3, tied=None):
     """`capturer.capture(run, examples, ...)`, or, where export froze a runtime dim to its
     example size (`memory[:, 1:]` of a 2-long memory is 1 long, and export takes a 1 for a
     constant), captured again from examples one longer in each such dim: that run holds
     from some size on (`CapturedRun.size_ranges`), and the sizes below get runs of their own."""
     for attempt in range(tries):
         try:
-            return capturer.capture(run, examples, dynamic, called, cache_key if attempt == 0 else None)
+            return capturer.capture(run, examples, dynamic, called, cache_key if attempt == 0 else None, tied=tied)
         except Exception as error:
             frozen = {(int(k), int(d)) for k, d in _FROZEN_SIZE.findall(str(error))} if "Constraints violated" in str(error) else set()
             frozen = {(k, d) for k, d in frozen if k < len(examples) and d in dynamic[k]}
