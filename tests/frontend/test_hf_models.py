@@ -97,6 +97,25 @@ def test_greedy_loop_matches_eager_token_for_token(gpt2, length):
     assert early.shape[1] + NEW_TOKENS > model(early)[0].shape[1]  # (EOS was met early on one prompt)
 
 
+def test_greedy_loop_is_one_step_for_every_cache_length(gpt2):
+    """The step after the first is one runtime loop whose cache length is a runtime dim: as
+    many sub-DNNs for 12 new tokens as for 4 (unrolled, each step had a sub-DNN of its own)."""
+    counts = {}
+    for new_tokens in (4, 12):
+        model = Greedy(gpt2, eos_token_id=EOS, max_new_tokens=new_tokens).eval()
+        early, never = _prompts(model, 3)
+        compiled = dycl.compile(model, (never,), backend="onnxruntime", progress=False)
+        errors = []
+        for prompt in (early, never, *(torch.randint(0, VOCAB, (1, 3), generator=torch.Generator().manual_seed(s)) for s in range(6))):
+            expected, got = model(prompt), compiled(prompt)
+            assert torch.equal(got[0], expected[0]), (prompt, expected[0], got[0])
+            errors.append(max_abs_error(expected[1], got[1]))
+        counts[new_tokens] = len(compiled.subdnn_names)
+        print(f"{new_tokens} new tokens: {counts[new_tokens]} sub-DNNs, logits max abs error {max(errors):.2e}")
+        assert max(errors) < 1e-4
+    assert counts[4] == counts[12], counts
+
+
 @pytest.mark.skipif(os.environ.get("DYCL_SKIP_TVM") == "1", reason="TVM leg disabled")
 def test_greedy_loop_on_tvm(gpt2):
     model = Greedy(gpt2, eos_token_id=EOS).eval()
