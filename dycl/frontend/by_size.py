@@ -46,7 +46,8 @@ def ties_by_example(general: CapturedRun, flat_inputs, names: list[str]) -> dict
 
 
 def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str],
-           tied: dict[tuple[int, int], int] | None = None) -> tuple[CapturedRun, list[ir.Value]]:
+           tied: dict[tuple[int, int], int] | None = None, untied: CapturedRun | None = None,
+           ) -> tuple[CapturedRun, list[ir.Value]]:
     """Call a captured run whose inputs have dims known only at run time (`x[:k]`).
 
     Export assumes such a dim is at least 2 (`x.squeeze()` drops nothing, `x + y`
@@ -56,7 +57,8 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
     shape (a group whose dims differ, 1 and 3, fails that cast loudly: never a silent
     broadcast). The results are joined (`[?, 8]`); a scalar result is a runtime value,
     unless every arm returns it as the same constant. A run captured with dims `tied` as
-    one size (`ties_by_example`) is called where they are equal; elsewhere it raises."""
+    one size (`ties_by_example`) is called where they are equal; elsewhere the run captured
+    without the ties (`untied`) where every runtime size is at least 2, else it raises."""
     stmt = stmts[0]
     operands = [leaf.value for leaf in flat_inputs]
     groups = general.runtime_sizes
@@ -171,10 +173,22 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
 
     arms: list[CapturedRun] = []
     attempts: list = []  # (the captures past a bound export made: at most MAX_SIZE_RANGES)
+    def unequal_sizes() -> list[ir.Value]:
+        """The tied sizes differ: the run without ties where export's assumptions hold
+        (every size at least 2, none bounded), else an error arm."""
+        unequal = RuntimeError("it was captured for these sizes equal, as they are in the example, "
+                               "or for all of its runtime sizes at least 2")
+        fail = lambda: error_arm(c, stmt, unequal, {where: "unequal to the others" for where in tied}, names, general)  # noqa: E731
+        groups = untied.runtime_sizes if untied is not None else []
+        if not groups or any(untied.range_of(g) != (2, None) for g in range(len(groups))):
+            return fail()
+        smallest = functools.reduce(lambda a, b: c.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)),
+                                    [size for group in groups for size in measure(group)])
+        arms.append(untied)
+        return c.select(compare("ge", smallest, 2), lambda: c.capturer.splice(untied.func_name, operands), fail)
+
     if tied:
-        unequal = RuntimeError("it was captured for these sizes equal, as they are in the example")
-        values = c.select(tied_sizes_equal(), lambda: choose([]), lambda: error_arm(
-            c, stmt, unequal, {where: "unequal to the others" for where in tied}, names, general))
+        values = c.select(tied_sizes_equal(), lambda: choose([]), unequal_sizes)
     else:
         values = choose([])
     types = [V.parse_type(str(v.type)) for v in values]

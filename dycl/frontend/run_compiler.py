@@ -324,7 +324,7 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
                     flat_inputs, dynamic, names, error)
             else:
                 _refuse_size_by_path(c, stmts, input_specs, flat_inputs, captured)
-                ties = by_size.ties_by_example(captured, flat_inputs, names)
+                untied, ties = captured, by_size.ties_by_example(captured, flat_inputs, names)
                 if ties:
                     try:
                         key = (cache_key[0], (cache_key[1], tuple(sorted(ties.items()))))
@@ -332,7 +332,7 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
                         tied.update(ties)
                     except Exception:
                         pass  # (refused below for its many sizes)
-                captured, values = by_size.splice(c, stmts, captured, variant, flat_inputs, names, tied)
+                captured, values = by_size.splice(c, stmts, captured, variant, flat_inputs, names, tied, untied)
         except (FrontendError, runs.SplitRun, SizeTest):
             raise
         except DataDependentShape as error:
