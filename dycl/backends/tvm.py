@@ -478,6 +478,19 @@ def _converters(importer) -> dict:
         shape = relax.ShapeExpr(list(node.args[0]))
         return importer.block_builder.emit(relax.op.broadcast_to(relax.const(fill, dtype), shape))
 
+    def scalar_tensor(node, _importer=None):
+        """`torch.scalar_tensor(n)` of a size known only at run time (transformers' mask
+        code, `torch.scalar_tensor(past_length)`): Relax's converter makes a constant, which a
+        TIR expression is not; the size read at run time (`shape_to_tensor`) instead."""
+        value = importer.retrieve_args(node)[0]
+        if isinstance(value, int | float | tirx.IntImm | tirx.FloatImm):
+            return importer._scalar_tensor(node)
+        emit = importer.block_builder.emit
+        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+        as_int64 = value if str(value.ty) == "int64" else value.astype("int64")  # (a TIR expression of the sizes)
+        read = emit(relax.op.reshape(emit(relax.op.shape_to_tensor(relax.ShapeExpr([as_int64]))), []))
+        return read if dtype == "int64" else emit(relax.op.astype(read, dtype))
+
     def divide_rounding(node, _importer=None):
         """`t // 6` (`div` with a rounding mode) on an int64 tensor: Relax's converter makes
         the Python int an int32 constant, which its floor_divide rejects beside int64. Both
@@ -524,4 +537,5 @@ def _converters(importer) -> dict:
         "div.Tensor_mode": divide_rounding,
         "index_put.default": index_put,
         "select.int": select,
+        "scalar_tensor.default": scalar_tensor,
     }

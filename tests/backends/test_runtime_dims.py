@@ -104,3 +104,28 @@ def test_sizes_of_runtime_dims_are_computed_inside_the_subdnn(backend, tmp_path)
         (got,) = run(x)
         assert got.shape == (2 * rows, 4)
         np.testing.assert_allclose(got, expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+class LengthScaled(torch.nn.Module):
+    """A sequence that grows in a runtime loop, scaled by its own length as a tensor
+    (`torch.scalar_tensor` of a size: transformers' mask code writes it so)."""
+
+    def forward(self, x, n: int):
+        h = x
+        for _ in range(n):
+            h = torch.cat([h, h[:, -1:] * 0.5], dim=1)
+            h = h * (2.0 / torch.scalar_tensor(h.shape[1]))
+        return h
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", pytest.param("tvm", marks=pytest.mark.slow)])
+def test_a_size_made_a_scalar_tensor_is_read_at_run_time(backend):
+    import dycl
+
+    model = LengthScaled().eval()
+    x = torch.randn(2, 3, generator=torch.Generator().manual_seed(0))
+    compiled = dycl.compile(model, (x, 2), backend=backend, progress=False)
+    for n in (0, 1, 2, 5):
+        expected, got = model(x, n), torch.as_tensor(compiled(x, n))
+        assert expected.shape == got.shape
+        assert (expected - got).abs().max().item() < 1e-5, n
