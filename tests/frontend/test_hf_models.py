@@ -116,6 +116,22 @@ def test_greedy_loop_is_one_step_for_every_cache_length(gpt2):
     assert counts[4] == counts[12], counts
 
 
+def test_greedy_loop_takes_prompts_of_any_length(gpt2):
+    """The prompt's length marked dynamic (as for torch.compile): one compiled model for
+    prompts of 1 to 9 tokens, the prefill and the step each one sub-DNN for every length."""
+    model = Greedy(gpt2, eos_token_id=EOS).eval()
+    example = torch.randint(0, VOCAB, (1, 4), generator=torch.Generator().manual_seed(1))
+    torch._dynamo.mark_dynamic(example, 1)
+    compiled = dycl.compile(model, (example,), backend="onnxruntime", progress=False)
+    for length in (4, 1, 2, 6, 9):
+        early, never = _prompts(model, length)
+        for prompt in (early, never):
+            expected, got = model(prompt), compiled(prompt)
+            assert torch.equal(got[0], expected[0]), (prompt, expected[0], got[0])
+            assert max_abs_error(expected[1], got[1]) < 1e-4
+    print(f"prompts of 1 to 9 tokens: {len(compiled.subdnn_names)} sub-DNNs")
+
+
 @pytest.mark.skipif(os.environ.get("DYCL_SKIP_TVM") == "1", reason="TVM leg disabled")
 def test_greedy_loop_on_tvm(gpt2):
     model = Greedy(gpt2, eos_token_id=EOS).eval()
