@@ -49,15 +49,11 @@ def test_a_complex_variable_times_a_table_row_at_a_runtime_position_matches_eage
     assert outcome.status == "ok" and outcome.inputs >= 3, outcome.detail
 
 
-@pytest.mark.xfail(strict=True, reason="frontend-error: `torch.stack(outs)` cannot be captured (x's dim 0 unknown "
-                                       "after `x + ctx[t : t + 1]` in a runtime loop)")
 def test_a_one_row_slice_at_a_runtime_loop_index_keeps_one_row():
     outcome = check_program(CTX_ROW_IN_A_RUNTIME_LOOP, None)
     assert outcome.status == "ok", outcome.detail
 
 
-@pytest.mark.xfail(strict=True, reason="frontend-error: a complex multiply cannot be captured (x's dim 0 unknown "
-                                       "after a rotation by `freqs[p : p + 1]`, p a runtime int)")
 def test_a_one_row_slice_of_a_complex_table_at_a_runtime_position_keeps_one_row():
     outcome = check_program(TABLE_ROW_AT_A_RUNTIME_POSITION, None)
     assert outcome.status == "ok", outcome.detail
