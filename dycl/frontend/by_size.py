@@ -177,6 +177,7 @@ _ONE_SIZE = (
     "stack expects each tensor to be equal size",
     "Sizes of tensors must match",  # (cat)
     "must match the size of tensor",  # (an elementwise op of a static size other than 1)
+    "should be equal to source.size(dim)",  # (`index_copy_` of as many rows as indices)
 )
 
 

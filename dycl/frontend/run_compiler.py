@@ -564,6 +564,8 @@ def _capture_error(c, stmts, lines, error, flat_inputs=(), ints_as_tensors=True,
         if any(data_sizes.makes_data_sizes(s) for s in stmts):  # (`nz.tolist()` of `nz = m.nonzero()`: made on the host first)
             failure = DataSize.of(failure)
     else:
+        if len(stmts) > 1 and "used as indices must be" not in text:
+            raise runs.SplitRun()  # (one run per statement: refused at the one export fails on)
         failure = c.error(
             stmts[0], f"`{source}` cannot be captured as a tensor program "
             f"(torch.export raised {type(error).__name__})",
