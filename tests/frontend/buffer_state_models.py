@@ -263,3 +263,42 @@ class RingAtStep(nn.Module):
 
 SEQUENCES["ring_at_step"] = (RingAtStep, _chunks(5, (2, 4), seed=6))
 BUFFERS["ring_at_step"] = ("steps", "ring", "columns", "hits")
+
+
+class StepCacheInAWhile(nn.Module):
+    """Buffers written in a bounded `while` whose body may `break` on either arm of a gate, or
+    go on without changing `x` (fuzz seed 410039: the host program's ownership analysis of
+    the loop's carries followed the unchanged carry around the loop forever)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("steps", torch.tensor(0))
+        self.register_buffer("cache", torch.zeros(4, 4))
+        self.register_buffer("mean", torch.zeros(4), persistent=False)
+
+    def forward(self, x):
+        steps = 0
+        while steps < 3 and x.mean() > -1.0:
+            if x.sum() > 0.5:
+                if x.std() > 2.0:
+                    break
+                x = torch.tanh(self.fc(x))
+            else:
+                if x.sum() < -0.5:
+                    break
+            self.cache.index_copy_(0, (self.steps % 4).view(1), x.detach())
+            self.steps += 1
+            self.mean.mul_(0.5)
+            self.mean += 0.5 * x.detach()[0]
+            steps += 1
+        return x + self.cache.mean(0, keepdim=True) + self.mean
+
+
+def _scaled_rows(scales, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    return [(torch.randn(1, 4, generator=generator) * s,) for s in scales]
+
+
+SEQUENCES["cache_in_a_while"] = (StepCacheInAWhile, _scaled_rows((1.0, 0.2, 3.0, 1.0, 0.5, 2.0), seed=3))
+BUFFERS["cache_in_a_while"] = ("steps", "cache", "mean")
