@@ -378,7 +378,10 @@ def _decode_enum(schema_arg, value: Any) -> Any:
 def _as_tensor(value: Any) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         return value.detach()
-    return torch.from_numpy(np.ascontiguousarray(value))
+    # (not np.ascontiguousarray: it makes a 0-d weight 1-d, and a (1,) float64 buffer
+    # promotes a float32 operand to float64 where a 0-d one does not: `h * self.scale`)
+    array = np.asarray(value)
+    return torch.from_numpy(array if array.flags.c_contiguous else array.copy(order="C"))
 
 
 # The example size of a dim known only at run time: export specializes a dim whose example

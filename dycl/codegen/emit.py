@@ -200,6 +200,7 @@ class HostEmitter:
         self.given_arguments_of_entry: set[int] = set()
         """Positions of the entry's arguments whose arrays some call may give to a sub-DNN
         (directly, or carried into a loop or returned by an in-place call)."""
+        self._asked: set[SSAValue] = set()  # (the values `ownership` is deciding: a loop's carry passed on unchanged)
         self.scope: Scope
 
     # ---------------------------------------------------------------- values
@@ -347,7 +348,21 @@ class HostEmitter:
         result (a runner returns arrays of its own, or the argument given to it), an
         `scf.if` result each arm yields such a value to (read by that yield alone), or a
         loop's carry whose initial value and yielded value are such values, each read by
-        the loop or the yield alone (a `while` carry as its condition forwards it)."""
+        the loop or the yield alone (a `while` carry as its condition forwards it).
+
+        A carry that an iteration passes on unchanged (an arm yielding the loop's own block
+        argument) leads back to the value being decided: it adds no array (by induction over
+        the iterations, it holds what the initial and the other yielded values hold), and
+        asking again would not end (fuzz seed 410039)."""
+        if value in self._asked:
+            return set()
+        self._asked.add(value)
+        try:
+            return self._ownership(value)
+        finally:
+            self._asked.discard(value)
+
+    def _ownership(self, value: SSAValue) -> set[int] | None:
         owner = value.owner
         if value in self.scope.owned:
             return {value.index}

@@ -219,14 +219,24 @@ def error_arm(c, stmt, failure: Exception, fixed: dict, names: list[str], genera
 
 
 
-_ONE_SIZE = ("is invalid for input of size",)
+_ONE_SIZE = (
+    "is invalid for input of size",  # a view of a constant shape
+    "attempting to expand a dimension of length",  # a store of a static value into a runtime-sized place
+    "stack expects each tensor to be equal size",
+    "Sizes of tensors must match",  # (cat)
+    "must match the size of tensor",  # (an elementwise op of a static size other than 1)
+    "should be equal to source.size(dim)",  # (`index_copy_` of as many rows as indices)
+)
 
 
 def needs_example_sizes(error: Exception) -> bool:
     """Whether export failed because an op needs a runtime size to be one particular size
-    (a view whose shape is constant, `freqs[start : start + n].view(1, n, 1, d)`), or an
-    `assert` the example passes failed on the symbolic sizes (Llama's `assert
-    freqs_cis.shape == (x.shape[1], x.shape[-1])`): that run holds at its example's sizes only."""
+    (a view whose shape is constant, `freqs[start : start + n].view(1, n, 1, d)`; MoCo's
+    `self.queue[:, ptr : ptr + batch_size] = keys.T`, a runtime-sized place for a static
+    value; `torch.stack` of a tensor of one row and one whose rows are known only at run
+    time, which is one row for every input eager takes: `x + ctx[-1:]`), or an `assert` the
+    example passes failed on the symbolic sizes (Llama's `assert freqs_cis.shape ==
+    (x.shape[1], x.shape[-1])`): that run holds at its example's sizes only."""
     return isinstance(error, AssertionError) or any(text in str(error) for text in _ONE_SIZE)
 
 

@@ -113,9 +113,12 @@ def _join_if(c, draft, flag, branch_envs, live, env_before):
             types.append(join_type(c, la.type, lb.type, name))
             # An example only needs the right type: a runtime list's is taken from the
             # side that has items, so that code after the join can run on it
-            # (`torch.cat(tokens)` where the example run's decoder stopped at once).
+            # (`torch.cat(tokens)` where the example run's decoder stopped at once), and a
+            # placeholder's (the name undefined on one side, or a path that raised) from
+            # the side that has a value: code after the join runs on it (a `top_k` of 0
+            # after `if torch.isnan(x).any(): raise ...` made `topk` empty: fuzz seed 400578).
             empty = isinstance(la.example, list) and not la.example
-            examples.append(lb.example if empty and isinstance(lb.example, list) else la.example)
+            examples.append(lb.example if a is V.UNDEF or empty and isinstance(lb.example, list) else la.example)
         shapes.append((name, path, structure, start, len(a_leaves)))
         then_ops.extend(a_leaves)
         else_ops.extend(b_leaves)

@@ -341,6 +341,8 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
         except (SpecializedInput, IntArithmetic) as error:
             if not ints_as_tensors:
                 raise runs.retry_with_ints(error, flat_inputs, at_two) from None
+            if len(stmts) > 1:
+                raise runs.SplitRun() from None  # (refused at the statement that needs the constant)
             raise _specialized_int(c, stmts[0], runs.bound_name(inputs, flat_inputs[error.position])) from None
         except WeightMutation as error:  # (a buffer: state kept across calls, compiled again with it as a slot)
             raise changed_weight(c.state, error.name, c.error(
@@ -524,6 +526,8 @@ def _capture_error(c, stmts, lines, error, flat_inputs=(), ints_as_tensors=True,
         # a runtime int used where the graph needs a constant (a size, an index it reads)
         if not ints_as_tensors and any(l.type == V.INT for l in flat_inputs):
             raise runs.IntsAsTensors()
+        if len(stmts) > 1:
+            raise runs.SplitRun()  # (one run per statement: refused at the one that needs it)
         return _specialized_int(c, stmts[0])
     source = runs.statement_text(stmts)
     in_library = library_calls.refusal_in_library(error, source.splitlines()[0])
@@ -572,6 +576,8 @@ def _capture_error(c, stmts, lines, error, flat_inputs=(), ints_as_tensors=True,
         if any(data_sizes.makes_data_sizes(s) for s in stmts):  # (`nz.tolist()` of `nz = m.nonzero()`: made on the host first)
             failure = DataSize.of(failure)
     else:
+        if len(stmts) > 1 and "used as indices must be" not in text:
+            raise runs.SplitRun()  # (one run per statement: refused at the one export fails on)
         failure = c.error(
             stmts[0], f"`{source}` cannot be captured as a tensor program "
             f"(torch.export raised {type(error).__name__})",

@@ -134,6 +134,11 @@ def masked_update(tensor, index, op: str, value):
     if _indexes_a_view(tensor, index):
         in_place(tensor[index], value)  # Python's `t[i] = t[i]` that follows is a self-copy
         return
+    picked = _at_tensor_position(tensor, index)
+    if picked is not None:  # (`cache[steps % 4] += v`: read and written at the 0-d tensor)
+        item = tensor[picked].reshape(tensor[_first_row(index)].shape)  # (the picked dim's 1 dropped)
+        subscript_store(tensor, index, in_place(item, value))
+        return
     item = tensor[index]
     tensor[index] = in_place(item, value)
 
@@ -142,7 +147,14 @@ def subscript_store(tensor, index, value):
     """`tensor[index] = value`. An index holding a symbolic int (a runtime int inside a
     capture) with no tensor in it selects a view: the store is a copy into that view.
     `Tensor.__setitem__` would read the int's value, and export would freeze it to its
-    example (silently, when that example is 0 or 1)."""
+    example (silently, when that example is 0 or 1). A 0-d integer tensor in the index (a
+    ring buffer's slot, `self.cache[self.steps % 4] = v`) is a 1-element index tensor: an
+    `index_put` at the position the tensor holds (`__setitem__` would read it with `.item()`,
+    a number export cannot follow)."""
+    picked = _at_tensor_position(tensor, index)
+    if picked is not None:
+        _store_at_tensor_position(tensor, index, picked, value)
+        return
     if not _indexes_a_view(tensor, index):
         tensor[index] = value
         return
@@ -153,6 +165,64 @@ def subscript_store(tensor, index, value):
         view.copy_(value)
     else:
         view.fill_(value)
+
+
+def _at_tensor_position(tensor, index) -> tuple | None:
+    """`index` with its one 0-d integer tensor made a 1-element index tensor, where the rest
+    is basic indexing (ints, slices, None, `...`); None for any other index."""
+    if not isinstance(tensor, torch.Tensor):
+        return None
+    parts = index if isinstance(index, tuple) else (index,)
+    at = [k for k, p in enumerate(parts) if isinstance(p, torch.Tensor)]
+    if len(at) != 1:
+        return None
+    position = parts[at[0]]
+    if position.dim() != 0 or position.dtype in (torch.bool, torch.uint8) or position.is_floating_point() or position.is_complex():
+        return None
+    rest = [b for k, p in enumerate(parts) if k != at[0] for b in ((p.start, p.stop, p.step) if isinstance(p, slice) else (p,))]
+    if not all(p is None or p is Ellipsis or (isinstance(p, (int, torch.SymInt)) and not isinstance(p, bool)) for p in rest):
+        return None
+    return tuple(position.reshape(1) if k == at[0] else p for k, p in enumerate(parts))
+
+
+def _first_row(index) -> tuple:
+    """`index` with its 0-d tensor replaced by 0: basic indexing of the shape the store or
+    read at the tensor's position has (`cache[0]`'s for `cache[steps % 4]`)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return tuple(0 if isinstance(p, torch.Tensor) else p for p in parts)
+
+
+def _picked_shape(tensor, index) -> list:
+    """The shape of `tensor[picked]` (`_at_tensor_position`): that of `tensor[index]` with
+    the picked dim kept as a 1 where torch puts a single index tensor, in its place among
+    the dims the basic parts before it leave (ints select their dim away first)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    shape = list(tensor[_first_row(index)].shape)
+    consumed = sum(1 for p in parts if p is not None and p is not Ellipsis)
+    before = 0
+    for p in parts:
+        if isinstance(p, torch.Tensor):
+            break
+        if p is Ellipsis:
+            before += tensor.dim() - consumed
+        elif p is None or isinstance(p, slice):
+            before += 1
+    return shape[:before] + [1] + shape[before:]
+
+
+def _store_at_tensor_position(tensor, index, picked: tuple, value) -> None:
+    """`tensor[index] = value` as `index_put` at `picked` (`_at_tensor_position`). The value
+    is broadcast as `__setitem__` broadcasts it (to the shape of `tensor[index]`, after
+    dropping its leading 1-sized dims), in the tensor's dtype, then given the picked dim's 1
+    (a reshape: a dim of 1 keeps every element's order)."""
+    shape = tensor[_first_row(index)].shape
+    if isinstance(value, torch.Tensor):
+        while value.dim() > len(shape) and value.shape[0] == 1:
+            value = value[0]
+        value = value.to(tensor.dtype).expand(shape)
+    else:
+        value = torch.full(shape, value, dtype=tensor.dtype)
+    tensor[picked] = value.reshape(_picked_shape(tensor, index))
 
 
 def _indexes_a_view(tensor, index) -> bool:

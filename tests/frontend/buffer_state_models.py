@@ -199,3 +199,106 @@ class _HookedRunningMean(nn.Module):
 
 SEQUENCES["captured_block"] = (CapturedStep, _chunks(5, (3, 4), seed=4))
 BUFFERS["captured_block"] = ("inner.mean", "inner.count")
+
+
+class MoCoQueue(nn.Module):
+    """MoCo's queue of keys (facebookresearch/moco, `builder.py`): a (dim, K) buffer written
+    at a pointer kept in a 1-element long buffer, `ptr = int(self.queue_ptr)`, then
+    `self.queue[:, ptr : ptr + batch_size] = keys.T` and `self.queue_ptr[0] = ptr`, in a
+    `@torch.no_grad()` helper; the logits against the queue as MoCo computes them."""
+
+    def __init__(self, dim: int = 4, K: int = 6):
+        super().__init__()
+        self.K = K
+        self.encoder_k = nn.Linear(4, dim)
+        self.register_buffer("queue", F.normalize(torch.randn(dim, K), dim=0))
+        self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))
+
+    @torch.no_grad()
+    def _dequeue_and_enqueue(self, keys):
+        batch_size = keys.shape[0]
+        ptr = int(self.queue_ptr)
+        assert self.K % batch_size == 0  # for simplicity
+        # replace the keys at ptr (dequeue and enqueue)
+        self.queue[:, ptr : ptr + batch_size] = keys.T
+        ptr = (ptr + batch_size) % self.K  # move pointer
+        self.queue_ptr[0] = ptr
+
+    def forward(self, q):
+        k = F.normalize(self.encoder_k(q), dim=1)
+        l_pos = torch.einsum("nc,nc->n", [q, k]).unsqueeze(-1)
+        l_neg = torch.einsum("nc,ck->nk", [q, self.queue.clone().detach()])
+        logits = torch.cat([l_pos, l_neg], dim=1) / 0.07
+        self._dequeue_and_enqueue(k)
+        return logits
+
+
+SEQUENCES["moco_queue"] = (MoCoQueue, _chunks(5, (2, 4), seed=5))
+BUFFERS["moco_queue"] = ("queue", "queue_ptr")
+
+
+class RingAtStep(nn.Module):
+    """A ring of the last outputs in a buffer, written at the slot a 0-d step buffer gives,
+    as a KV cache's write at `self.steps % slots` (a 0-d integer tensor as the index), a
+    column at `int(self.steps) % slots` and an augmented store at the slot; read after."""
+
+    def __init__(self, slots: int = 3):
+        super().__init__()
+        self.slots = slots
+        self.layer = nn.Linear(4, 4)
+        self.register_buffer("steps", torch.tensor(0))
+        self.register_buffer("ring", torch.zeros(slots, 4))
+        self.register_buffer("columns", torch.zeros(4, slots))
+        self.register_buffer("hits", torch.zeros(slots))
+
+    def forward(self, x):
+        y = torch.tanh(self.layer(x))
+        self.ring[self.steps % self.slots] = y[0]
+        pos = int(self.steps) % self.slots
+        self.columns[:, pos] = y[-1]
+        self.hits[self.steps % self.slots] += 1.0
+        self.steps += 1
+        return y + self.ring.mean(0) + self.columns.sum(1), self.hits.clone()
+
+
+SEQUENCES["ring_at_step"] = (RingAtStep, _chunks(5, (2, 4), seed=6))
+BUFFERS["ring_at_step"] = ("steps", "ring", "columns", "hits")
+
+
+class StepCacheInAWhile(nn.Module):
+    """Buffers written in a bounded `while` whose body may `break` on either arm of a gate, or
+    go on without changing `x` (fuzz seed 410039: the host program's ownership analysis of
+    the loop's carries followed the unchanged carry around the loop forever)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("steps", torch.tensor(0))
+        self.register_buffer("cache", torch.zeros(4, 4))
+        self.register_buffer("mean", torch.zeros(4), persistent=False)
+
+    def forward(self, x):
+        steps = 0
+        while steps < 3 and x.mean() > -1.0:
+            if x.sum() > 0.5:
+                if x.std() > 2.0:
+                    break
+                x = torch.tanh(self.fc(x))
+            else:
+                if x.sum() < -0.5:
+                    break
+            self.cache.index_copy_(0, (self.steps % 4).view(1), x.detach())
+            self.steps += 1
+            self.mean.mul_(0.5)
+            self.mean += 0.5 * x.detach()[0]
+            steps += 1
+        return x + self.cache.mean(0, keepdim=True) + self.mean
+
+
+def _scaled_rows(scales, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    return [(torch.randn(1, 4, generator=generator) * s,) for s in scales]
+
+
+SEQUENCES["cache_in_a_while"] = (StepCacheInAWhile, _scaled_rows((1.0, 0.2, 3.0, 1.0, 0.5, 2.0), seed=3))
+BUFFERS["cache_in_a_while"] = ("steps", "cache", "mean")

@@ -136,7 +136,31 @@ class SizeFromTolist(nn.Module):
         return out, y
 
 
+class UnfoldByRuntimeInt(nn.Module):
+    """A runtime int where export needs a constant (`unfold`'s window), in a statement of a
+    run after another: the refusal names that statement, not the run's first one (fuzz seed
+    400227 named the run's first line)."""
+
+    def forward(self, x):
+        k = int(x.argmax()) % 3
+        y = x * 2
+        windows = y.unfold(1, k + 1, 1)  # REJECT
+        return windows.sum() + y.mean()
+
+
+class NarrowAtATensorStart(nn.Module):
+    """An op export cannot capture (`narrow` at a start a tensor holds, read with `.item()`)
+    in a run of several statements: the refusal names that statement, not the run's first."""
+
+    def forward(self, x):
+        y = x * 2
+        window = y.narrow(1, x.argmax() % 3, 2)  # REJECT
+        return window.sum() + y.mean()
+
+
 REJECTED = {
+    "narrow_at_a_tensor_start": (NarrowAtATensorStart, "cannot be captured as a tensor program"),
+    "unfold_by_runtime_int": (UnfoldByRuntimeInt, "a runtime Python int is used where the captured tensor code needs a constant"),
     "unordered_unique": (UnorderedUnique, "whose order PyTorch leaves open"),
     "size_from_tolist": (SizeFromTolist, "size is a number computed from tensor values"),
     "identity_of_tensors": (IdentityOfTensors, "tests whether two names hold one tensor or value object"),
