@@ -95,8 +95,10 @@ def names_mutated(node: ast.AST) -> set[str]:
     """
     targets: list[ast.expr] = []
     if isinstance(node, (ast.Assign, ast.Delete)):
-        # (`self.hidden = h` rebinds the attribute's variable: names_written)
-        targets = [t for t in node.targets if isinstance(t, (ast.Subscript, ast.Attribute)) and not _attribute_variable(t)]
+        # (`self.hidden = h` rebinds the attribute's variable: names_written; the items of
+        # a tuple target are stored one by one: `hx[idx], cx[idx] = cell(x, (hx, cx))`)
+        flat = [e for t in node.targets for e in _target_items(t)]
+        targets = [t for t in flat if isinstance(t, (ast.Subscript, ast.Attribute)) and not _attribute_variable(t)]
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
         targets = [node.target]
     elif isinstance(node, ast.Call):
@@ -215,3 +217,12 @@ def _live_in_body(stmts: list[ast.stmt], live: set[str], at_break: set[str], at_
         else:  # `try`, nested definitions, the rewrite's markers
             raise _Unmodelled
     return live
+
+
+def _target_items(target: ast.expr) -> list[ast.expr]:
+    """The single targets an assignment target stores to (a tuple's items, in order)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [item for e in target.elts for item in _target_items(e)]
+    if isinstance(target, ast.Starred):
+        return _target_items(target.value)
+    return [target]
