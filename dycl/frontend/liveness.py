@@ -120,6 +120,21 @@ def names_mutated(node: ast.AST) -> set[str]:
     return found
 
 
+def names_item_stored(node: ast.AST) -> set[str]:
+    """Variables an assignment stores items of and nothing deeper (`outputs["final"] = y`,
+    `hx[idx], cx[idx] = ...`): a change in place of a tensor, but of no tensor's memory where
+    the variable is a dict or a list (its item is rebound)."""
+    if not isinstance(node, ast.Assign):
+        return set()
+    item, deeper = set(), set()
+    for target in (e for t in node.targets for e in _target_items(t)):
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            item.add(target.value.id)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            deeper |= names_mutated(ast.Assign(targets=[target], value=node.value))
+    return item - deeper
+
+
 def _attribute_variable(node: ast.AST) -> str | None:
     """The variable of a module attribute that forward may assign (`attributes.annotate`)."""
     return getattr(node, "dycl_local", None) if isinstance(node, ast.Attribute) else None

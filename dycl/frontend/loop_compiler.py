@@ -652,10 +652,12 @@ def _yield(c, end_env, state, node, terminator="scf.yield"):
     ir.Operation.create(terminator, operands=operands)
 
 
-def _compile_body(c, op, flat_body, body_env, state, live_after_loop) -> dict:
+def _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers: dict[str, str]) -> dict:
     c.runtime_loop_depth += 1
     try:
-        return c.compile_block(flat_body, body_env, set(state) | live_after_loop)
+        # (a name the loop carries as another's tensor is live as that one is: a join in
+        # the body keeps the two one tensor, which the end of the body is checked for)
+        return c.compile_block(flat_body, body_env, set(state) | live_after_loop | set(followers))
     except lists.ListKindMismatch as mismatch:
         name = loops.retypable_list(body_env, state, mismatch)
         if name is None:
@@ -678,7 +680,7 @@ def _build_for(c, node, trip: range, state, env, flat_body, live_after_loop, fol
     block = op.regions[0].blocks.append(index, *types)
     with ir.InsertionPoint(block):
         body_env = _body_env(c, env, state, list(block.arguments)[1:], followers)
-        end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop)
+        end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers)
         _yield(c, end_env, state, node)
     return op, end_env
 
@@ -708,6 +710,6 @@ def _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, h
     after = op.regions[1].blocks.append(*types)
     with ir.InsertionPoint(after), c.unentered.body(condition):
         body_env = _body_env(c, env, state, list(after.arguments), followers)
-        end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop)
+        end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers)
         _yield(c, end_env, state, node)
     return op, end_env

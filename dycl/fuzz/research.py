@@ -65,8 +65,8 @@ their form (`FORMS`):
   with `enforce_sorted=False`, or made non-increasing by a running `min`): an `nn.GRU`,
   `nn.LSTM` or `nn.RNN` (stacked, bidirectional) on `pack_padded_sequence(seq, lens)`, then
   its final state, `pad_packed_sequence(out)`, `out.data` or `out.batch_sizes` (forward only).
-- kinds that change around a loop and aliases made on one path (after `data_dependent_size`,
-  from a stream of their own): a live-rows `while` (or `for` that may `break`) whose mask
+- kinds that change around a loop and aliases made on one path (after `data_dependent_size`
+  and what follows it, from a stream of their own): a live-rows `while` (or `for` that may `break`) whose mask
   enters as `.byte()` and comes back bool, then `run.sum()` and `~run`; `c = h` on one path
   and two tensors on the other, then `h[idx], c[idx] = ...` and `h += 0.5`.
 
@@ -233,7 +233,8 @@ GATE_LIST_PROBABILITY = 0.5
 SETS_PROBABILITY = 0.35
 # `data_dependent_size` is followed by a loop whose mask enters as a byte mask and comes back
 # bool, or by an alias made on one path and written through (issue 34, item 7), with this
-# probability, drawn from `Researcher.kinds`.
+# probability, drawn from `Researcher.kinds` (last of all its followers, so that it changes
+# none of theirs).
 KINDS_PROBABILITY = 0.3
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
@@ -1062,8 +1063,6 @@ class Researcher:
             return self.packed_rnn(stage, fold)
         if form == "data_dependent_size":
             made = self.older_masks(self.data_dependent_size(stage, fold))  # (its draws first: the main stream stays as it was)
-            if self.kinds.random() < KINDS_PROBABILITY:
-                made = made + self.kind_changes(stage, fold)
             if self.extras.random() < EXTRA_PROBABILITY:
                 made = self.unique_or_repeat(stage, fold)
             elif self.sizes.random() < EXTRA_PROBABILITY:
@@ -1073,8 +1072,13 @@ class Researcher:
                     made = made + self.python_numbers(stage, fold)
                 if self.sets.random() < SETS_PROBABILITY:
                     made = made + self.set_indices(stage, fold)
-            # (after the others, from a stream of its own: they stay what they were)
-            return made + self.sparse_dispatch(stage, fold) if self.dispatchers.random() < DISPATCH_PROBABILITY else made
+            # (after the others, each from a stream of its own: they stay what they were, and
+            # what a form makes is never dropped, so every threshold slot it takes is used)
+            if self.dispatchers.random() < DISPATCH_PROBABILITY:
+                made = made + self.sparse_dispatch(stage, fold)
+            if self.kinds.random() < KINDS_PROBABILITY:
+                made = made + self.kind_changes(stage, fold)
+            return made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]
