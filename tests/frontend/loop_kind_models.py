@@ -135,6 +135,44 @@ class OnePathAliasSteps(nn.Module):
         return hx, cx, step_count
 
 
+class PonderOneTensor(nn.Module):
+    """The published batch ACT's ponder loop, one time step: `cx = hx` when no state is
+    given, `for act_step in range(...)` whose mask enters as uint8, writes both names
+    through the live rows and `break`s when no row runs; after the loop both names are
+    rebound (nothing reads them on the `break` path: they stay one tensor in the loop)."""
+
+    def __init__(self, size=4, hidden=6, max_ponder=6, eps=0.01):
+        super().__init__()
+        self.cell = nn.LSTMCell(size, hidden)
+        self.halt = nn.Linear(size + hidden, 1)
+        self.max_ponder, self.eps = max_ponder, eps
+        _halting_on_first_feature(self.halt)
+
+    def forward(self, x, hx=None):
+        batch_size = x.size(0)
+        if hx is None:
+            hx = Variable(x.data.new(batch_size, self.cell.hidden_size).zero_())
+            cx = hx
+        else:
+            hx, cx = [Variable(h.data.clone()) for h in hx]
+        accum_h = Variable(x.data.new(batch_size).zero_())
+        accum_hx = Variable(x.data.new(batch_size, self.cell.hidden_size).zero_())
+        step_count = Variable(x.data.new(batch_size).zero_())
+        selector = x.data.new(batch_size).fill_(1).byte()
+        for act_step in range(self.max_ponder):
+            idx = selector.nonzero().squeeze(1)
+            hx[idx], cx[idx] = self.cell(x[idx], (hx[idx], cx[idx]))
+            accum_hx[idx] += hx[idx] + cx[idx]
+            accum_h[idx] += torch.sigmoid(self.halt(torch.cat([x[idx], hx[idx]], 1))).squeeze(1)
+            step_count[idx] += 1
+            selector = (accum_h < 1 - self.eps).data
+            if not selector.any():
+                break
+        hx = accum_hx / step_count.unsqueeze(1)
+        cx = hx * 0.5
+        return hx, cx, step_count
+
+
 class KindReturned(nn.Module):
     """Refused: the mask itself leaves forward, a uint8 tensor where the loop never ran and a
     bool one where it did (one output has one dtype)."""

@@ -24,6 +24,7 @@ from tests.frontend.loop_kind_models import (
     KindReturned,
     OnePathAlias,
     OnePathAliasSteps,
+    PonderOneTensor,
 )
 from tests.frontend.research.halting_routing import ACTBatchPublished
 from tests.frontend.research.harness import build
@@ -73,12 +74,21 @@ CASES = {
         (rows([0.0, 2.0, 0.0], seed=2), state(3, seed=3)),  # two steps
         (rows([0.0, 0.0, 0.0], seed=3), None),
     ]),
+    "ponder_one_tensor": (PonderOneTensor, [
+        (rows([2.0, 0.0, -2.0]), state(3)),  # up to the step limit (compiled for None too)
+        (rows([2.0, 0.0, -2.0]), None),  # no state: one tensor
+        (rows([2.0, 2.0, 2.0], seed=1), None),  # every row halts at once: `break` in the first iteration
+        (rows([0.0, 2.0, 0.0], seed=2), state(3, seed=3)),  # two steps
+    ]),
     # the published batch ACT (the research corpus's model and path inputs): state given and
-    # not, two or three ponder steps, a row that runs all 100
+    # not, two or three ponder steps, a row that runs all 100. Slow tier only, and slow: its
+    # ponder loop is unrolled 100 times per time step (the runtime form is refused: the
+    # next time step writes rows of `hx` in place while `hx_list` holds it, eager's own
+    # aliasing, which a runtime loop does not follow into a list yet)
     "act_batch_published": (lambda: build(ACTBatchPublished), ACTBatchPublished.path_inputs()),
 }
 
-DEFAULT_TIER = {"byte_mask_while", "byte_mask_for", "one_path_alias", "one_path_alias_steps"}
+DEFAULT_TIER = {"byte_mask_while", "byte_mask_for", "one_path_alias", "one_path_alias_steps", "ponder_one_tensor"}
 
 
 def compile_case(name, backend):
@@ -118,6 +128,7 @@ def test_inputs_take_every_path():
 
     assert steps("byte_mask_while", 1) == [(1, 2, 5, 0), (1, 1, 1, 1), (2, 2, 0, 1), (0, 0, 0, 0)]
     assert steps("one_path_alias_steps", 2) == [(1, 2, 4), (1, 2, 4), (1, 1, 1), (2, 1, 2), (2, 2, 2)]
+    assert steps("ponder_one_tensor", 2) == [(1, 2, 6), (1, 2, 6), (1, 1, 1), (2, 1, 2)]
 
 
 def test_one_path_alias_is_one_tensor():
@@ -143,6 +154,16 @@ def test_mask_loop_is_peeled_not_unrolled():
     """The `while` is one `scf.while` after its first iteration (not one copy per step)."""
     torch.manual_seed(0)
     program = import_module(ByteMaskWhile().eval(), CASES["byte_mask_while"][1][0])
+    assert len([op for op in program.module.walk() if isinstance(op, scf.WhileOp)]) == 1
+
+
+def test_ponder_loop_keeps_one_tensor_in_a_runtime_loop():
+    """`cx = hx` stays one tensor through the `break` that leaves both unread: the ponder
+    loop after its first iteration is one `scf.while` (before, the join of the `break` made
+    two tensors of them, and the runtime loop refused the write through them)."""
+    torch.manual_seed(0)
+    model = PonderOneTensor().eval()
+    program = import_module(model, CASES["ponder_one_tensor"][1][1])  # (no state: compiled for None only)
     assert len([op for op in program.module.walk() if isinstance(op, scf.WhileOp)]) == 1
 
 
