@@ -78,8 +78,8 @@ def compile_if(c, stmts, i, env, live_out):
 class ChangedLater:
     """What the statements after an `if`, in its block, may change in place, by their syntax:
     `in_place` (`h += 0.5`, `hx[idx] = v`, `outputs["final"] = y`, `z.add_(1)`), of which
-    `items_only` are changed only by storing an item (a change of no tensor's memory where
-    the variable is a dict or a list: its item is rebound)."""
+    `items_only` are changed only by storing or deleting an item (a change of no tensor's
+    memory where the variable is a dict or a list: its item is rebound)."""
 
     in_place: frozenset[str] = frozenset()
     items_only: frozenset[str] = frozenset()

@@ -121,17 +121,18 @@ def names_mutated(node: ast.AST) -> set[str]:
 
 
 def names_item_stored(node: ast.AST) -> set[str]:
-    """Variables an assignment stores items of and nothing deeper (`outputs["final"] = y`,
-    `hx[idx], cx[idx] = ...`): a change in place of a tensor, but of no tensor's memory where
-    the variable is a dict or a list (its item is rebound)."""
-    if not isinstance(node, ast.Assign):
+    """Variables an assignment or `del` stores or deletes items of and nothing deeper
+    (`outputs["final"] = y`, `del outs["tmp"]`, `hx[idx], cx[idx] = ...`): a change in place
+    of a tensor, but of no tensor's memory where the variable is a dict or a list (its item
+    is rebound)."""
+    if not isinstance(node, (ast.Assign, ast.Delete)):
         return set()
     item, deeper = set(), set()
     for target in (e for t in node.targets for e in _target_items(t)):
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             item.add(target.value.id)
         elif isinstance(target, (ast.Subscript, ast.Attribute)):
-            deeper |= names_mutated(ast.Assign(targets=[target], value=node.value))
+            deeper |= names_mutated(ast.Delete(targets=[target]))
     return item - deeper
 
 
