@@ -89,6 +89,7 @@ class FunctionCompiler:
         self._loop_exits: list[tuple[frozenset[str], set[str]]] = []
         self.unentered = unentered.Loops()  # (runtime loops the example does not enter)
         self.optional_inputs = False  # (some input compiled for None and a value: optional.py)
+        self.paths_apart = 0  # (`if`s whose paths each compile the rest of their block: joins.py)
 
     # ----- entry point -----------------------------------------------------------------
 

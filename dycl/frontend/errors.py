@@ -42,3 +42,13 @@ class DataSize(FrontendError):
     @classmethod
     def of(cls, error: FrontendError) -> "DataSize":
         return cls(error.construct, error.hint, file=error.file, line=error.line)
+
+
+class PathsDiffer(FrontendError):
+    """The paths of an `if` leave a variable of another kind on each (a uint8 mask on one,
+    a bool mask on the other): the `if` compiles the statements after it once per path
+    instead (joins.py); the message is the refusal where no statement follows in its block."""
+
+    @classmethod
+    def of(cls, error: FrontendError) -> "PathsDiffer":
+        return cls(error.construct, error.hint, file=error.file, line=error.line)

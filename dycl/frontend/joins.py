@@ -5,15 +5,18 @@ values, each with the statements up to the join; a variable that differs between
 yielded with the joined type of its two values (`values.join_types`): None on one path and
 a tensor or scalar on the other is a `values.Maybe`, lists of different lengths one runtime
 list, and what a branch that leaves a runtime loop holds in a name nothing reads after it
-does not decide the type. `a if c else b`, `and` and `or` join their values alike
-(`conditional`). `select` and `runtime_check` make the `scf.if`s the frontend writes itself
-(a run picked by a runtime size, a check eager makes). Each function takes the compiler as
-its context.
+does not decide the type. Where the paths leave a variable of another kind on each (a uint8
+mask and a bool one), or aliased on one path only and changed in place later in the block,
+the statements after the `if` are compiled in each arm instead (`PathsDiffer`). `a if c
+else b`, `and` and `or` join their values alike (`conditional`). `select` and
+`runtime_check` make the `scf.if`s the frontend writes itself (a run picked by a runtime
+size, a check eager makes). Each function takes the compiler as its context.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 import torch
 from torch_mlir import ir
@@ -22,12 +25,16 @@ from xdsl.ir import Attribute
 from dycl.frontend import aliases, desugar, exceptions, host_builtins, host_expressions, lists, nodes
 from dycl.frontend import values as V
 from dycl.frontend.attributes import PARTIAL
+from dycl.frontend.build import erase_after
 from dycl.frontend.desugar import source_text
-from dycl.frontend.errors import FrontendError
-from dycl.frontend.liveness import live_before
+from dycl.frontend.errors import FrontendError, PathsDiffer
+from dycl.frontend.liveness import live_before, names_item_stored, names_mutated
 from dycl.frontend.nodes import RETURN_VAR
 
 BY_SIZE = "dycl.by_size"  # (the attribute of an scf.if the frontend made: a run picked by a runtime size, or a check eager makes)
+# `if`s whose paths each compile the statements after them (a variable of another kind on
+# each): every one doubles what follows it, so past this many in one function the join is refused.
+MAX_PATHS_APART = 8
 
 
 def compile_if(c, stmts, i, env, live_out):
@@ -48,20 +55,72 @@ def compile_if(c, stmts, i, env, live_out):
         join = further
         targets = targets | nodes.jump_targets(stmts[i + 1 : join + 1])
     tail, rest = stmts[i + 1 : join + 1], stmts[join + 1 :]
-    live = live_before(rest, live_out)
+    if not rest:
+        return [], _compile_arms(c, stmt, condition, tail, env, live_out, ChangedLater())
+    block, scope, chains = ir.InsertionPoint.current.block, c.scope, list(c._length_chains)
+    before = len(block.operations)
+    try:
+        return rest, _compile_arms(c, stmt, condition, tail, env, live_before(rest, live_out), ChangedLater.by(rest))
+    except PathsDiffer:
+        if c.paths_apart >= MAX_PATHS_APART:
+            raise
+        erase_after(block, before)
+        c.scope, c._length_chains[:] = scope, chains
+        c.paths_apart += 1
+    # A variable of another kind on each path (`mask` uint8 where a loop never ran, bool
+    # where it did), or aliased on one path only and changed in place later (`cx = hx`
+    # where no state was given): each path goes on to the end of the block on its own,
+    # where every statement sees its path's kinds and aliases, as eager does.
+    return [], _compile_arms(c, stmt, condition, tail + rest, env, live_out, ChangedLater())
 
+
+@dataclass(frozen=True)
+class ChangedLater:
+    """What the statements after an `if`, in its block, may change in place, by their syntax:
+    `in_place` (`h += 0.5`, `hx[idx] = v`, `outputs["final"] = y`, `z.add_(1)`), of which
+    `items_only` are changed only by storing or deleting an item (a change of no tensor's
+    memory where the variable is a dict or a list: its item is rebound)."""
+
+    in_place: frozenset[str] = frozenset()
+    items_only: frozenset[str] = frozenset()
+
+    @classmethod
+    def by(cls, stmts: list[ast.stmt]) -> "ChangedLater":
+        subs = [sub for stmt in stmts for sub in ast.walk(stmt)]
+        in_place = frozenset().union(*map(names_mutated, subs))
+        deeper = frozenset().union(*(names_mutated(sub) - names_item_stored(sub) for sub in subs))
+        return cls(in_place, in_place - deeper)
+
+    def memory_of(self, name: str, values) -> bool:
+        """Whether the memory of a tensor `name` holds (as `values`, one per path) may change."""
+        if name not in self.in_place:
+            return False
+        return name not in self.items_only or not all(map(_is_container, values))
+
+
+def _is_container(value) -> bool:
+    """A dict or list (known or runtime): storing an item rebinds it, no tensor changes."""
+    if isinstance(value, V.Tup):
+        return value.kind == "list" or isinstance(value.kind, V.DictKind)
+    return isinstance(value, V.Dyn) and V.is_list_type(value.type)
+
+
+def _compile_arms(c, stmt, condition, stmts, env, live, changed_later: ChangedLater) -> dict:
     flag = c.builder.to_i1(condition)
     draft = ir.Operation.create("scf.if", results=[], operands=[flag], regions=2)
     c._join_node = stmt
     branch_envs = []
     for region, body, refined in zip(draft.regions, (stmt.body, stmt.orelse), host_expressions.none_test_branches(stmt.test, env)):
         with ir.InsertionPoint(region.blocks.append()):
-            branch_envs.append(c.compile_block(body + tail, {**env, **refined}, live))
-    env = _join_if(c, draft, flag, branch_envs, live, env)
-    return rest, env
+            branch_envs.append(c.compile_block(body + stmts, {**env, **refined}, live))
+    c._join_node = stmt
+    return _join_if(c, draft, flag, branch_envs, live, env, changed_later)
 
 
-def _join_if(c, draft, flag, branch_envs, live, env_before):
+def _join_if(c, draft, flag, branch_envs, live, env_before, changed_later: ChangedLater = ChangedLater()):
+    """`changed_later`: what the statements after the join (in its block) change in place;
+    a variable aliased on one path only that they change raises `PathsDiffer`, as a
+    variable of another kind on each path does where statements follow."""
     if all(map(exceptions.dead, branch_envs)):  # (both paths raise: nothing after runs)
         _close_if(c, draft, [r.blocks[0] for r in draft.regions], ([], []), [])
         return {**env_before, exceptions.DEAD: V.Const(True)}
@@ -100,6 +159,10 @@ def _join_if(c, draft, flag, branch_envs, live, env_before):
         joined[name] = a  # the items both paths share stay as they are (`hist["h"]`)
         yields.extend((name, path, part_a, part_b) for path, part_a, part_b in parts)
 
+    _apart_if_aliased_on_one_path(c, {name for name, *_ in yields}, then_env, else_env, live, changed_later)
+    # names bound to one tensor on both paths (`cx = hx`) stay one tensor: one result for both
+    one_tensor = _one_tensor(yields)
+    yields = [y for y in yields if y[0] not in one_tensor]
     # Materialise both sides' leaves in their own block, then build the real scf.if.
     then_ops, else_ops, types, examples, shapes = [], [], [], [], []
     for name, path, a, b in yields:
@@ -110,13 +173,18 @@ def _join_if(c, draft, flag, branch_envs, live, env_before):
             b_leaves, _ = _leaves_for_join(c, b, a, described)
         start = len(types)
         for la, lb in zip(a_leaves, b_leaves):
-            types.append(join_type(c, la.type, lb.type, name))
+            try:
+                types.append(join_type(c, la.type, lb.type, name))
+            except FrontendError as error:  # (compiled again per path where statements follow)
+                raise PathsDiffer.of(error) from None
             # An example only needs the right type: a runtime list's is taken from the
             # side that has items, so that code after the join can run on it
             # (`torch.cat(tokens)` where the example run's decoder stopped at once), and a
-            # placeholder's (the name undefined on one side, or a path that raised) from
-            # the side that has a value: code after the join runs on it (a `top_k` of 0
-            # after `if torch.isnan(x).any(): raise ...` made `topk` empty: fuzz seed 400578).
+            # placeholder's (the name undefined on one side, or a path that raised or leaves
+            # it unread) from the side that has a value: code after the join runs on it (a
+            # `top_k` of 0 after `if torch.isnan(x).any(): raise ...` made `topk` empty: fuzz
+            # seed 400578), and its memory is what the join keeps (`hx` still `hx_list[0]`
+            # where a loop went on).
             empty = isinstance(la.example, list) and not la.example
             examples.append(lb.example if a is V.UNDEF or empty and isinstance(lb.example, list) else la.example)
         shapes.append((name, path, structure, start, len(a_leaves)))
@@ -136,6 +204,8 @@ def _join_if(c, draft, flag, branch_envs, live, env_before):
             # shares memory with another variable on one path only: never mutate it
             memory |= aliases.storages(then_value) | aliases.storages(else_value)
         joined[name] = aliases.mark_path_dependent(joined[name], memory)
+    for follower, leader in one_tensor.items():
+        joined[follower] = joined[leader]
     # Python shares a list between the names bound to it: a change on one path through
     # one of them is a change for all of them after the join
     for follower, leader in lists.sharing(env_before, sorted(n for n in live if n in env_before)).items():
@@ -159,6 +229,51 @@ def _join_if(c, draft, flag, branch_envs, live, env_before):
             new = leader if one else lists.path_dependent(lists.value_at(joined, (name, path)))
             joined[name] = lists.with_value_at(joined[name], path, new)
     return joined
+
+
+def _one_tensor(yields: list) -> dict[str, str]:
+    """follower -> leader: names yielded whole that hold the very tensor an earlier one holds,
+    on each path where either is read again (a change through one must reach the other after
+    the join, too). A path that leaves the loop where nothing reads them again (`break`
+    before `hx = accum_hx / n`) holds neither: one tensor on the other path is one tensor."""
+    found: dict[str, str] = {}
+    whole = [(name, a, b) for name, path, a, b in yields if not path and _tensor_or_unread(a) and _tensor_or_unread(b)]
+    for k, (leader, a, b) in enumerate(whole):
+        if leader in found:
+            continue
+        for name, other_a, other_b in whole[k + 1 :]:
+            if name not in found and _same_tensor_or_unread(other_a, a) and _same_tensor_or_unread(other_b, b):
+                found[name] = leader
+    return found
+
+
+def _is_tensor(value) -> bool:
+    return isinstance(value, V.Dyn) and V.is_tensor_type(value.type)
+
+
+def _tensor_or_unread(value) -> bool:
+    return value is V.UNDEF or _is_tensor(value)
+
+
+def _same_tensor_or_unread(a, b) -> bool:
+    return a is V.UNDEF and b is V.UNDEF or _is_tensor(a) and _is_tensor(b) and a.value == b.value
+
+
+def _apart_if_aliased_on_one_path(c, names, then_env: dict, else_env: dict, live, changed_later: ChangedLater) -> None:
+    """Raise `PathsDiffer` where a variable shares memory with another on one path only
+    (`cx = hx` where no state was given, two tensors where it was) and a statement after
+    the join changes one of them in place: the change reaches the other on that path only,
+    so each path compiles the statements after the `if` on its own."""
+    for name in sorted(names):
+        groups = [aliases.alias_group(env, name, live) for env in (then_env, else_env)]
+        if groups[0] == groups[1]:
+            continue
+        involved = {name} | {other for other, _ in groups[0] | groups[1]}
+        # (`outputs["final"] = y` on the dict that holds `y` on one path rebinds an item:
+        # the join's mark keeps any later change of that memory refused, as before)
+        changed = sorted(n for n in involved if changed_later.memory_of(n, (then_env.get(n), else_env.get(n))))
+        if changed:
+            raise PathsDiffer.of(c.error(None, f"`{name}` shares memory with another variable on one path only, and `{changed[0]}` is changed in place later"))
 
 
 def _read_after_exit(c, branch_env: dict) -> set[str] | None:

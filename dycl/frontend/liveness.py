@@ -95,8 +95,10 @@ def names_mutated(node: ast.AST) -> set[str]:
     """
     targets: list[ast.expr] = []
     if isinstance(node, (ast.Assign, ast.Delete)):
-        # (`self.hidden = h` rebinds the attribute's variable: names_written)
-        targets = [t for t in node.targets if isinstance(t, (ast.Subscript, ast.Attribute)) and not _attribute_variable(t)]
+        # (`self.hidden = h` rebinds the attribute's variable: names_written; the items of
+        # a tuple target are stored one by one: `hx[idx], cx[idx] = cell(x, (hx, cx))`)
+        flat = [e for t in node.targets for e in _target_items(t)]
+        targets = [t for t in flat if isinstance(t, (ast.Subscript, ast.Attribute)) and not _attribute_variable(t)]
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
         targets = [node.target]
     elif isinstance(node, ast.Call):
@@ -116,6 +118,22 @@ def names_mutated(node: ast.AST) -> set[str]:
         elif isinstance(target, (ast.Tuple, ast.List)):
             found |= {e.id for e in target.elts if isinstance(e, ast.Name)}
     return found
+
+
+def names_item_stored(node: ast.AST) -> set[str]:
+    """Variables an assignment or `del` stores or deletes items of and nothing deeper
+    (`outputs["final"] = y`, `del outs["tmp"]`, `hx[idx], cx[idx] = ...`): a change in place
+    of a tensor, but of no tensor's memory where the variable is a dict or a list (its item
+    is rebound)."""
+    if not isinstance(node, (ast.Assign, ast.Delete)):
+        return set()
+    item, deeper = set(), set()
+    for target in (e for t in node.targets for e in _target_items(t)):
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            item.add(target.value.id)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            deeper |= names_mutated(ast.Delete(targets=[target]))
+    return item - deeper
 
 
 def _attribute_variable(node: ast.AST) -> str | None:
@@ -215,3 +233,12 @@ def _live_in_body(stmts: list[ast.stmt], live: set[str], at_break: set[str], at_
         else:  # `try`, nested definitions, the rewrite's markers
             raise _Unmodelled
     return live
+
+
+def _target_items(target: ast.expr) -> list[ast.expr]:
+    """The single targets an assignment target stores to (a tuple's items, in order)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [item for e in target.elts for item in _target_items(e)]
+    if isinstance(target, ast.Starred):
+        return _target_items(target.value)
+    return [target]

@@ -4,8 +4,9 @@ Unrolled when they iterate over import-time values (or use their index), `scf.fo
 for `range(N)` with an unused index, `scf.for`/`scf.while` otherwise. Carried variables
 reach a fixed point: the body is compiled with the types they have on entry, and again
 with joined types when the end of the body disagrees (a tensor that grows becomes
-`[1,?]`); constants that change in the body become carried IR values. Each function takes
-the compiler as its context.
+`[1,?]`); constants that change in the body become carried IR values. A value whose kind
+changes in the first iteration (a uint8 mask that comes back bool) has that iteration
+compiled apart (`_peeled`, `_peeled_while`). Each function takes the compiler as its context.
 """
 
 from __future__ import annotations
@@ -68,14 +69,17 @@ def _compile_for(c, loop: nodes.Loop, rest, env, live_out):
         try:
             with _undone_on(c, loops.LoopStructureError):
                 return _compile_runtime_loop(c, loop, rest, env, live_out, trip=iterable)
-        except loops.LoopStructureError:
+        except loops.LoopStructureError as error:
             if getattr(node, "dycl_peeled", None) == BREAK:
                 raise  # (the loop it was peeled from is unrolled instead)
-            if len(iterable) > loops.MAX_UNROLL:
-                peeled = _peeled(c, loop, iterable)
-                if peeled is None:
-                    raise
+            # a kind that changes in the first iteration only (a uint8 mask, then a bool
+            # one), or a structure in a loop too long to unroll: that iteration apart
+            long = len(iterable) > loops.MAX_UNROLL
+            peeled = _peeled(c, loop, iterable) if long or getattr(error, "loop", None) is node else None
+            if peeled is not None:
                 return peeled + rest, env
+            if long:
+                raise
             if loops.can_break(node.body):
                 compiled = _compiled_peeled(c, loop, iterable, rest, env, live_out)
                 if compiled is not None:
@@ -86,8 +90,12 @@ def _compile_for(c, loop: nodes.Loop, rest, env, live_out):
         try:  # (the index a runtime int: `x[:, i] = ...` as for `range(n)`)
             with _undone_on(c, FrontendError):
                 return _compile_runtime_loop(c, loop, rest, env, live_out, trip=iterable, index=node.target)
-        except FrontendError:
-            pass  # unrolled, however many copies that takes
+        except FrontendError as error:
+            # a kind that changes in the first iteration only: that iteration apart; else
+            # unrolled, however many copies that takes
+            peeled = _peeled(c, loop, iterable) if getattr(error, "loop", None) is node else None
+            if peeled is not None:
+                return peeled + rest, env
     items = list(iterable)
     if len(items) > loops.MAX_UNROLL:
         raise c.error(node, f"loop of {len(items)} iterations whose index is used", f"keep loops that use their index under {loops.MAX_UNROLL} iterations")
@@ -122,10 +130,11 @@ def _compiled_peeled(c, loop: nodes.Loop, trip: range, rest, env, live_out):
 
 
 def _peeled(c, loop: nodes.Loop, trip: range, why: Any = True) -> list[ast.stmt] | None:
-    """A loop whose carried values change structure in its first iteration only (an empty
-    cache, then one holding a tensor per layer; `h = None`, then a tensor), its first
-    iteration apart (unrolled) and the others a runtime loop at the end of it, where the
-    first iteration goes on (a `break` there jumps past it, as out of the whole loop):
+    """A loop whose carried values change structure or kind in its first iteration only (an
+    empty cache, then one holding a tensor per layer; `h = None`, then a tensor; a uint8
+    mask, then a bool one), its first iteration apart (unrolled) and the others a runtime
+    loop at the end of it, where the first iteration goes on (a `break` there jumps past
+    it, as out of the whole loop):
 
         <body, first item>
         for <target> in <the range after the first item>: <body>
@@ -149,6 +158,39 @@ def _peeled(c, loop: nodes.Loop, trip: range, why: Any = True) -> list[ast.stmt]
     first.body = [*node.body, rest]
     head = unroll(c.scope.source, nodes.Loop(first, loop.returns), [trip[0]], lambda item: _bind_target(c, node.target, item))
     return [nodes.BindConst(rest_range, trip[1:], node.lineno), *head]
+
+
+def _peeled_while(c, loop: nodes.Loop) -> list[ast.stmt] | None:
+    """A `while` whose carried values change kind in its first iteration only (a uint8 mask
+    before the loop, a bool one after an iteration), its first iteration apart (unrolled,
+    its test an `if` that leaves it) and the others a runtime loop:
+
+        __went_on = False
+        if not <test>: break ; <body> ; __went_on = True      (one unrolled iteration)
+        if __went_on:
+            while <test>: <body>
+
+    The test is evaluated before every iteration, as Python does. After the loop the
+    variable is of the kind it entered with where the loop never ran and of the other one
+    where it did: the `if` that joins them compiles each path on its own (joins.py). None
+    when that is not Python's meaning as written (as `_peeled`; a `while ... else`), or
+    was done already."""
+    node: ast.While = loop.node
+    if loop.has_return or node.orelse or getattr(node, "dycl_peeled", False):
+        return None
+    if any(isinstance(n, ast.Continue) for n in loops.own_statements(node.body)):
+        return None
+    went_on = f"__went_on{fresh_id()}"
+    not_test = nodes.located(ast.UnaryOp(op=ast.Not(), operand=copy.deepcopy(node.test)), node)
+    stop = nodes.located(ast.If(test=not_test, body=[nodes.located(ast.Break(), node)], orelse=[]), node)
+    first = copy.copy(node)
+    first.body = [stop, *node.body, nodes.assign(went_on, ast.Constant(True), node)]
+    head = unroll(c.scope.source, nodes.Loop(first, loop.returns), [None], lambda item: [])
+    rest = copy.copy(node)
+    rest.dycl_peeled = True
+    nodes.written_as(rest, node)
+    guarded = nodes.located(ast.If(test=ast.Name(went_on, ast.Load()), body=[nodes.Loop(rest, loop.returns)], orelse=[]), node)
+    return [nodes.assign(went_on, ast.Constant(False), node), *head, guarded]
 
 
 def _refuse_resizing_the_iterated_list(c, node: ast.For, env) -> None:
@@ -311,7 +353,14 @@ def _bind_target(c, target: ast.expr, item) -> list[ast.stmt]:
 
 def _compile_while(c, loop: nodes.Loop, rest, env, live_out):
     # (the host runs it as Python would: a loop that never ends in PyTorch never ends here)
-    return _compile_runtime_loop(c, loop, rest, env, live_out, trip=None)
+    try:
+        with _undone_on(c, loops.CarriedKindChange):
+            return _compile_runtime_loop(c, loop, rest, env, live_out, trip=None)
+    except loops.CarriedKindChange as error:
+        peeled = _peeled_while(c, loop) if error.loop is loop.node else None
+        if peeled is None:
+            raise
+        return peeled + rest, env
 
 
 def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range | None, index: ast.expr | None = None):
@@ -379,6 +428,13 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
     # Python shares a list between the names bound to it: one the loop carries changes
     # for all of them (`alias = toks` before the loop, `toks.append(t)` inside)
     followers = lists.sharing(env, carried)
+    # ... and a tensor between the names bound to it (`cx = hx` before the loop, `hx[idx],
+    # cx[idx] = ...` inside): carried once while the body keeps them one tensor
+    one_tensor = _one_tensor(env, carried, followers)
+    for follower in one_tensor:
+        carried.remove(follower)
+        del state[follower]
+    followers.update(one_tensor)
     retyped_lists: dict[str, FrontendError] = {}
     exits = frozenset(name for name in (brk, ret_flag) if name in extra)
     read_on_exit = live_after_loop | (names_read(node.test) if isinstance(node, ast.While) else set())
@@ -401,7 +457,15 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
                 state[retyped.name] = loops.Carried(entry.initial, [retyped.list_type], entry.examples, entry.structure, entry.may_share)
                 continue
             changed = False
-            _check_sharing(c, node, followers, end_env)
+            _check_sharing(c, node, {f: l for f, l in followers.items() if f not in one_tensor}, end_env)
+            for follower, leader in list(one_tensor.items()):
+                if not _same_tensor(end_env.get(follower), end_env.get(leader)):
+                    # one tensor when the loop starts, two after an iteration: carried
+                    # apart (their aliasing differs between iterations: never mutated)
+                    del one_tensor[follower], followers[follower]
+                    carried.append(follower)
+                    state[follower] = _carried(c, env[follower], env[follower], node, follower)
+                    changed = True
             # A variable the body changed that liveness did not see written (an alias of a
             # tensor mutated in place) is carried too, unless nothing reads it again (a dead
             # alias must not make the carry look shared on some iterations only).
@@ -418,7 +482,7 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
                     end_types = _loop_types(c, end, node, name)
                     if len(end_types) != len(entry.types) or not V.same_structure(end, entry.structure):
                         raise _structure_error(c, node, name)
-                    joined = [c._join_type(a, b, name) for a, b in zip(entry.types, end_types)]
+                    joined = _joined_types(c, node, name, entry.types, end_types)
                     if joined != entry.types:
                         state[name] = entry = loops.Carried(entry.initial, joined, entry.examples, entry.structure, entry.may_share)
                         changed = True
@@ -482,6 +546,24 @@ def _check_sharing(c, node, followers: dict[str, str], end_env: dict) -> None:
             )
 
 
+def _one_tensor(env: dict, carried: list[str], followers: dict[str, str]) -> dict[str, str]:
+    """follower -> leader: the carried names bound to the very tensor an earlier carried name
+    is bound to."""
+    found: dict[str, str] = {}
+    for k, leader in enumerate(carried):
+        value = env.get(leader)
+        if leader in found or leader in followers or not (isinstance(value, V.Dyn) and V.is_tensor_type(value.type)):
+            continue
+        for name in carried[k + 1 :]:
+            if name not in found and name not in followers and _same_tensor(env.get(name), value):
+                found[name] = leader
+    return found
+
+
+def _same_tensor(a, b) -> bool:
+    return isinstance(a, V.Dyn) and isinstance(b, V.Dyn) and a.value == b.value
+
+
 def _carried(c, initial, typed_like, node, name) -> loops.Carried:
     """`initial` before the loop, typed (and shaped) like `typed_like`."""
     if V.holds_maybe(initial) or V.holds_maybe(typed_like):
@@ -514,6 +596,24 @@ def _carried_names(c, flat_body, node, live_after: set[str]) -> list[str]:
             break
         live = grown
     return sorted(written & live)
+
+
+def _joined_types(c, node, name, entry_types: list[Attribute], end_types: list[Attribute]) -> list[Attribute]:
+    """The carried types that hold both what enters the loop and what an iteration leaves;
+    a kind that differs (a uint8 mask, then a bool one) is `CarriedKindChange`."""
+    for a, b in zip(entry_types, end_types):
+        try:
+            c._join_type(a, b, name)
+        except FrontendError:
+            error = c.error(
+                node, f"{runs.quoted(node)}`{name}` is {V.describe_type(a)} when the loop starts and "
+                f"{V.describe_type(b)} after an iteration",
+                f"give `{name}` the kind the loop leaves before it (e.g. `{name} = {name}.bool()`)",
+            )
+            change = loops.CarriedKindChange(error.construct, error.hint, file=error.file, line=error.line)
+            change.loop = node  # (a loop nested in the body that cannot peel raises it too)
+            raise change from None
+    return [c._join_type(a, b, name) for a, b in zip(entry_types, end_types)]
 
 
 def _loop_type(c, value, node, name) -> Attribute:
@@ -576,10 +676,12 @@ def _yield(c, end_env, state, node, terminator="scf.yield"):
     ir.Operation.create(terminator, operands=operands)
 
 
-def _compile_body(c, op, flat_body, body_env, state, live_after_loop) -> dict:
+def _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers: dict[str, str]) -> dict:
     c.runtime_loop_depth += 1
     try:
-        return c.compile_block(flat_body, body_env, set(state) | live_after_loop)
+        # (a name the loop carries as another's tensor is live as that one is: a join in
+        # the body keeps the two one tensor, which the end of the body is checked for)
+        return c.compile_block(flat_body, body_env, set(state) | live_after_loop | set(followers))
     except lists.ListKindMismatch as mismatch:
         name = loops.retypable_list(body_env, state, mismatch)
         if name is None:
@@ -602,7 +704,7 @@ def _build_for(c, node, trip: range, state, env, flat_body, live_after_loop, fol
     block = op.regions[0].blocks.append(index, *types)
     with ir.InsertionPoint(block):
         body_env = _body_env(c, env, state, list(block.arguments)[1:], followers)
-        end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop)
+        end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers)
         _yield(c, end_env, state, node)
     return op, end_env
 
@@ -632,6 +734,6 @@ def _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, h
     after = op.regions[1].blocks.append(*types)
     with ir.InsertionPoint(after), c.unentered.body(condition):
         body_env = _body_env(c, env, state, list(after.arguments), followers)
-        end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop)
+        end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers)
         _yield(c, end_env, state, node)
     return op, end_env

@@ -23,6 +23,14 @@ class LoopStructureError(FrontendError):
     """A variable's structure (None, tuple, tensor) changes between iterations."""
 
 
+class CarriedKindChange(LoopStructureError):
+    """A carried variable's kind (dtype, or int/float/bool) changes between iterations (a
+    uint8 mask before the loop, a bool one after an iteration): the first iteration may be
+    compiled apart (`loop_compiler._peeled`), else this is the refusal."""
+
+    loop: ast.stmt  # the loop whose variable it is
+
+
 class Carried:
     """A variable carried by a runtime loop: its value before the loop, the IR types and
     examples of its leaves, and its tuple structure (None for a single value)."""

@@ -368,20 +368,27 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
                 # another input of this run shares the memory, but export saw two values
                 raise c._path_dependent_alias(stmts[0], runs.bound_name(inputs, flat_inputs[k]))
         values = c.state.rebind_buffers(c, env, live, stmts[0], captured, values) if c.state else values
-        c._rebind_mutated(
-            env, live, stmts[0],
-            [
-                (flat_inputs[k], V.Dyn(value, type_, flat_inputs[k].example))
-                for k, value, type_ in zip(captured.mutated_inputs, values, captured.mutated_types)
-            ],
-        )
+        mutations = [
+            (flat_inputs[k], V.Dyn(value, type_, flat_inputs[k].example))
+            for k, value, type_ in zip(captured.mutated_inputs, values, captured.mutated_types)
+        ]
+        c._rebind_mutated(env, live, stmts[0], mutations)
+        # a result that is the very memory of an input the run changed (`hx[idx], cx[idx] =
+        # ...` returns both names of one tensor) is its new value: one IR value, so that the
+        # names bound to it stay one tensor (a loop carries them as one)
+        new_memory = {aliases.geometry(old.example): new for old, new in mutations if aliases.storage_of(old.example) is not None}
         values = values[mutated:]
         by_runtime_int = any(isinstance(l, V.Dyn) and l.type == V.INT for v in originals.values() for l in V.leaves(v))
         placed = aliases.placed_by_runtime_int(flat_inputs) if by_runtime_int else lambda example: frozenset()
         for k, value, type_, constant in zip(exported, values, captured.result_types, captured.constant):
             leaf = out_leaves[k]
             is_scalar = not isinstance(leaf, torch.Tensor)
-            produced[k] = V.Const(leaf) if is_scalar and constant else V.Dyn(value, type_, leaf, placed(leaf))
+            if is_scalar and constant:
+                produced[k] = V.Const(leaf)
+            elif not is_scalar and aliases.storage_of(leaf) is not None and aliases.geometry(leaf) in new_memory:
+                produced[k] = new_memory[aliases.geometry(leaf)]
+            else:
+                produced[k] = V.Dyn(value, type_, leaf, placed(leaf))
         drop_unused_constants([v for k, v in zip(exported, values) if isinstance(produced[k], V.Const)])
     known = {id(l.value) for _, value in input_specs for l in V.leaves(value) if isinstance(l, V.Const)}
     if flat_inputs and any(k not in produced and runs.picked_object(leaf) and id(leaf) not in known for k, leaf in enumerate(out_leaves)):

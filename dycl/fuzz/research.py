@@ -65,6 +65,10 @@ their form (`FORMS`):
   with `enforce_sorted=False`, or made non-increasing by a running `min`): an `nn.GRU`,
   `nn.LSTM` or `nn.RNN` (stacked, bidirectional) on `pack_padded_sequence(seq, lens)`, then
   its final state, `pad_packed_sequence(out)`, `out.data` or `out.batch_sizes` (forward only).
+- kinds that change around a loop and aliases made on one path (after `data_dependent_size`
+  and what follows it, from a stream of their own): a live-rows `while` (or `for` that may `break`) whose mask
+  enters as `.byte()` and comes back bool, then `run.sum()` and `~run`; `c = h` on one path
+  and two tensors on the other, then `h[idx], c[idx] = ...` and `h += 0.5`.
 
 Rules that keep every program valid: statements keep the shape of `x` (a stage's summary
 `s` is (1, W): `x` itself for vectors, `x.mean((2, 3))` for images; results of shape (1, W)
@@ -160,6 +164,9 @@ FORMS = (
     # the sparse MoE's `SparseDispatcher`, a helper object built in forward (drawn where
     # `data_dependent_size` would be, from a stream of its own)
     "sparse_dispatch",
+    # kinds that change around a loop (a byte mask that comes back bool), an alias made on one
+    # path and written through (`c = h` on one path, `h[idx], c[idx] = ...` after the join)
+    "kind_change", "one_path_alias",
 )
 
 PROGRAM_PROBABILITY = 0.6  # a program uses research constructs at all
@@ -224,6 +231,11 @@ NUMBERS_PROBABILITY = 0.35
 # and `Researcher.sets`.
 GATE_LIST_PROBABILITY = 0.5
 SETS_PROBABILITY = 0.35
+# `data_dependent_size` is followed by a loop whose mask enters as a byte mask and comes back
+# bool, or by an alias made on one path and written through (issue 34, item 7), with this
+# probability, drawn from `Researcher.kinds` (last of all its followers, so that it changes
+# none of theirs).
+KINDS_PROBABILITY = 0.3
 CONDITIONS = {  # threshold slots a form needs (forms with 0 here write none)
     "np_max_cond": 1, "sum_comprehension": 1, "any_genexp": 1, "all_genexp": 1, "cond_expr": 1, "and_or": 2,
     "attr_counter": 1, "bool_math": 1, "scalar_list": 1, "nested_carry": 1,
@@ -371,6 +383,8 @@ class Researcher:
         self.sets = random.Random(f"issue34 sets {rng.getstate()[1][:8]}")
         self.gate_lists = 0
         self.dispatchers = random.Random(f"issue34 dispatch {rng.getstate()[1][:8]}")  # (`sparse_dispatch`)
+        # ... and so do the issue-34 kinds that change around a loop (`kind_changes`)
+        self.kinds = random.Random(f"issue34 kinds {rng.getstate()[1][:8]}")
 
     # ----- names, modules, pieces --------------------------------------------------------
 
@@ -606,6 +620,41 @@ class Researcher:
                          f"if not {mask}.any():\n    break", form)]
         return [Research(made, form), For(r.randint(2, 3), body, var=t),
                 Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')}", form)]
+
+    def kind_changes(self, stage: str, fold) -> list[Stmt]:
+        """Issue 34, item 7 (`kinds` only): 3 rows built from x and a loop over the live ones
+        whose mask enters as a byte mask (`.byte()`) and comes back bool (`rows.sum(1) > t`),
+        a `while` or a `for` over a constant range that may `break` (a batch whose mask is
+        empty never enters the `while`; `~run` differs by kind after it); or two names of one
+        buffer on one path (`c = h`) and of two on the other, written through both at the
+        picked rows (`h[idx], c[idx] = ...`), then changed in place (`h += 0.5`)."""
+        r, s, w = self.kinds, self.summary[stage], self.width
+        rows, run, idx = self.fresh("rows"), self.fresh("run"), self.fresh("idx")
+        made = f"{rows} = " + r.choice([f"torch.cat([{s}, {s} * 0.5, torch.tanh({s})])",
+                                        f"torch.stack([{s}[0], -{s}[0], torch.sigmoid({s}[0]) - 0.5])"])
+        first, again = r.choice(["0.05", "0.1", "-0.1"]), r.choice(["0.05", "0.2"])
+        if r.random() < 0.5 or self.slots_used() >= MAX_CONDITIONS:
+            form, lin, n = "kind_change", self.module(f"nn.Linear({w}, {w})"), self.fresh("n")
+            step = [f"{idx} = {run}.nonzero().squeeze(1)", f"{rows}[{idx}] = torch.tanh({lin}({rows}[{idx}]))",
+                    f"{run} = {rows}.sum(1) > {again}"]
+            head = [made, f"{run} = ({rows}.sum(1) > {first}).byte()"]
+            if r.random() < 0.5:
+                loop = [f"{n} = 0", f"while {run}.any() and {n} < {r.randint(2, 4)}:", *("    " + line for line in step), f"    {n} += 1"]
+                use = f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')} + 0.01 * {run}.sum() + 0.001 * (~{run}).float().mean()"
+                return [Research("\n".join([*head, *loop, use]), form)]
+            body = [Research("\n".join([*step, f"if not {run}.any():", "    break"]), form)]
+            return [Research("\n".join(head), form), For(r.randint(2, 4), body),
+                    Research(f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')} + 0.01 * {run}.sum()", form)]
+        form, h, c = "one_path_alias", self.fresh("h"), self.fresh("c")
+        zeros = r.choice([f"Variable({rows}.data.new(3, {w}).zero_())", f"{rows} * 0.5", f"torch.zeros(3, {w})"])
+        store = r.choice([f"{h}[{idx}], {c}[{idx}] = torch.tanh({rows}[{idx}]), torch.sigmoid({rows}[{idx}])",
+                          f"{h}[{idx}] = torch.tanh({rows}[{idx}])\n{c}[{idx}] += 0.5"])
+        stat = r.choice(self.statistics(stage)).replace("{k}", str(r.randrange(w)))
+        return [Research(f"{made}\n{run} = {rows}.sum(1) > {first}", form),
+                If([(self.cond(stat, rng=r), [Research(f"{h} = {zeros}\n{c} = {h}", form)])],
+                   [Research(f"{h}, {c} = torch.tanh({rows}), {rows} * 0.25", form)]),
+                Research(f"{idx} = {run}.nonzero().squeeze(1)\n{store}\n{h} += 0.5\n"
+                         f"x = x + 0.1 * {fold(f'({h} + 2.0 * {c}).sum(0, keepdim=True)')}", form)]
 
     def picked_count(self, stage: str, fold) -> list[Stmt]:
         """Rows of a 3-row tensor built from x picked by the union of two bool masks (`m1 + m2`:
@@ -1023,8 +1072,13 @@ class Researcher:
                     made = made + self.python_numbers(stage, fold)
                 if self.sets.random() < SETS_PROBABILITY:
                     made = made + self.set_indices(stage, fold)
-            # (after the others, from a stream of its own: they stay what they were)
-            return made + self.sparse_dispatch(stage, fold) if self.dispatchers.random() < DISPATCH_PROBABILITY else made
+            # (after the others, each from a stream of its own: they stay what they were, and
+            # what a form makes is never dropped, so every threshold slot it takes is used)
+            if self.dispatchers.random() < DISPATCH_PROBABILITY:
+                made = made + self.sparse_dispatch(stage, fold)
+            if self.kinds.random() < KINDS_PROBABILITY:
+                made = made + self.kind_changes(stage, fold)
+            return made
         if form == "lengths_enumerate":
             i, l = self.fresh("i"), self.fresh("l")
             use = [f"x = x + 0.1 * {l} * torch.tanh(x)", f"x = x * (1.0 + 0.05 * {i})"]

@@ -293,17 +293,6 @@ class MutatesWeight(nn.Module):
         return x * self.scale
 
 
-class PathDependentAlias(nn.Module):
-    def forward(self, x):
-        y = x * 2
-        if y.sum() > 0:
-            z = y
-        else:
-            z = y.clone()
-        z.add_(1.0)  # line marker: path-dependent
-        return y, z
-
-
 class MutatesListedTensor(nn.Module):
     def forward(self, x):
         h = x * 2
@@ -330,10 +319,27 @@ class OverlappingViews(nn.Module):
 REFUSED = {
     "mutates_input": (MutatesInput, (torch.ones(1, 3),), "mutates-input", "forward input `x`"),
     "mutates_weight": (MutatesWeight, (torch.ones(1, 3),), "mutates-weight", "`self.scale`"),
-    "path_dependent_alias": (PathDependentAlias, (torch.ones(1, 3),), "path-dependent", "on some paths only"),
     "mutates_listed_tensor": (MutatesListedTensor, (torch.ones(1, 3),), "listed", "the list `outs`"),
     "overlapping_views": (OverlappingViews, (torch.ones(1, 6),), "overlapping", "a different view of the same tensor"),
 }
+
+
+class PathDependentAlias(nn.Module):
+    """`z` is `y` on one path and a copy on the other, then changed in place in the same
+    block: the `if` compiles `z.add_(1.0)` in each arm, where it changes `y` too or not, as
+    in eager (joins.compile_if)."""
+
+    def forward(self, x):
+        y = x * 2
+        if y.sum() > 0:
+            z = y
+        else:
+            z = y.clone()
+        z.add_(1.0)
+        return y, z
+
+
+CASES["path_dependent_alias"] = (PathDependentAlias, [(_vec(1.0, 0.5, -0.2),), (_vec(-1.0, 0.5, -0.2),)])
 
 
 class LoopMutatesAlias(nn.Module):

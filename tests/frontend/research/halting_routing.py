@@ -524,6 +524,142 @@ class ACTBatchLiveRows(nn.Module):
         return images([(0, 0.1), (0, 3.0), (1, 10.0), (7, 3.0), (9, 3.0)], shape=(4, 6))
 
 
+class ACTBatchPublished(nn.Module):
+    """Batch ACT around an `nn.LSTMCell` as the 2017-2019 PyTorch ports write it: time-major
+    input, `hx=None` (then `cx = hx`, one tensor that `hx[idx], cx[idx] = ...` writes twice),
+    a `ByteTensor` selector refilled every time step that comes back bool from `(accum_h < 1
+    - eps).data`, a flag feature holding the ponder step, and up to 100 ponder steps over the
+    rows still running, until no row runs."""
+
+    N_PATHS = 5
+    CONSTRUCTS = ('kind-change', 'one-path-alias', 'data-size', 'Variable', '.data')
+
+    def __init__(self, input_size=3, hidden_size=6, max_ponder=100, epsilon=0.01):
+        super().__init__()
+        self.rnn_cell = nn.LSTMCell(input_size + 1, hidden_size)
+        self.ponder_linear = nn.Linear(hidden_size, 1)
+        self.max_ponder = max_ponder
+        self.epsilon = epsilon
+        self._is_lstm = isinstance(self.rnn_cell, nn.LSTMCell)
+        self.ponder_linear.bias.data.fill_(1)
+        self.ponder_linear.weight.data.mul_(8)  # (calibrated: rows halt after 1 to 100 steps)
+
+    def forward(self, input_, hx=None):
+        if hx is None:
+            hx = Variable(input_.data.new(input_.size(1), self.rnn_cell.hidden_size).zero_())
+            if self._is_lstm:
+                cx = hx
+        else:
+            hx, cx = [Variable(h.data.clone()) for h in hx]
+        time_size, batch_size, input_dim_size = input_.size()
+        accum_h = Variable(input_.data.new(batch_size).zero_())
+        accum_hx = Variable(input_.data.new(input_.size(1), self.rnn_cell.hidden_size).zero_())
+        accum_cx = Variable(input_.data.new(input_.size(1), self.rnn_cell.hidden_size).zero_())
+        selector = input_.data.new(batch_size).byte()
+        hx_list = []
+        step_count = Variable(input_.data.new(batch_size).zero_())
+        ponder_steps = []
+        for input_row in input_:
+            accum_h = accum_h.zero_()
+            accum_hx = accum_hx.zero_()
+            accum_cx = accum_cx.zero_()
+            selector = selector.fill_(1)
+            step_count = step_count.zero_()
+            input_row_with_flag = torch.cat([input_row, Variable(input_row.data.new(batch_size, 1).zero_())], dim=1)
+            for act_step in range(self.max_ponder):
+                input_row_with_flag[:, input_dim_size] = act_step
+                idx = selector.nonzero().squeeze(1)
+                hx[idx], cx[idx] = self.rnn_cell(input_row_with_flag[idx], (hx[idx], cx[idx]))
+                accum_hx[idx] += hx[idx]
+                h = torch.sigmoid(self.ponder_linear(hx[idx]).squeeze(1))
+                accum_h[idx] += h
+                p = h - (accum_h[idx] - 1).clamp(min=0)
+                accum_hx[idx] += p.unsqueeze(1) * hx[idx]
+                accum_cx[idx] += p.unsqueeze(1) * cx[idx]
+                step_count[idx] += 1
+                selector = (accum_h < 1 - self.epsilon).data
+                if not selector.any():
+                    break
+            ponder_steps.append(step_count.clone())
+            hx = accum_hx / step_count.clone().unsqueeze(1)
+            cx = accum_cx / step_count.clone().unsqueeze(1)
+            hx_list.append(hx)
+        return torch.stack(hx_list), (hx, cx), torch.stack(ponder_steps)
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return len(inputs) > 1, tuple(int(n) for n in output[2].max(1).values)
+
+    @staticmethod
+    def example_inputs():
+        return (randn(2, 3, 3, seed=0, scale=0.1), (randn(3, 6, seed=10, scale=0.1), randn(3, 6, seed=20, scale=0.1)))
+
+    @staticmethod
+    def path_inputs():
+        return [
+            (randn(2, 3, 3, seed=0, scale=0.1), (randn(3, 6, seed=10, scale=0.1), randn(3, 6, seed=20, scale=0.1))),
+            (randn(2, 3, 3, seed=0, scale=0.1),),  # two steps at each time step, no state given
+            (randn(2, 3, 3, seed=0, scale=3.0),),  # three steps, then two
+            (randn(2, 3, 3, seed=2, scale=10.0), (randn(3, 6, seed=12, scale=10.0), randn(3, 6, seed=22, scale=10.0))),
+            (randn(2, 3, 3, seed=5, scale=10.0),),  # a row that never halts: all 100 ponder steps
+        ]
+
+
+class ACTWhileByteMask(nn.Module):
+    """Batch ACT with a `while` over halting steps: a `ByteTensor` mask of the rows that are
+    not padding (`.byte()`) that comes back bool (`halting < 1 - eps`), the LSTM state made
+    by `cx = hx` when none is given, and the live rows updated in place; a batch of padding
+    never enters the loop, so the mask is still a byte mask after it."""
+
+    N_PATHS = 5
+    CONSTRUCTS = ('kind-change', 'one-path-alias', 'data-size', 'Variable')
+
+    def __init__(self, size=4, hidden=6, max_steps=5, eps=0.01):
+        super().__init__()
+        self.cell = nn.LSTMCell(size, hidden)
+        self.halt = nn.Linear(size + hidden, 1)
+        self.max_steps, self.eps = max_steps, eps
+
+    def forward(self, x, state=None):
+        batch_size = x.size(0)
+        if state is None:
+            hx = Variable(x.data.new(batch_size, self.cell.hidden_size).zero_())
+            cx = hx
+        else:
+            hx, cx = state
+            hx, cx = hx.clone(), cx.clone()
+        running = (x.abs().sum(1) > 0).byte()
+        halting = 1 - running.float()
+        n_steps = x.new_zeros(batch_size)
+        step = 0
+        while running.any() and step < self.max_steps:
+            idx = running.nonzero().squeeze(1)
+            hx[idx], cx[idx] = self.cell(x[idx], (hx[idx], cx[idx]))
+            halting[idx] += torch.sigmoid(self.halt(torch.cat([x[idx], hx[idx]], 1))).squeeze(1)
+            n_steps[idx] += 1
+            running = halting < 1 - self.eps
+            step += 1
+        return hx, cx, n_steps, running.sum()
+
+    @staticmethod
+    def path_key(inputs, output, trace):
+        return inputs[1] is not None if len(inputs) > 1 else False, int(output[2].max())
+
+    @staticmethod
+    def example_inputs():
+        return (randn(3, 4, seed=0), (randn(3, 6, seed=1), randn(3, 6, seed=2)))
+
+    @staticmethod
+    def path_inputs():
+        return [
+            (randn(3, 4, seed=0), (randn(3, 6, seed=1), randn(3, 6, seed=2))),
+            (randn(3, 4, seed=0), None),
+            (randn(3, 4, seed=3, scale=5.0), None),
+            (torch.zeros(3, 4), None),
+            (randn(3, 4, seed=2), (randn(3, 6, seed=5), randn(3, 6, seed=6))),
+        ]
+
+
 class MoEDispatchRows(nn.Module):
     """Top-1 mixture of experts over a batch, dispatched the way batched MoE code does: each
     expert runs on the rows routed to it (`idx = (route == e).nonzero().squeeze(1)`), and
@@ -770,6 +906,8 @@ MODELS = [
     ACTConstantLSTM,
     MoEExpertDict,
     ACTBatchLiveRows,
+    ACTBatchPublished,
+    ACTWhileByteMask,
     MoEDispatchRows,
     UniqueLabelPooling,
     DurationRegulator,

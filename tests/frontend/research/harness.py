@@ -76,6 +76,8 @@ CONSTRUCTS = {
     "dict": "a dict of runtime values (`return {\"logits\": y}`, `outputs[k] = v`, `{n: e(x) for n, e in d.items()}`)",
     "gate-list": "a plain list of submodules kept on the model (`self.gate_instances`, filled in `__init__`), read through in forward after each gate set an attribute (`[g.saved_action for g in self.gate_instances]`)",
     "helper-object": "a plain Python object built in forward, its methods called in later statements (`dispatcher = SparseDispatcher(n, gates)`, `dispatcher.dispatch(x)`)",
+    "kind-change": "a loop-carried mask that enters as uint8 and comes back bool (`selector = x.data.new(b).byte()`, then `selector = (accum < 1 - eps).data`)",
+    "one-path-alias": "an alias made on one path and written through (`cx = hx` when no state is given, then `hx[idx], cx[idx] = cell(...)`)",
 }
 MODELS = {cls.__name__: cls for family in FAMILIES for cls in family.MODELS}
 

@@ -54,7 +54,7 @@ DEFAULT_ON_ONNXRUNTIME = {
     "ExitConfHistory", "ExitOutputsDict", "GreedyStripEnd", "MoEHardRouting", "MoETopKMask", "NpWhereExit",
     "RouterNumpyArgsort", "SDNEarlyExitOverride", "SharedExpertGate", "ShowAttendTellOneWord", "ShowTellPacked",
     "SkipAllAny", "SkipExtendGroups", "SkipListSurgery", "SkipNetGateInstances", "StreamingLSTMTupleState", "VariableThresholdExit",
-    "DeeBertHighwayExit", "NestedStepDecoder", "ACTStateObject",
+    "DeeBertHighwayExit", "NestedStepDecoder", "ACTStateObject", "ACTWhileByteMask",
 }
 
 
