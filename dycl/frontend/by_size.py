@@ -83,7 +83,7 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
     def choose(sizes: list[int | None]) -> list[ir.Value]:
         if len(sizes) < len(groups):
             measured = measure(groups[len(sizes)])
-            smallest = functools.reduce(lambda a, b: c.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)), measured)
+            smallest = _smallest(c, measured)
             return c.select(compare("ge", smallest, 2), lambda: choose([*sizes, None]), lambda: c.select(
                 compare("ge", measured[0], 1), lambda: choose([*sizes, 1]), lambda: choose([*sizes, 0])))
         fixed = {where: n for group, n in zip(groups, sizes) if n is not None for where in group}
@@ -169,7 +169,7 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
         for tie in sorted(set(tied.values())):
             first, *others = measure([where for where, t in tied.items() if t == tie])
             tests += [c.builder.host_op("torch.aten.eq.int", [first, other], V.BOOL, first.example == other.example) for other in others]
-        return functools.reduce(lambda a, b: c.builder.host_op("torch.aten.__and__.bool", [a, b], V.BOOL, a.example and b.example), tests)
+        return _all_true(c, tests)
 
     arms: list[CapturedRun] = []
     attempts: list = []  # (the captures past a bound export made: at most MAX_SIZE_RANGES)
@@ -182,8 +182,7 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
         groups = untied.runtime_sizes if untied is not None else []
         if not groups or any(untied.range_of(g) != (2, None) for g in range(len(groups))):
             return fail()
-        smallest = functools.reduce(lambda a, b: c.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)),
-                                    [size for group in groups for size in measure(group)])
+        smallest = _smallest(c, [size for group in groups for size in measure(group)])
         arms.append(untied)
         return c.select(compare("ge", smallest, 2), lambda: c.capturer.splice(untied.func_name, operands), fail)
 
@@ -199,6 +198,16 @@ def splice(c, stmts, general: CapturedRun, variant, flat_inputs, names: list[str
     joined = CapturedRun(general.func_name, types[count:], constant, general.mutated_inputs, types[:count],
                          constant_values=general.constant_values, mutated_buffers=general.mutated_buffers)
     return joined, values
+
+
+def _smallest(c, sizes: list[V.Dyn]) -> V.Dyn:
+    """The least of runtime sizes, computed on the host."""
+    return functools.reduce(lambda a, b: c.builder.host_op("torch.prim.min.int", [a, b], V.INT, min(a.example, b.example)), sizes)
+
+
+def _all_true(c, tests: list[V.Dyn]) -> V.Dyn:
+    """Whether every host test holds."""
+    return functools.reduce(lambda a, b: c.builder.host_op("torch.aten.__and__.bool", [a, b], V.BOOL, a.example and b.example), tests)
 
 
 def error_arm(c, stmt, failure: Exception, fixed: dict, names: list[str], general: CapturedRun) -> list[ir.Value]:
@@ -257,8 +266,7 @@ def at_example_sizes(c, stmts, capture, flat_inputs, dynamic: list[list[int]], n
         size = c.builder.host_op("torch.aten.size.int", [flat_inputs[k], c.builder.constant(d)], V.INT, flat_inputs[k].example.shape[d])
         n = flat_inputs[k].example.shape[d]
         tests.append(c.builder.host_op("torch.aten.eq.int", [size, c.builder.constant(n)], V.BOOL, size.example == n))
-    condition = functools.reduce(
-        lambda a, b: c.builder.host_op("torch.aten.__and__.bool", [a, b], V.BOOL, a.example and b.example), tests)
+    condition = _all_true(c, tests)
 
     def call() -> list[ir.Value]:
         cast = [leaf.value for leaf in flat_inputs]
