@@ -35,8 +35,8 @@ import torch
 
 from dycl.frontend import nodes
 from dycl.frontend.callees import is_module_list, module_named, wrapped
+from dycl.frontend.container_statements import CONTAINER_METHOD_NAMES
 from dycl.frontend.helper_objects import HelperObjects, is_helper_object
-from dycl.frontend.lists import CONTAINER_METHOD_NAMES
 from dycl.frontend import values as V
 
 

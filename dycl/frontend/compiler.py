@@ -26,10 +26,10 @@ import torch
 import torch.utils._pytree as pytree
 from torch_mlir import ir
 
-from dycl.frontend import aliases, asserts, binding, callees, data_sizes, desugar, dispatch, lists, nodes, optional, packed
+from dycl.frontend import aliases, asserts, binding, callees, container_statements, data_sizes, desugar, dispatch, lists, nodes, optional, packed
 from dycl.frontend import host_builtins, host_numpy, predicates, runs, sizes, structure, unentered
 from dycl.frontend import host_slices, host_statements, host_values, inlining, joins, loop_compiler, mutation, run_compiler
-from dycl.frontend import exceptions, nested_functions, pytree_values
+from dycl.frontend import exceptions, nested_functions, pytree_values, tensor_lists
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
 from dycl.frontend.attributes import ModuleAttributes
@@ -491,7 +491,7 @@ class FunctionCompiler:
                 if host_numpy.is_numpy(value) or V.holds_maybe(value):  # (numpy semantics, `is None`)
                     return True
             elif isinstance(sub, ast.Call):
-                if isinstance(sub.func, ast.Attribute) and sub.func.attr in X.SCALAR_METHODS or lists.reads_runtime_length_values(sub, env, written_in_run):
+                if isinstance(sub.func, ast.Attribute) and sub.func.attr in X.SCALAR_METHODS or tensor_lists.reads_runtime_length_values(sub, env, written_in_run):
                     return True
                 if isinstance(sub.func, ast.Attribute) and sub.func.attr == "numpy" and not sub.args:
                     if any(n in written_in_run or not self._is_constant_name(n, env) for n in names_read(sub)):
@@ -545,7 +545,7 @@ class FunctionCompiler:
     def _calls_container_method(self, expr: ast.expr, env) -> bool:
         """Whether `expr` calls a method that changes a Python list, dict or set."""
         for node in ast.walk(expr):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in lists.CONTAINER_METHOD_NAMES:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in container_statements.CONTAINER_METHOD_NAMES:
                 receiver = self._try_constant(node.func.value, env, quiet=True)
                 if receiver is V.MISSING or isinstance(receiver, (list, dict, set)):
                     return True

@@ -21,7 +21,7 @@ import builtins
 
 import torch
 
-from dycl.frontend import host_sets, lists, nodes
+from dycl.frontend import host_sets, list_ops, lists, nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import RuntimeSize
@@ -236,7 +236,7 @@ def truth(c, value, node) -> V.EnvValue:
     if isinstance(value, lists.StaticList):
         return V.Const(bool(value.items))
     if isinstance(value, V.Dyn) and V.is_list_type(value.type):
-        n = lists.length(c, value)
+        n = list_ops.length(c, value)
         return c.builder.host_op("torch.aten.ne.int", [n, c.builder.constant(0)], V.BOOL, len(value.example) != 0)
     if isinstance(value, V.Dyn) and V.is_tensor_type(value.type):
         if value.example.numel() != 1:
@@ -309,7 +309,7 @@ def _len(c, expr, env):
     node = _one_argument(c, expr, "len")
     value = c.expression(node, env)
     if isinstance(value, V.Dyn) and V.is_list_type(value.type):
-        return V.Const(lists.length(c, value)) if isinstance(value, lists.StaticList) else lists.length(c, value)
+        return V.Const(list_ops.length(c, value)) if isinstance(value, lists.StaticList) else list_ops.length(c, value)
     items = lists.items_of(value)
     if items is not None:
         return V.Const(len(items))
@@ -488,7 +488,7 @@ def _extremum(c, expr: ast.Call, env, largest: bool):
     if key_of is None and all(_is_int(i) for i in items):  # ints: the host's max/min
         result = items[0].value if isinstance(items[0], V.Const) else items[0]
         for item in items[1:]:
-            result = (lists._max if largest else lists._min)(c, result, item.value if isinstance(item, V.Const) else item)
+            result = (list_ops._max if largest else list_ops._min)(c, result, item.value if isinstance(item, V.Const) else item)
         return V.Const(result) if not isinstance(result, V.Dyn) else result
     return _select(c, expr, items, keys, largest)
 

@@ -26,7 +26,7 @@ import ast
 import builtins
 from dataclasses import dataclass
 
-from dycl.frontend import lists, nodes
+from dycl.frontend import list_ops, lists, nodes
 from dycl.frontend import values as V
 from dycl.frontend.desugar import display_name, resolve, source_text
 from dycl.frontend.rewrite import fresh_id, lower
@@ -169,7 +169,7 @@ def combine(c, node: ast.BinOp, left: SortedSet, right: SortedSet) -> SortedSet:
     elif op is ast.BitAnd:
         result = filtered(left, right, True)
     else:
-        ops = lists.ListOps(c, node, f"`{source_text(node)}`")
+        ops = list_ops.ListOps(c, node, f"`{source_text(node)}`")
         pieces = (left, right) if op is ast.BitOr else (filtered(left, right, False), filtered(right, left, False))
         result = distinct(c, node, ops.concat(*pieces), "a set")
     example = {ast.Sub: set.difference, ast.BitAnd: set.intersection, ast.BitOr: set.union,

@@ -10,7 +10,7 @@ import ast
 
 from torch_mlir import ir
 
-from dycl.frontend import host_numpy, lists, packed, structure
+from dycl.frontend import container_statements, host_numpy, lists, packed, structure
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
@@ -33,7 +33,7 @@ def host_Expr(c, stmt: ast.Expr, env: dict) -> None:
     if isinstance(stmt.value, ast.Constant):
         return  # a docstring
     if list_method(c, stmt.value, env) is not None:
-        lists.mutate(c, stmt.value, env)
+        container_statements.mutate(c, stmt.value, env)
         return
     c.expression(stmt.value, env)  # evaluated for its errors; the value is dropped
 
@@ -63,7 +63,7 @@ def host_AnnAssign(c, stmt: ast.AnnAssign, env: dict) -> None:
 
 
 def host_Delete(c, stmt: ast.Delete, env: dict) -> None:
-    lists.delete(c, stmt, env)  # one target each (desugar.split_delete)
+    container_statements.delete(c, stmt, env)  # one target each (desugar.split_delete)
 
 
 def _assign(c, target: ast.expr, value: V.EnvValue, env: dict) -> None:
@@ -89,10 +89,10 @@ def _assign(c, target: ast.expr, value: V.EnvValue, env: dict) -> None:
             _assign(c, sub, item, env)
         return
     if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and lists.is_list(env.get(target.value.id)):
-        lists.store(c, target, value, env)
+        container_statements.store(c, target, value, env)
         return
-    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and lists.is_dict(env.get(target.value.id)):
-        lists.dict_store(c, target, value, env)
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and container_statements.is_dict(env.get(target.value.id)):
+        container_statements.dict_store(c, target, value, env)
         return
     raise c.error(target, "assignment to an attribute or item", "assign to a local variable (module state cannot change in forward)")
 
@@ -115,9 +115,9 @@ def list_method(c, expr: ast.expr, env) -> str | None:
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
         holder = c.receiver_value(expr.func.value, env)
         method = expr.func.attr
-        if lists.is_list(holder) and method in lists.LIST_METHODS:
+        if lists.is_list(holder) and method in container_statements.LIST_METHODS:
             return method
-        if isinstance(holder, V.Const) and method in lists.CONTAINER_MUTATORS.get(type(holder.value), ()):
+        if isinstance(holder, V.Const) and method in container_statements.CONTAINER_MUTATORS.get(type(holder.value), ()):
             return method
     return None
 
@@ -147,7 +147,7 @@ def container_changes(c, stmt: ast.stmt, env):
     for node in ast.walk(stmt):
         if node is top or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
-        if node.func.attr not in lists.CONTAINER_METHOD_NAMES:
+        if node.func.attr not in container_statements.CONTAINER_METHOD_NAMES:
             continue
         receiver = node.func.value
         holder, picked = c.receiver_value(receiver, env), False

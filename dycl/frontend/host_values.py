@@ -16,7 +16,7 @@ import copy
 
 import torch
 
-from dycl.frontend import host_builtins, host_expressions, host_numpy, host_sets, lists, packed, predicates, sizes
+from dycl.frontend import host_builtins, host_expressions, host_numpy, host_sets, list_ops, lists, packed, predicates, sizes, tensor_lists
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
@@ -40,7 +40,7 @@ def host_Call(c, expr: ast.Call, env) -> V.EnvValue:
     if isinstance(expr.func, ast.Attribute) and expr.func.attr == "tolist" and not expr.args and not expr.keywords:
         tensor = c.expression(expr.func.value, env)
         if isinstance(tensor, V.Dyn) and V.is_tensor_type(tensor.type):
-            return lists.tolist(c, tensor, expr)
+            return tensor_lists.tolist(c, tensor, expr)
     func = c._try_constant(expr.func, env, quiet=True)
     result = predicates.host_call(c, expr, env, func)
     if result is not None:
@@ -201,7 +201,7 @@ def _tensor_of_runtime_list(c, expr: ast.Call, env, value: V.Dyn, static_length:
             "runtime: its dtype depends on that length (an empty list makes a float32 tensor)",
             "give the dtype: `torch.tensor(lst, dtype=torch.long)`",
         )
-    return lists.tensor_of_runtime_list(c, expr, value, options.get("dtype"), static_length)
+    return tensor_lists.tensor_of_runtime_list(c, expr, value, options.get("dtype"), static_length)
 
 
 def _runtime_number_list(c, node, items: list) -> V.Dyn:
@@ -289,7 +289,7 @@ def _within_bounds(c, equal: V.EnvValue, k: int, n: int, bounds: list) -> V.EnvV
             limit = bound.value + n if bound.value < 0 else bound.value
             inside = V.Const(holds(k, max(limit, 0)))
         else:
-            limit = lists._wrapped(c, bound, n)  # (from the end when negative; k >= 0 clamps)
+            limit = list_ops._wrapped(c, bound, n)  # (from the end when negative; k >= 0 clamps)
             name = "ge" if holds(1, 1) else "lt"
             inside = c.builder.host_op(f"torch.aten.{name}.int", [c.builder.constant(k), limit], V.BOOL, holds(k, limit.example))
         if isinstance(inside, V.Const):
@@ -343,13 +343,13 @@ def host_BinOp(c, expr: ast.BinOp, env) -> V.EnvValue:
         host_sets.check_context(c, expr)
         return host_sets.combine(c, expr, host_sets.as_set(c, expr, left), host_sets.as_set(c, expr, right))
     if isinstance(expr.op, ast.Add) and (lists.is_list(left) or lists.is_list(right)):
-        ops = lists.ListOps(c, expr, f"`{source_text(expr)}`")
+        ops = list_ops.ListOps(c, expr, f"`{source_text(expr)}`")
         if not (lists.is_list(left) and lists.is_list(right)):
             raise c.error(expr, f"`{source_text(expr)}` adds a list and a {V.kind_of(right if lists.is_list(left) else left)}", "add lists to lists")
         return ops.concat(left, right)
     if isinstance(expr.op, ast.Mult) and (lists.is_list(left) or lists.is_list(right)):
         lst, count = (left, right) if lists.is_list(left) else (right, left)
-        ops = lists.ListOps(c, expr, f"`{source_text(expr)}`")
+        ops = list_ops.ListOps(c, expr, f"`{source_text(expr)}`")
         if not (isinstance(count, V.Const) and type(count.value) is int):
             raise c.error(expr, f"`{source_text(expr)}` repeats a list a number of times computed at runtime", "repeat it a constant number of times")
         items = lists.items_of(lst)
@@ -451,10 +451,10 @@ def host_Subscript(c, expr: ast.Subscript, env) -> V.EnvValue:
         return host_numpy.mark(_apply(c, expr, env, host_expressions.known_values([expr.value], [holder])), [holder])
     if isinstance(holder, V.Tup) and isinstance(holder.kind, V.DictKind):
         return _dict_item(c, expr, holder, c.expression(expr.slice, env))
-    key = lists.subscript_key(c, expr.slice, env)
-    ops = lists.ListOps(c, expr, f"`{source_text(expr)}`")
+    key = list_ops.subscript_key(c, expr.slice, env)
+    ops = list_ops.ListOps(c, expr, f"`{source_text(expr)}`")
     if isinstance(holder, V.Tup) and holder.kind != "list":  # a tuple: items known
-        constant = lists.const_key(key)
+        constant = list_ops.const_key(key)
         if constant is None:
             return _runtime_index_into_known(c, expr, env, holder, key)
         _, picked = ops.python(holder, lambda items: items[constant])

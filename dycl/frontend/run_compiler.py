@@ -56,7 +56,7 @@ def is_run_statement(c, stmt: ast.stmt, env, written_in_run: set[str]) -> bool:
     if c._needs_host(stmt, env, written_in_run):
         return False
     if runs.stores_into_python_container(stmt, env):
-        return False  # the host changes the list (lists.store) or refuses: never the example run
+        return False  # the host changes the list (container_statements.store) or refuses: never the example run
     if names_mutated(stmt):
         return True  # `t[m] = v` belongs with the code that made `t`, whatever `v` is
     value = stmt.value
