@@ -13,7 +13,7 @@ read from the operand (`xs[0]`, `d["top_k"]`). Arguments are evaluated once each
 Python's order (positional ones, starred included, then keywords): an argument gathered
 into `*args`/`**kwargs` that is not a plain name is first stored in a variable of its own.
 
-Decorators: a grad-mode decorator is transparent (`desugar.grad_mode_wrapped`); any other
+Decorators: a grad-mode decorator is transparent (`grad_mode.grad_mode_wrapped`); any other
 wrapper (`def inner(self, *args, **kwargs)`, with or without `functools.wraps`) is the
 function a call runs. Its body is inlined like any helper's and calls the wrapped function,
 which it reaches through its closure (`fn`): a plain function called with the module as its

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch.nn.modules import module as _module
 
-from dycl.frontend.desugar import unwrap_grad_mode
+from dycl.frontend.grad_mode import unwrap_grad_mode
 from dycl.frontend.helper_objects import is_helper_object
 from dycl.frontend.rewrite import NO_RECEIVER, SourceFunction, parse_function
 

@@ -26,7 +26,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch_mlir import ir
 
-from dycl.frontend import aliases, asserts, binding, callees, container_statements, data_sizes, desugar, dispatch, lists, nodes, optional, packed
+from dycl.frontend import aliases, asserts, binding, callees, container_statements, data_sizes, deletes, desugar, dispatch, lists, nodes, optional, packed
 from dycl.frontend import host_builtins, host_numpy, predicates, runs, sizes, structure, unentered
 from dycl.frontend import host_slices, host_statements, host_values, inlining, joins, loop_compiler, mutation, run_compiler
 from dycl.frontend import exceptions, nested_functions, pytree_values, tensor_lists
@@ -132,7 +132,7 @@ class FunctionCompiler:
             self.state.register(self.attributes)
             self.state.bind(self.attributes, env, arguments[user_leaves:])
         self.attributes.annotate(statements, parameters.self_name, receiver)
-        desugar.check_deletes(source)
+        deletes.check_deletes(source)
         nested_functions.prepare(source, statements)
         body = lower(source, statements, nodes.ReturnTo(RETURN_VAR, end)) + [nodes.Label(end)]
         with ir.InsertionPoint(entry):

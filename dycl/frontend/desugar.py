@@ -1,11 +1,11 @@
-"""Desugarings on the Python AST, applied while `rewrite.lower` walks a forward's statements.
+"""Desugarings of one statement's expressions on the Python AST (`prepare`), applied while
+`rewrite.lower` walks a forward's statements, and the user's text recovered from what they
+make (`source_text`).
 
 What research code writes for training or for a GPU, and what means nothing else at
 inference on the host, is rewritten to its inference meaning; everything else keeps its
 Python meaning exactly:
 
-- `with torch.no_grad():` / `torch.inference_mode()` / `torch.set_grad_enabled(False)`:
-  the block becomes its body (grad mode does not change values). Other `with` stay refused.
 - `E.data` -> `__dycl_data(E)`, `E.cuda(...)` / `E.cpu()` / `E.to(...)` -> `__dycl_cuda(E, ...)`
   & co.: helpers that decide on the object at run time. On a tensor, `.data` is its
   `.detach()` (the same memory: an in-place change through it changes the original), `.cuda()`/`.cpu()`
@@ -15,14 +15,15 @@ Python meaning exactly:
   the same memory either way, and the functionalization of export keeps the aliasing.)
 - `Variable(x)` / `torch.autograd.Variable(x)`, when the name resolves to
   `torch.autograd.Variable` in the function's globals, is `x` (Variable shares x's memory).
-- `del a, b[k]` becomes one `del` per target; `del name` is checked here: a name read on
-  some path after its `del` (before it is assigned again) is refused at the read.
+- A comprehension's variables get names of their own (its scope is its own).
 - A `lst.pop(...)` inside a larger statement is hoisted: `__popN = lst[i]`, then the bare
   `lst.pop(i)` statement, then the statement reading `__popN` (the compiler only meets list
   mutations as statements of their own, never inside an expression it may evaluate twice).
 
 The helpers are callable objects (never inlined by the compiler) that every source
-function's namespace holds (`HELPERS`, added by `rewrite.parse_function`).
+function's namespace holds (`HELPERS`, added by `rewrite.parse_function`). Whole
+statements are desugared apart: `with torch.no_grad():` and grad-mode decorators
+(`grad_mode.py`), `np.where` (`np_where.py`), `del` (`deletes.py`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,9 @@ import copy
 import re
 from typing import Any
 
-import numpy as np
 import torch
 
 from dycl.frontend import unpacking
-from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import (
     ATTRIBUTE_PREFIX,
     COMPREHENSION_PREFIX,
@@ -49,9 +48,9 @@ from dycl.frontend.nodes import (
     fresh_id,
     located,
     map_children,
-    parsed,
     replace_nodes,
 )
+
 
 # ----- run-time helpers -----------------------------------------------------------------
 
@@ -192,62 +191,6 @@ def resolve(source, expr: ast.expr, locals_: set[str] | None = None):
         if value is _MISSING:
             break
     return value
-
-
-# ----- with torch.no_grad() -----------------------------------------------------------
-
-
-def _constant(node: ast.expr):
-    return node.value if isinstance(node, ast.Constant) else _MISSING
-
-
-def _is_no_grad_item(source, item: ast.withitem, locals_) -> bool:
-    if item.optional_vars is not None or not isinstance(item.context_expr, ast.Call):
-        return False
-    call = item.context_expr
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return False
-    func = resolve(source, call.func, locals_)
-    values = [_constant(a) for a in call.args] + [_constant(k.value) for k in call.keywords]
-    names = [k.arg for k in call.keywords]
-    if func is torch.no_grad:
-        return not values
-    if func is torch.inference_mode:
-        return len(values) <= 1 and all(v is True for v in values) and set(names) <= {"mode"}
-    if func is torch.set_grad_enabled:
-        return len(values) == 1 and values[0] is False and set(names) <= {"mode"}
-    return False
-
-
-def grad_mode_wrapped(function):
-    """The function that `@torch.no_grad()` or `@torch.inference_mode()` wraps (torch's
-    `decorate_context`: `with ctx_factory(): return func(*args, **kwargs)`), else None.
-    Grad mode does not change values: at inference such a wrapper is its function."""
-    code = getattr(function, "__code__", None)
-    if code is None or code.co_name != "decorate_context" or not function.__closure__:
-        return None
-    from torch.utils import _contextlib
-
-    if code.co_filename != _contextlib.__file__:
-        return None
-    cells = dict(zip(code.co_freevars, (cell.cell_contents for cell in function.__closure__)))
-    context = getattr(cells.get("ctx_factory"), "__self__", None)
-    if type(context) is torch.no_grad or type(context) is torch.inference_mode and context.mode is True:
-        return cells.get("func")
-    return None
-
-
-def unwrap_grad_mode(function):
-    """`function` without the grad-mode decorators around it (`grad_mode_wrapped`)."""
-    while (inner := grad_mode_wrapped(function)) is not None:
-        function = inner
-    return function
-
-
-def is_no_grad_block(source, stmt: ast.With) -> bool:
-    """`with torch.no_grad():` (or inference_mode / set_grad_enabled(False)), no `as`."""
-    locals_ = local_names(source.node)
-    return bool(stmt.items) and all(_is_no_grad_item(source, item, locals_) for item in stmt.items)
 
 
 # ----- expression rewrites: .data, .cuda(), .cpu(), .to(device), Variable(x) -----------
@@ -542,80 +485,6 @@ def prepare(source, stmt: ast.stmt) -> list[ast.stmt]:
     return prelude + [new]
 
 
-# ----- np.where(cond) ---------------------------------------------------------------------
-
-_WHERE_USES = "`len(hits)`, `hits[i]`, `for i in hits` and `list(hits)`"
-
-
-def _where_target(source, stmt: ast.stmt) -> tuple[str, ast.expr] | None:
-    """(name, cond) of `name = np.where(cond)[0]` / `name, = np.where(cond)`, else None."""
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-        return None
-    target, value = stmt.targets[0], stmt.value
-    if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 1:
-        target, call = target.elts[0], value
-    elif isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == 0:
-        call = value.value
-    else:
-        return None
-    if not (isinstance(target, ast.Name) and isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords):
-        return None
-    if resolve(source, call.func) is not np.where:
-        return None
-    return target.id, call.args[0]
-
-
-def expand_np_where(source, stmt: ast.stmt) -> list[ast.stmt] | None:
-    """`hits = np.where(cond)[0]` with a 1-d `cond` of static length: the indices of its
-    nonzero items, gathered the way numpy defines them
-
-        __mask = cond
-        hits = []
-        for __i in range(__mask.shape[0]):     (unrolled: the length is static)
-            if __mask[__i]:
-                hits.append(__i)
-
-    `hits` is then a list of ints where numpy has an int array: the two agree on what
-    research code does with it ({uses}); any other use of the name in the function
-    (arithmetic, comparisons, truth values, `.size`) is refused at that use.""".format(uses=_WHERE_USES)
-    found = _where_target(source, stmt)
-    if found is None:
-        return None
-    name, cond = found
-    _check_where_uses(source, name)
-    number = fresh_id()
-    mask, i = f"__mask{number}", f"__index{number}"
-    code = (
-        f"{mask} = 0\n{name} = []\nfor {i} in range({mask}.shape[0]):\n"
-        f"    if {mask}[{i}]:\n        {name}.append({i})"
-    )
-    statements = parsed(code, stmt)
-    statements[0].value = cond  # (the user's expression keeps its own location)
-    return statements
-
-
-def _check_where_uses(source, name: str) -> None:
-    parents = {child: node for node in ast.walk(source.node) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(source.node):
-        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
-            continue
-        parent = parents.get(node)
-        if isinstance(parent, ast.Call) and node in parent.args and len(parent.args) == 1 and not parent.keywords:
-            if resolve(source, parent.func) in (builtins.len, builtins.list):
-                continue
-        if isinstance(parent, ast.Subscript) and parent.value is node and not isinstance(parent.slice, (ast.Slice, ast.Tuple)):
-            continue
-        if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
-            continue
-        raise source.error(
-            parent or node,
-            f"`{source_text(parent or node)}` on `{name}`, the index array of `np.where(cond)`: DyCL "
-            f"keeps it as a list of ints, which agrees with numpy's array only for {_WHERE_USES}",
-            f"write it with those (`len({name}) > 0` for a truth value, `{name}[0]` for the first hit), "
-            "or keep the mask a tensor and compute with torch",
-        )
-
-
 def _rewrite_target(source, target: ast.expr) -> ast.expr:
     if isinstance(target, ast.Name):
         return target
@@ -632,233 +501,3 @@ def _rewrite_target(source, target: ast.expr) -> ast.expr:
             rewritten.elts = [_rewrite_target(source, e) for e in target.elts]
         return rewritten
     return target
-
-
-# ----- del ------------------------------------------------------------------------------
-
-
-def split_delete(source, stmt: ast.Delete) -> list[ast.stmt]:
-    """One `del` per target (in order); only names and items of named lists can be deleted."""
-    out = []
-    stack = list(stmt.targets)
-    flat = []
-    while stack:
-        target = stack.pop(0)
-        if isinstance(target, (ast.Tuple, ast.List)):
-            stack = list(target.elts) + stack
-        else:
-            flat.append(target)
-    for target in flat:
-        text = f"`del {source_text(target)}`"
-        if isinstance(target, ast.Attribute) or (
-            isinstance(target, ast.Subscript) and isinstance(_root(target), ast.Attribute)
-        ):
-            raise source.error(
-                target, f"{text} in forward",
-                "module state must not change in forward: keep values in local variables and return them",
-            )
-        if isinstance(target, ast.Subscript) and not isinstance(target.value, ast.Name):
-            inner = source_text(target.value)
-            raise source.error(
-                target, f"{text} (an item of `{inner}`, not of a variable)",
-                f"bind it to a variable first: `inner = {inner}` then `del inner[{source_text(target.slice)}]`",
-            )
-        if not isinstance(target, (ast.Name, ast.Subscript)):
-            raise source.error(target, f"{text}", "`del` a variable or an item of a list variable")
-        if isinstance(target, ast.Subscript):
-            for node in ast.walk(target.slice):
-                if _mutator_receiver(node) is not None:
-                    raise source.error(node, f"{_describe_call(node)} inside `del`", f"compute it first: `k = {source_text(node)}`")
-            target = copy.deepcopy(target)
-            target.slice = _rewrite_expr(source, target.slice)
-        new = ast.Delete(targets=[target])
-        out.append(ast.copy_location(new, target))
-    return out
-
-
-def _root(expr: ast.expr) -> ast.expr:
-    while isinstance(expr, ast.Subscript):
-        expr = expr.value
-    return expr
-
-
-# ----- names used after `del` -------------------------------------------------------------
-
-
-class _Dead:
-    pass
-
-
-DEAD = _Dead()  # the state after `return`/`break`/`continue`: no path continues
-
-
-class DeleteChecker:
-    """Forward may-analysis over a function's structured AST: which names may be deleted
-    (`del name`, not assigned since) at each point. Reading such a name, or deleting it
-    again, raises NameError on that path in Python: refused at the read."""
-
-    def __init__(self, source):
-        self.source = source
-        self.loops: list[tuple[list, list]] = []  # (break states, continue states)
-
-    def check(self) -> None:
-        fdef = self.source.node
-        if not any(isinstance(n, ast.Delete) for n in ast.walk(fdef)):
-            return
-        self.block(fdef.body, {})
-
-    # state: dict name -> line of the `del`, or DEAD
-
-    def block(self, stmts, state):
-        for stmt in stmts:
-            if state is DEAD:
-                return DEAD
-            state = self.statement(stmt, state)
-        return state
-
-    def reads(self, node: ast.AST | None, state) -> None:
-        if node is None or state is DEAD:
-            return
-        for name, where in _loads(node):
-            if name in state:
-                raise self.source.error(
-                    where, f"`{name}` is used after `del`",
-                    f"the `del {name}` on line {state[name]} unbinds it on this path: "
-                    f"remove that `del`, or assign `{name}` again before this line",
-                )
-
-    @staticmethod
-    def stores(targets, state):
-        if state is DEAD:
-            return state
-        state = dict(state)
-        for target in targets:
-            if target is None:
-                continue
-            for node in ast.walk(target):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    state.pop(node.id, None)
-        return state
-
-    def statement(self, stmt, state):
-        if isinstance(stmt, ast.Delete):
-            for target in stmt.targets:
-                names = [target] if isinstance(target, ast.Name) else (
-                    [e for e in target.elts if isinstance(e, ast.Name)] if isinstance(target, (ast.Tuple, ast.List)) else []
-                )
-                if not names:
-                    self.reads(target, state)
-                for name in names:
-                    if name.id in state:
-                        raise self.source.error(
-                            name, f"`{name.id}` is used after `del` (deleted again)",
-                            f"the `del {name.id}` on line {state[name.id]} already unbinds it on this path: remove one of them",
-                        )
-                    state = {**state, name.id: stmt.lineno}
-            return state
-        if isinstance(stmt, ast.If):
-            self.reads(stmt.test, state)
-            return _join(self.block(stmt.body, dict(state)), self.block(stmt.orelse, dict(state)))
-        if isinstance(stmt, (ast.For, ast.While)):
-            return self.loop(stmt, state)
-        if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                self.reads(item.context_expr, state)
-                state = self.stores([item.optional_vars], state)
-            return self.block(stmt.body, state)
-        if isinstance(stmt, ast.Try):
-            end = self.block(stmt.body, dict(state))
-            for handler in stmt.handlers:
-                end = _join(end, self.block(handler.body, dict(state)))
-            return self.block(stmt.finalbody, _join(end, self.block(stmt.orelse, dict(state))))
-        if isinstance(stmt, ast.Return):
-            self.reads(stmt.value, state)
-            return DEAD
-        if isinstance(stmt, (ast.Break, ast.Continue)):
-            if self.loops:
-                self.loops[-1][0 if isinstance(stmt, ast.Break) else 1].append(state)
-            return DEAD
-        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-            self.reads(stmt, state)
-            return self.stores([ast.Name(stmt.name, ast.Store())], state)
-        if isinstance(stmt, ast.Assign):
-            self.reads(stmt.value, state)
-            for target in stmt.targets:
-                self.reads(target, state)
-            return self.stores(stmt.targets, state)
-        if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
-            self.reads(stmt.value, state)
-            target = stmt.target
-            if isinstance(stmt, ast.AugAssign) and isinstance(target, ast.Name):
-                self.reads(ast.Name(target.id, ast.Load(), lineno=target.lineno, col_offset=0), state)
-            else:
-                self.reads(target, state)
-            return self.stores([target], state)
-        self.reads(stmt, state)
-        return state
-
-    def loop(self, stmt, entry):
-        header = entry
-        for _ in range(len(entry) + 64):
-            self.loops.append(([], []))
-            if isinstance(stmt, ast.For):
-                self.reads(stmt.iter, header)
-                body_entry = self.stores([stmt.target], header)
-            else:
-                self.reads(stmt.test, header)
-                body_entry = header
-            end = self.block(stmt.body, dict(body_entry))
-            breaks, continues = self.loops.pop()
-            again = header
-            for state in [end, *continues]:
-                again = _join(again, state)
-            if again == header:
-                break
-            header = again
-        after = header
-        for state in breaks:
-            after = _join(after, state)
-        return self.block(stmt.orelse, after) if stmt.orelse else after
-
-
-def _join(a, b):
-    if a is DEAD:
-        return b
-    if b is DEAD:
-        return a
-    return {**b, **a}
-
-
-def _loads(node: ast.AST):
-    """(name, node) for every name a node reads, lambda/comprehension variables excluded."""
-    bound: set[str] = set()
-    stack = [(node, bound)]
-    while stack:
-        current, bound = stack.pop()
-        if isinstance(current, ast.Lambda):
-            inner = bound | {a.arg for a in current.args.args + current.args.kwonlyargs + current.args.posonlyargs}
-            stack.append((current.body, inner))
-            stack.extend((d, bound) for d in current.args.defaults)
-            continue
-        if isinstance(current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            inner = set(bound)
-            for gen in current.generators:
-                stack.append((gen.iter, set(inner)))
-                inner |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
-                stack.extend((cond, inner) for cond in gen.ifs)
-            elements = [current.key, current.value] if isinstance(current, ast.DictComp) else [current.elt]
-            stack.extend((e, inner) for e in elements)
-            continue
-        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load) and current.id not in bound:
-            yield current.id, current
-        for child in ast.iter_child_nodes(current):
-            stack.append((child, bound))
-
-
-def check_deletes(source) -> None:
-    try:
-        DeleteChecker(source).check()
-    except FrontendError:
-        raise
-    except RecursionError:  # pragma: no cover - absurdly deep code
-        raise source.error(source.node, "function too deeply nested to check its `del` statements")

@@ -63,7 +63,7 @@ def host_AnnAssign(c, stmt: ast.AnnAssign, env: dict) -> None:
 
 
 def host_Delete(c, stmt: ast.Delete, env: dict) -> None:
-    container_statements.delete(c, stmt, env)  # one target each (desugar.split_delete)
+    container_statements.delete(c, stmt, env)  # one target each (deletes.split_delete)
 
 
 def _assign(c, target: ast.expr, value: V.EnvValue, env: dict) -> None:

@@ -2,10 +2,11 @@
 
 - `lower`: `return`/`break`/`continue` become assignments plus forward jumps (structured form),
   `pass` is dropped; unsupported statements are rejected here with a FrontendError naming
-  file and line; the desugarings of `desugar.py` are applied to each statement (no-grad
-  blocks become their body, `.data`/`.cuda()`/`.cpu()`/`.to(device)`/`Variable(x)` their
-  inference meaning, `del` one target per statement, pops hoisted out of expressions,
-  comprehension variables renamed to their own scope).
+  file and line; the desugarings are applied to each statement (no-grad blocks become
+  their body: `grad_mode.py`; `del` one target per statement: `deletes.py`;
+  `.data`/`.cuda()`/`.cpu()`/`.to(device)`/`Variable(x)` their inference meaning, pops
+  hoisted out of expressions, comprehension variables renamed to their own scope:
+  `desugar.py`).
 - `inline_call`: a helper method (or a submodule's forward) that itself has control flow is
   inlined with its locals renamed, its returns becoming jumps to the end of its body.
 - `unroll`: a `for` over something known at import time (ModuleList, zip/enumerate of them,
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from dycl.frontend import desugar, exceptions, nested_functions, nodes, unpacking
+from dycl.frontend import deletes, desugar, exceptions, grad_mode, nested_functions, nodes, np_where, unpacking
 from dycl.frontend.nodes import fresh_id  # (re-exported: the frontend's modules import it from here)
 from dycl.frontend.errors import FrontendError
 
@@ -42,7 +43,7 @@ class SourceFunction:
 def parse_function(func: Callable) -> SourceFunction:
     """The AST of a Python function with line numbers of its source file. A grad-mode
     decorator is transparent; any other wrapper is the function parsed (its body runs)."""
-    func = desugar.unwrap_grad_mode(func)
+    func = grad_mode.unwrap_grad_mode(func)
     where = getattr(func, "__code__", func)  # (inspect follows `__wrapped__` from a function, not a code object)
     file = inspect.getsourcefile(where) or "<unknown>"
     try:
@@ -136,7 +137,7 @@ _REJECTED = {
 def check_supported(source: SourceFunction, stmt: ast.stmt) -> None:
     for node in ast.walk(stmt):
         rejected = _REJECTED.get(type(node))
-        if rejected is not None and not (isinstance(node, ast.With) and desugar.is_no_grad_block(source, node)):
+        if rejected is not None and not (isinstance(node, ast.With) and grad_mode.is_no_grad_block(source, node)):
             raise source.error(node, *rejected)
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
@@ -163,25 +164,25 @@ def lower(
     on_continue: Callable[[int], list[ast.stmt]] | None = None,
 ) -> list[ast.stmt]:
     """Rewrite `return`/`break`/`continue` of this body (not of nested loops) into jumps;
-    apply the desugarings of `desugar.py` (no-grad blocks, inference no-ops, `del`, pops)."""
+    apply the desugarings (no-grad blocks, inference no-ops, `del`, pops, `np.where`)."""
     if stmts is source.node.body:
-        desugar.check_deletes(source)  # the whole function, once: names read after `del`
+        deletes.check_deletes(source)  # the whole function, once: names read after `del`
     lowered: list[ast.stmt] = []
     for original in stmts:
         if isinstance(original, ast.Pass):
             continue  # a no-op; dropping it keeps the runs around it one run
-        if isinstance(original, ast.With) and desugar.is_no_grad_block(source, original):
+        if isinstance(original, ast.With) and grad_mode.is_no_grad_block(source, original):
             # grad mode does not change values: the block is its body
             lowered.extend(lower(source, original.body, returns, on_break, on_continue))
             continue
         if isinstance(original, ast.Delete):
-            lowered.extend(desugar.split_delete(source, original))
+            lowered.extend(deletes.split_delete(source, original))
             continue
         unpacked = unpacking.expand(source, original)
         if unpacked is not None:  # `first, *rest = xs`: indexing (unpacking.py)
             lowered.extend(lower(source, unpacked, returns, on_break, on_continue))
             continue
-        where = desugar.expand_np_where(source, original)
+        where = np_where.expand_np_where(source, original)
         if where is not None:  # `hits = np.where(cond)[0]`: a loop that gathers the indices
             lowered.extend(lower(source, where, returns, on_break, on_continue))
             continue
@@ -290,7 +291,7 @@ def inline_call(
     goes (exceptions.py).
     """
     fdef = callee.node
-    desugar.check_deletes(callee)
+    deletes.check_deletes(callee)
     args = fdef.args
     params = [a.arg for a in (*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg) if a is not None]
     prefix = f"__{fdef.name}{fresh_id()}_"
