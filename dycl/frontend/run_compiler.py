@@ -22,8 +22,10 @@ from xdsl.ir import Attribute
 from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, library_calls, lists, nodes, packed, pytree_values, runs
 from dycl.frontend import values as V
 from dycl.frontend.build import NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
-from dycl.frontend.capture import CapturedRun, DataDependentShape, IntArithmetic, SizeTest, SpecializedInput, WeightMutation
+from dycl.frontend.capture import CapturedRun, SizeTest
 from dycl.frontend.errors import DataSize, FrontendError, RuntimeSize
+from dycl.frontend.export_rewrites import WeightMutation
+from dycl.frontend.export_sizes import DataDependentShape, IntArithmetic, SpecializedInput
 from dycl.frontend.liveness import live_before, names_mutated, names_read, written_in
 from dycl.frontend.nodes import OPERAND_PREFIX
 from dycl.frontend.state import changed_weight
@@ -603,7 +605,7 @@ def _data_dependent_shape_error(c, stmts, error: DataDependentShape) -> Frontend
     lines = [line for file, line in error.frames if file == c.scope.source.file]
     at = next((s for line in reversed(lines) for s in stmts if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
     source = runs.statement_text([at] if at is not None else stmts)
-    if error.op == "aten.topk.default":  # (its values alone are lowered: capture._topk_of_a_runtime_k)
+    if error.op == "aten.topk.default":  # (its values alone are lowered: export_rewrites._topk_of_a_runtime_k)
         return c.error(
             at or stmts[0], f"`{source}` reads the indices of `topk` of a `k` known only at run time, "
             "whose order of equal values is topk's own (torch leaves it unspecified)",

@@ -16,7 +16,7 @@ import torch
 
 from dycl.frontend import aliases, lists, pytree_values
 from dycl.frontend import values as V
-from dycl.frontend.capture import IntArithmetic
+from dycl.frontend.export_sizes import IntArithmetic
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.liveness import MUTATING_METHODS
@@ -417,7 +417,7 @@ class IntsAsTensors(Exception):
 class IntAtTwo(Exception):
     """Capture the run again with the runtime int at `position` exported at 2: export froze
     its example, 0 or 1, and an example of 0 or 1 must not change what compiles. Where export
-    then assumes the int is at least 2 (`capture._runtime_sizes`), the run is also captured
+    then assumes the int is at least 2 (`export_sizes._runtime_sizes`), the run is also captured
     for 0 and 1, as for a dim."""
 
     def __init__(self, position: int):

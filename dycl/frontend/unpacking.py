@@ -9,7 +9,7 @@ Python's meaning:
   a runtime list's short length raises at the item read (an IndexError).
 - `v, _ = torch.topk(x, k)` whose second name is never read in the function: `v =
   __dycl_first_of_two(torch.topk(x, k))`, so that no run returns the second item. With k a runtime int, only the values have
-  an exact lowering (the indices of equal values are topk's own: capture.py).
+  an exact lowering (the indices of equal values are topk's own: export_rewrites.py).
 
 Applied by `rewrite.lower` to each statement, before the other desugarings.
 """

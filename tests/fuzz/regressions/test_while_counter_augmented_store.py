@@ -5,7 +5,7 @@ indexed by a `while` loop's Python counter, `x[:, steps1] += 2.0`, compiles to a
 so even the output's shape differs: [1, 3] vs [1, 6]). Cause: `Tensor.__setitem__` reads
 the symbolic int's value, and torch.export replaced an int whose example is 0 or 1 by that
 example without an error (for other examples it raises, which is why the plain store was
-refused). Fixed twice over: capture.py refuses a symbolic int input that export specialized,
+refused). Fixed twice over: export_sizes.py refuses a symbolic int input that export specialized,
 and a store at a basic index holding a runtime int is a copy into the view
 (`runs.subscript_store`, `runs.masked_update`), which export keeps symbolic.
 
