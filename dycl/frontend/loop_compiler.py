@@ -96,6 +96,10 @@ def _compile_for(c, loop: nodes.Loop, rest, env, live_out):
             peeled = _peeled(c, loop, iterable) if getattr(error, "loop", None) is node else None
             if peeled is not None:
                 return peeled + rest, env
+            if loops.can_break(node.body) and len(iterable) > loops.MAX_NESTED_UNROLL:
+                # each unrolled iteration would sit inside the `if` of the one before: too
+                # deep to compile, so the runtime form's refusal is the answer
+                raise
     items = list(iterable)
     if len(items) > loops.MAX_UNROLL:
         raise c.error(node, f"loop of {len(items)} iterations whose index is used", f"keep loops that use their index under {loops.MAX_UNROLL} iterations")
@@ -435,6 +439,9 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
         carried.remove(follower)
         del state[follower]
     followers.update(one_tensor)
+    # ... and a list built here holds a carried tensor itself (`hx_list.append(hx)` in an
+    # earlier time step, then `hx[idx] = ...` in this loop): its item follows the name
+    holders = _lists_holding(env, carried, followers, read_first | live_after_loop)
     retyped_lists: dict[str, FrontendError] = {}
     exits = frozenset(name for name in (brk, ret_flag) if name in extra)
     read_on_exit = live_after_loop | (names_read(node.test) if isinstance(node, ast.While) else set())
@@ -442,9 +449,9 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
         for _attempt in range(8):
             try:
                 if use_for:
-                    op, end_env = _build_for(c, node, trip, state, env, flat_body, live_after_loop, followers)
+                    op, end_env = _build_for(c, node, trip, state, env, flat_body, live_after_loop, followers, holders)
                 else:
-                    op, end_env = _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop, followers)
+                    op, end_env = _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop, followers, holders)
             except loops.CarriedListKind as retyped:
                 # a list that enters the loop with known items (`tokens = []`) holds what
                 # the body appends: carry a runtime list of that kind and build it again
@@ -458,6 +465,10 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
                 continue
             changed = False
             _check_sharing(c, node, {f: l for f, l in followers.items() if f not in one_tensor}, end_env)
+            for name, held in list(holders.items()):
+                if not _still_held(env[name], end_env.get(name), held, end_env):
+                    del holders[name]  # (carried below, as any list the body changed)
+                    changed = True
             for follower, leader in list(one_tensor.items()):
                 if not _same_tensor(end_env.get(follower), end_env.get(leader)):
                     # one tensor when the loop starts, two after an iteration: carried
@@ -469,13 +480,22 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
             # A variable the body changed that liveness did not see written (an alias of a
             # tensor mutated in place) is carried too, unless nothing reads it again (a dead
             # alias must not make the carry look shared on some iterations only).
-            for name in sorted(set(env) - written_in(flat_body)):
-                if name not in read_first and name not in live_after_loop:
-                    continue
-                if name not in carried and name not in followers and name in end_env and not V.same_value(end_env[name], env[name]):
-                    carried.append(name)
-                    state[name] = _carried(c, env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
-                    changed = True
+            # A list holding such a tensor follows it instead (the tensors first, so that
+            # the lists holding them are seen).
+            unseen = [
+                name for name in sorted(set(env) - written_in(flat_body))
+                if (name in read_first or name in live_after_loop) and name not in carried and name not in followers
+                and name not in holders and name in end_env and not V.same_value(end_env[name], env[name])
+            ]
+            for name in sorted(unseen, key=lambda n: isinstance(env[n], lists.StaticList)):
+                if isinstance(env[name], lists.StaticList):
+                    holders.update(_lists_holding({name: env[name], **{n: env[n] for n in carried}}, carried, followers, {name}))
+                    if name in holders:
+                        changed = True
+                        continue
+                carried.append(name)
+                state[name] = _carried(c, env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
+                changed = True
             for name in carried:
                 entry, end = state[name], end_env.get(name, V.UNDEF)
                 if isinstance(entry, loops.Carried):
@@ -519,6 +539,8 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
                 env[name] = loops.length_after_for(env[name], state[name], node, trip, name, followers)
     for follower, leader in followers.items():
         env[follower] = env[leader]
+    for name, held in holders.items():
+        env[name] = _held(c, env[name], held, env)
     return after, env
 
 
@@ -558,6 +580,41 @@ def _one_tensor(env: dict, carried: list[str], followers: dict[str, str]) -> dic
             if name not in found and name not in followers and _same_tensor(env.get(name), value):
                 found[name] = leader
     return found
+
+
+def _lists_holding(env: dict, carried: list[str], followers: dict[str, str], read: set[str]) -> dict[str, dict[int, str]]:
+    """name -> {position: leader}: the lists built here (items known) that the loop does not
+    carry but whose items are the very tensors carried names are bound to: in eager, a
+    change through the name in the loop is a change of the item."""
+    leaders = {
+        env[name].value: name for name in carried
+        if name not in followers and isinstance(env.get(name), V.Dyn) and V.is_tensor_type(env[name].type)
+    }
+    found: dict[str, dict[int, str]] = {}
+    for name, value in env.items():
+        if name in carried or name in followers or name not in read or not isinstance(value, lists.StaticList):
+            continue
+        held = {k: leaders[item.value] for k, item in enumerate(value.items) if isinstance(item, V.Dyn) and item.value in leaders}
+        if held:
+            found[name] = held
+    return found
+
+
+def _held(c, entry: lists.StaticList, held: dict[int, str], env: dict) -> lists.StaticList:
+    """The list `entry` with the items at `held`'s positions the tensors their names hold in `env`."""
+    items = [env[held[k]] if k in held else item for k, item in enumerate(entry.items)]
+    return lists.static_list(c, items, entry.type)
+
+
+def _still_held(entry: lists.StaticList, end, held: dict[int, str], end_env: dict) -> bool:
+    """Whether the body left the list as it found it but for the held items, each still the
+    very tensor its name is bound to (else, say, the body rebound the name to a new tensor)."""
+    if not (isinstance(end, lists.StaticList) and len(end.items) == len(entry.items)):
+        return False
+    return all(
+        _same_tensor(item, end_env.get(held[k])) if k in held else _same_tensor(item, entry.items[k])
+        for k, item in enumerate(end.items)
+    )
 
 
 def _same_tensor(a, b) -> bool:
@@ -656,7 +713,7 @@ def _initial_values(c, state, node) -> list[V.Dyn]:
     return values
 
 
-def _body_env(c, env, state, block_args, followers: dict[str, str]):
+def _body_env(c, env, state, block_args, followers: dict[str, str], holders: dict[str, dict[int, str]]):
     body_env = dict(env)
     args = iter(block_args)
     for name, entry in loops.carried_items(state):
@@ -664,6 +721,8 @@ def _body_env(c, env, state, block_args, followers: dict[str, str]):
         body_env[name] = V.rebuild(entry.structure, leaves)
     for follower, leader in followers.items():
         body_env[follower] = body_env[leader]
+    for name, held in holders.items():
+        body_env[name] = _held(c, env[name], held, body_env)
     return body_env
 
 
@@ -692,7 +751,7 @@ def _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers:
         c.runtime_loop_depth -= 1
 
 
-def _build_for(c, node, trip: range, state, env, flat_body, live_after_loop, followers):
+def _build_for(c, node, trip: range, state, env, flat_body, live_after_loop, followers, holders):
     inits = _initial_values(c, state, node)
     index = ir.IndexType.get(c.builder.context)
     bounds = [
@@ -703,19 +762,19 @@ def _build_for(c, node, trip: range, state, env, flat_body, live_after_loop, fol
     op = ir.Operation.create("scf.for", results=types, operands=bounds + [v.value for v in inits], regions=1)
     block = op.regions[0].blocks.append(index, *types)
     with ir.InsertionPoint(block):
-        body_env = _body_env(c, env, state, list(block.arguments)[1:], followers)
+        body_env = _body_env(c, env, state, list(block.arguments)[1:], followers, holders)
         end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers)
         _yield(c, end_env, state, node)
     return op, end_env
 
 
-def _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop, followers):
+def _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop, followers, holders):
     inits = _initial_values(c, state, node)
     types = [c.builder.type(t) for _, entry in loops.carried_items(state) for t in entry.types]
     op = ir.Operation.create("scf.while", results=types, operands=[v.value for v in inits], regions=2)
     before = op.regions[0].blocks.append(*types)
     with ir.InsertionPoint(before):
-        before_env = _body_env(c, env, state, list(before.arguments), followers)
+        before_env = _body_env(c, env, state, list(before.arguments), followers, holders)
         tests = []
         if trip is not None:
             tests.append(nodes.parsed(f"{counter} < {trip.stop}" if trip.step > 0 else f"{counter} > {trip.stop}", node, mode="eval"))
@@ -733,7 +792,7 @@ def _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, h
         ir.Operation.create("scf.condition", operands=[flag, *before.arguments])
     after = op.regions[1].blocks.append(*types)
     with ir.InsertionPoint(after), c.unentered.body(condition):
-        body_env = _body_env(c, env, state, list(after.arguments), followers)
+        body_env = _body_env(c, env, state, list(after.arguments), followers, holders)
         end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers)
         _yield(c, end_env, state, node)
     return op, end_env
