@@ -19,13 +19,13 @@ from typing import Any
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, exceptions, host_builtins, host_numpy, lists, loops, nodes, runs, structure
+from dycl.frontend import aliases, exceptions, held_items, host_builtins, host_numpy, lists, loops, nodes, runs, structure
 from dycl.frontend import values as V
 from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.build import erase_after
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
-from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
+from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, names_rebound, written_in
 from dycl.frontend.rewrite import fresh_id, lower, unroll
 
 
@@ -441,7 +441,9 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
     followers.update(one_tensor)
     # ... and a list built here holds a carried tensor itself (`hx_list.append(hx)` in an
     # earlier time step, then `hx[idx] = ...` in this loop): its item follows the name
-    holders = _lists_holding(env, carried, followers, read_first | live_after_loop)
+    rebound = names_rebound(flat_body)  # (a list keeps the tensor a rebound name held)
+    holders = held_items.lists_holding(env, [n for n in carried if n not in rebound], followers, read_first | live_after_loop)
+    not_held: set[str] = set()
     retyped_lists: dict[str, FrontendError] = {}
     exits = frozenset(name for name in (brk, ret_flag) if name in extra)
     read_on_exit = live_after_loop | (names_read(node.test) if isinstance(node, ast.While) else set())
@@ -466,11 +468,12 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
             changed = False
             _check_sharing(c, node, {f: l for f, l in followers.items() if f not in one_tensor}, end_env)
             for name, held in list(holders.items()):
-                if not _still_held(env[name], end_env.get(name), held, end_env):
+                if not held_items.still_held(env[name], end_env.get(name), held, end_env):
                     del holders[name]  # (carried below, as any list the body changed)
+                    not_held.add(name)
                     changed = True
             for follower, leader in list(one_tensor.items()):
-                if not _same_tensor(end_env.get(follower), end_env.get(leader)):
+                if not held_items.same_tensor(end_env.get(follower), end_env.get(leader)):
                     # one tensor when the loop starts, two after an iteration: carried
                     # apart (their aliasing differs between iterations: never mutated)
                     del one_tensor[follower], followers[follower]
@@ -488,8 +491,9 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
                 and name not in holders and name in end_env and not V.same_value(end_env[name], env[name])
             ]
             for name in sorted(unseen, key=lambda n: isinstance(env[n], lists.StaticList)):
-                if isinstance(env[name], lists.StaticList):
-                    holders.update(_lists_holding({name: env[name], **{n: env[n] for n in carried}}, carried, followers, {name}))
+                if isinstance(env[name], lists.StaticList) and name not in not_held:
+                    leaders = [n for n in carried if n not in rebound]
+                    holders.update(held_items.lists_holding({name: env[name], **{n: env[n] for n in leaders}}, leaders, followers, {name}))
                     if name in holders:
                         changed = True
                         continue
@@ -540,7 +544,7 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
     for follower, leader in followers.items():
         env[follower] = env[leader]
     for name, held in holders.items():
-        env[name] = _held(c, env[name], held, env)
+        env[name] = held_items.with_held_items(c, env[name], held, env)
     return after, env
 
 
@@ -577,48 +581,9 @@ def _one_tensor(env: dict, carried: list[str], followers: dict[str, str]) -> dic
         if leader in found or leader in followers or not (isinstance(value, V.Dyn) and V.is_tensor_type(value.type)):
             continue
         for name in carried[k + 1 :]:
-            if name not in found and name not in followers and _same_tensor(env.get(name), value):
+            if name not in found and name not in followers and held_items.same_tensor(env.get(name), value):
                 found[name] = leader
     return found
-
-
-def _lists_holding(env: dict, carried: list[str], followers: dict[str, str], read: set[str]) -> dict[str, dict[int, str]]:
-    """name -> {position: leader}: the lists built here (items known) that the loop does not
-    carry but whose items are the very tensors carried names are bound to: in eager, a
-    change through the name in the loop is a change of the item."""
-    leaders = {
-        env[name].value: name for name in carried
-        if name not in followers and isinstance(env.get(name), V.Dyn) and V.is_tensor_type(env[name].type)
-    }
-    found: dict[str, dict[int, str]] = {}
-    for name, value in env.items():
-        if name in carried or name in followers or name not in read or not isinstance(value, lists.StaticList):
-            continue
-        held = {k: leaders[item.value] for k, item in enumerate(value.items) if isinstance(item, V.Dyn) and item.value in leaders}
-        if held:
-            found[name] = held
-    return found
-
-
-def _held(c, entry: lists.StaticList, held: dict[int, str], env: dict) -> lists.StaticList:
-    """The list `entry` with the items at `held`'s positions the tensors their names hold in `env`."""
-    items = [env[held[k]] if k in held else item for k, item in enumerate(entry.items)]
-    return lists.static_list(c, items, entry.type)
-
-
-def _still_held(entry: lists.StaticList, end, held: dict[int, str], end_env: dict) -> bool:
-    """Whether the body left the list as it found it but for the held items, each still the
-    very tensor its name is bound to (else, say, the body rebound the name to a new tensor)."""
-    if not (isinstance(end, lists.StaticList) and len(end.items) == len(entry.items)):
-        return False
-    return all(
-        _same_tensor(item, end_env.get(held[k])) if k in held else _same_tensor(item, entry.items[k])
-        for k, item in enumerate(end.items)
-    )
-
-
-def _same_tensor(a, b) -> bool:
-    return isinstance(a, V.Dyn) and isinstance(b, V.Dyn) and a.value == b.value
 
 
 def _carried(c, initial, typed_like, node, name) -> loops.Carried:
@@ -722,7 +687,7 @@ def _body_env(c, env, state, block_args, followers: dict[str, str], holders: dic
     for follower, leader in followers.items():
         body_env[follower] = body_env[leader]
     for name, held in holders.items():
-        body_env[name] = _held(c, env[name], held, body_env)
+        body_env[name] = held_items.with_held_items(c, env[name], held, body_env)
     return body_env
 
 
