@@ -760,6 +760,9 @@ def write_compiled_artifact(directory, module, entry, host, subdnns, compiled, w
         "subdnns": records,
         "runtime": {"threads": threads},
     }
+    defaults = _output_tree(function, "dycl.input_defaults")
+    if defaults:  # (of the last inputs: a call may leave them out, as Python's may)
+        manifest["input_defaults"] = defaults
     if run_many is not None:
         many_host, many_subdnns, many_host_ir = run_many
         many_files = _host_files(many_host, weights, "host_run_many")

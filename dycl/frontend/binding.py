@@ -286,6 +286,25 @@ class Entry:
             raise source.error(fdef, f"`{fdef.name}` takes no `self` as its first positional parameter")
         self.names = _shown_names(source, receiver, len(examples))
 
+    def trailing_defaults(self) -> list:
+        """The defaults of the last parameters the examples bind, where each of them has one
+        a manifest can hold (None, a bool, an int, a float, a str): a call of the compiled
+        model may leave them out, as a call of the method may (`model(x)` for `forward(self,
+        x, hx=None)`)."""
+        defaults: list = []
+        for name, item in reversed(list(self.arguments.items())):
+            parameter = self.params.parameters[name]
+            if not isinstance(item, _Arg):
+                if parameter.kind is inspect.Parameter.VAR_POSITIONAL and item:
+                    break  # (examples past the named parameters)
+                continue  # (keyword-only, `**kwargs`, or past the examples: compiled with its default)
+            default = parameter.default
+            if parameter.kind not in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) \
+                    or default is inspect.Parameter.empty or not (default is None or type(default) in (bool, int, float, str)):
+                break
+            defaults.insert(0, default)
+        return defaults
+
     def env(self, inputs: list) -> dict[str, V.EnvValue]:
         """The parameters' values, `inputs` being the examples' values."""
         def value(item):

@@ -89,6 +89,7 @@ class FunctionCompiler:
         self._loop_exits: list[tuple[frozenset[str], set[str]]] = []
         self.unentered = unentered.Loops()  # (runtime loops the example does not enter)
         self.optional_inputs = False  # (some input compiled for None and a value: optional.py)
+        self.input_defaults: list = []  # (of the last inputs, which a call may leave out)
         self.paths_apart = 0  # (`if`s whose paths each compile the rest of their block: joins.py)
 
     # ----- entry point -----------------------------------------------------------------
@@ -102,6 +103,7 @@ class FunctionCompiler:
         parameters = binding.Entry(source, receiver, example_inputs)  # (Python's binding of the examples)
         inputs = optional.Inputs(self, fdef, optional.optional_parameters(method, fdef), fixed_kinds)
         input_tree = [inputs.tree(name, e) for name, e in zip(parameters.names, example_inputs)]
+        self.input_defaults = parameters.trailing_defaults()
         self.optional_inputs, leaves = inputs.maybes, inputs.leaves  # the arguments: (name, example)
         user_leaves = len(leaves)
         if self.state is not None:

@@ -118,6 +118,8 @@ def import_module(
     function.attributes["dycl.output_tree"] = StringAttr(json.dumps(tree))
     function.attributes["dycl.input_names"] = ArrayAttr([StringAttr(n) for n in input_names])
     function.attributes["dycl.input_tree"] = StringAttr(json.dumps(input_tree))
+    if compiler.input_defaults:
+        function.attributes["dycl.input_defaults"] = StringAttr(json.dumps(compiler.input_defaults))
     if compiler.state_record:
         function.attributes["dycl.state"] = StringAttr(json.dumps(compiler.state_record))
         program.state = state.initial_values()

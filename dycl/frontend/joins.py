@@ -139,6 +139,9 @@ def _join_if(c, draft, flag, branch_envs, live, env_before, changed_later: Chang
             continue
         a = V.UNDEF if a is V.MISSING else a
         b = V.UNDEF if b is V.MISSING else b
+        if V.same_value(a, b):  # (defined before the `if`: kept, as the lists holding it keep it)
+            joined[name] = a
+            continue
         # what a branch that leaves the loop (`break`, `return`) holds in a name nothing
         # reads after the loop is never read: the other branch's value decides its type
         # (module attributes the call assigns are read anywhere: never dropped)

@@ -146,6 +146,12 @@ def _attribute_variable(node: ast.AST) -> str | None:
 MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"}
 
 
+def names_rebound(stmts: Iterable[ast.stmt]) -> set[str]:
+    """Variables bound anew somewhere in `stmts` (`h = ...`, `h += ...`, a `for` target), not
+    only changed through (`h[idx] = ...`)."""
+    return {n.id for stmt in stmts for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 def written_in(stmts: Iterable[ast.stmt]) -> set[str]:
     found = set()
     for stmt in stmts:

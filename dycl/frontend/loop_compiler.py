@@ -19,13 +19,13 @@ from typing import Any
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, exceptions, host_builtins, host_numpy, lists, loops, nodes, runs, structure
+from dycl.frontend import aliases, exceptions, held_items, host_builtins, host_numpy, lists, loops, nodes, runs, structure
 from dycl.frontend import values as V
 from dycl.frontend.attributes import PARTIAL
 from dycl.frontend.build import erase_after
 from dycl.frontend.desugar import source_text
 from dycl.frontend.errors import FrontendError
-from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, written_in
+from dycl.frontend.liveness import MUTATING_METHODS, live_before, names_mutated, names_read, names_rebound, written_in
 from dycl.frontend.rewrite import fresh_id, lower, unroll
 
 
@@ -96,6 +96,10 @@ def _compile_for(c, loop: nodes.Loop, rest, env, live_out):
             peeled = _peeled(c, loop, iterable) if getattr(error, "loop", None) is node else None
             if peeled is not None:
                 return peeled + rest, env
+            if loops.can_break(node.body) and len(iterable) > loops.MAX_NESTED_UNROLL:
+                # each unrolled iteration would sit inside the `if` of the one before: too
+                # deep to compile, so the runtime form's refusal is the answer
+                raise
     items = list(iterable)
     if len(items) > loops.MAX_UNROLL:
         raise c.error(node, f"loop of {len(items)} iterations whose index is used", f"keep loops that use their index under {loops.MAX_UNROLL} iterations")
@@ -435,6 +439,11 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
         carried.remove(follower)
         del state[follower]
     followers.update(one_tensor)
+    # ... and a list built here holds a carried tensor itself (`hx_list.append(hx)` in an
+    # earlier time step, then `hx[idx] = ...` in this loop): its item follows the name
+    rebound = names_rebound(flat_body)  # (a list keeps the tensor a rebound name held)
+    holders = held_items.lists_holding(env, [n for n in carried if n not in rebound], followers, read_first | live_after_loop)
+    not_held: set[str] = set()
     retyped_lists: dict[str, FrontendError] = {}
     exits = frozenset(name for name in (brk, ret_flag) if name in extra)
     read_on_exit = live_after_loop | (names_read(node.test) if isinstance(node, ast.While) else set())
@@ -442,9 +451,9 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
         for _attempt in range(8):
             try:
                 if use_for:
-                    op, end_env = _build_for(c, node, trip, state, env, flat_body, live_after_loop, followers)
+                    op, end_env = _build_for(c, node, trip, state, env, flat_body, live_after_loop, followers, holders)
                 else:
-                    op, end_env = _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop, followers)
+                    op, end_env = _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, loop.has_return, live_after_loop, followers, holders)
             except loops.CarriedListKind as retyped:
                 # a list that enters the loop with known items (`tokens = []`) holds what
                 # the body appends: carry a runtime list of that kind and build it again
@@ -458,8 +467,13 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
                 continue
             changed = False
             _check_sharing(c, node, {f: l for f, l in followers.items() if f not in one_tensor}, end_env)
+            for name, held in list(holders.items()):
+                if not held_items.still_held(env[name], end_env.get(name), held, end_env):
+                    del holders[name]  # (carried below, as any list the body changed)
+                    not_held.add(name)
+                    changed = True
             for follower, leader in list(one_tensor.items()):
-                if not _same_tensor(end_env.get(follower), end_env.get(leader)):
+                if not held_items.same_tensor(end_env.get(follower), end_env.get(leader)):
                     # one tensor when the loop starts, two after an iteration: carried
                     # apart (their aliasing differs between iterations: never mutated)
                     del one_tensor[follower], followers[follower]
@@ -469,13 +483,23 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
             # A variable the body changed that liveness did not see written (an alias of a
             # tensor mutated in place) is carried too, unless nothing reads it again (a dead
             # alias must not make the carry look shared on some iterations only).
-            for name in sorted(set(env) - written_in(flat_body)):
-                if name not in read_first and name not in live_after_loop:
-                    continue
-                if name not in carried and name not in followers and name in end_env and not V.same_value(end_env[name], env[name]):
-                    carried.append(name)
-                    state[name] = _carried(c, env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
-                    changed = True
+            # A list holding such a tensor follows it instead (the tensors first, so that
+            # the lists holding them are seen).
+            unseen = [
+                name for name in sorted(set(env) - written_in(flat_body))
+                if (name in read_first or name in live_after_loop) and name not in carried and name not in followers
+                and name not in holders and name in end_env and not V.same_value(end_env[name], env[name])
+            ]
+            for name in sorted(unseen, key=lambda n: isinstance(env[n], lists.StaticList)):
+                if isinstance(env[name], lists.StaticList) and name not in not_held:
+                    leaders = [n for n in carried if n not in rebound]
+                    holders.update(held_items.lists_holding({name: env[name], **{n: env[n] for n in leaders}}, leaders, followers, {name}))
+                    if name in holders:
+                        changed = True
+                        continue
+                carried.append(name)
+                state[name] = _carried(c, env[name], env[name], node, name) if V.has_dyn(env[name]) else env[name]
+                changed = True
             for name in carried:
                 entry, end = state[name], end_env.get(name, V.UNDEF)
                 if isinstance(entry, loops.Carried):
@@ -519,6 +543,8 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
                 env[name] = loops.length_after_for(env[name], state[name], node, trip, name, followers)
     for follower, leader in followers.items():
         env[follower] = env[leader]
+    for name, held in holders.items():
+        env[name] = held_items.with_held_items(c, env[name], held, env)
     return after, env
 
 
@@ -555,13 +581,9 @@ def _one_tensor(env: dict, carried: list[str], followers: dict[str, str]) -> dic
         if leader in found or leader in followers or not (isinstance(value, V.Dyn) and V.is_tensor_type(value.type)):
             continue
         for name in carried[k + 1 :]:
-            if name not in found and name not in followers and _same_tensor(env.get(name), value):
+            if name not in found and name not in followers and held_items.same_tensor(env.get(name), value):
                 found[name] = leader
     return found
-
-
-def _same_tensor(a, b) -> bool:
-    return isinstance(a, V.Dyn) and isinstance(b, V.Dyn) and a.value == b.value
 
 
 def _carried(c, initial, typed_like, node, name) -> loops.Carried:
@@ -656,7 +678,7 @@ def _initial_values(c, state, node) -> list[V.Dyn]:
     return values
 
 
-def _body_env(c, env, state, block_args, followers: dict[str, str]):
+def _body_env(c, env, state, block_args, followers: dict[str, str], holders: dict[str, dict[int, str]]):
     body_env = dict(env)
     args = iter(block_args)
     for name, entry in loops.carried_items(state):
@@ -664,6 +686,8 @@ def _body_env(c, env, state, block_args, followers: dict[str, str]):
         body_env[name] = V.rebuild(entry.structure, leaves)
     for follower, leader in followers.items():
         body_env[follower] = body_env[leader]
+    for name, held in holders.items():
+        body_env[name] = held_items.with_held_items(c, env[name], held, body_env)
     return body_env
 
 
@@ -692,7 +716,7 @@ def _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers:
         c.runtime_loop_depth -= 1
 
 
-def _build_for(c, node, trip: range, state, env, flat_body, live_after_loop, followers):
+def _build_for(c, node, trip: range, state, env, flat_body, live_after_loop, followers, holders):
     inits = _initial_values(c, state, node)
     index = ir.IndexType.get(c.builder.context)
     bounds = [
@@ -703,19 +727,19 @@ def _build_for(c, node, trip: range, state, env, flat_body, live_after_loop, fol
     op = ir.Operation.create("scf.for", results=types, operands=bounds + [v.value for v in inits], regions=1)
     block = op.regions[0].blocks.append(index, *types)
     with ir.InsertionPoint(block):
-        body_env = _body_env(c, env, state, list(block.arguments)[1:], followers)
+        body_env = _body_env(c, env, state, list(block.arguments)[1:], followers, holders)
         end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers)
         _yield(c, end_env, state, node)
     return op, end_env
 
 
-def _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop, followers):
+def _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, has_break, has_return, live_after_loop, followers, holders):
     inits = _initial_values(c, state, node)
     types = [c.builder.type(t) for _, entry in loops.carried_items(state) for t in entry.types]
     op = ir.Operation.create("scf.while", results=types, operands=[v.value for v in inits], regions=2)
     before = op.regions[0].blocks.append(*types)
     with ir.InsertionPoint(before):
-        before_env = _body_env(c, env, state, list(before.arguments), followers)
+        before_env = _body_env(c, env, state, list(before.arguments), followers, holders)
         tests = []
         if trip is not None:
             tests.append(nodes.parsed(f"{counter} < {trip.stop}" if trip.step > 0 else f"{counter} > {trip.stop}", node, mode="eval"))
@@ -733,7 +757,7 @@ def _build_while(c, node, trip, state, env, flat_body, counter, brk, ret_flag, h
         ir.Operation.create("scf.condition", operands=[flag, *before.arguments])
     after = op.regions[1].blocks.append(*types)
     with ir.InsertionPoint(after), c.unentered.body(condition):
-        body_env = _body_env(c, env, state, list(after.arguments), followers)
+        body_env = _body_env(c, env, state, list(after.arguments), followers, holders)
         end_env = _compile_body(c, op, flat_body, body_env, state, live_after_loop, followers)
         _yield(c, end_env, state, node)
     return op, end_env

@@ -17,6 +17,9 @@ MAX_UNROLL = 512
 # such an `if` once per arm that goes on: copies multiply with every iteration. Past this
 # many copies, a constant range whose index the body reads runs as a runtime loop instead.
 MAX_UNROLLED_COPIES = 32
+# Unrolled, a loop that can `break` nests each iteration in the `if` of the one before: past
+# this many iterations, where its runtime form is refused, that refusal is the answer.
+MAX_NESTED_UNROLL = 64
 
 
 class LoopStructureError(FrontendError):

@@ -279,10 +279,20 @@ class CompiledModel:
                 outcomes[index] = error
         return outcomes
 
+    def _with_defaults(self, inputs: Sequence[Any], count: int) -> Sequence[Any]:
+        """`inputs` and the defaults of the last parameters a call leaves out (`model(x)` for
+        `forward(self, x, hx=None)`), which the method's signature gives."""
+        defaults = self.manifest.get("input_defaults") or []
+        missing = count - len(inputs)
+        if 0 < missing <= len(defaults):
+            return (*inputs, *defaults[len(defaults) - missing :])
+        return inputs
+
     def _checked_inputs(self, inputs: Sequence[Any]) -> tuple[list[Any], bool]:
         """The flat host arguments, checked against the signature, and whether torch came in."""
         specs = self._inputs
         tree = self.manifest.get("input_tree")
+        inputs = self._with_defaults(inputs, len(tree) if tree is not None else len(specs))
         if tree is not None:  # list/tuple arguments are passed item by item
             if len(inputs) != len(tree):
                 raise InputError(f"{self.entry}() takes {len(tree)} input(s), got {len(inputs)}")

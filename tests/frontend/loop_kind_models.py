@@ -173,6 +173,49 @@ class PonderOneTensor(nn.Module):
         return hx, cx, step_count
 
 
+class PonderTimeSteps(nn.Module):
+    """The published batch ACT over time steps (`PonderOneTensor`'s ponder loop in each):
+    `hx = accum_hx / step_count` is appended to `hx_list` at the end of a time step, and the
+    next time step's ponder loop writes rows of that very tensor (`hx[idx], cx[idx] = ...`),
+    so eager's `hx_list[0]` changes with them: the list's item follows `hx` through the
+    runtime loop. Up to 40 ponder steps: too many to unroll."""
+
+    def __init__(self, size=4, hidden=6, max_ponder=40, eps=0.01):
+        super().__init__()
+        self.cell = nn.LSTMCell(size, hidden)
+        self.halt = nn.Linear(size + hidden, 1)
+        self.max_ponder, self.eps = max_ponder, eps
+        _halting_on_first_feature(self.halt)
+
+    def forward(self, input_, hx=None):
+        batch_size = input_.size(1)
+        if hx is None:
+            hx = Variable(input_.data.new(batch_size, self.cell.hidden_size).zero_())
+            cx = hx
+        else:
+            hx, cx = [Variable(h.data.clone()) for h in hx]
+        hx_list, ponder_steps = [], []
+        for x in input_:
+            accum_h = Variable(x.data.new(batch_size).zero_())
+            accum_hx = Variable(x.data.new(batch_size, self.cell.hidden_size).zero_())
+            step_count = Variable(x.data.new(batch_size).zero_())
+            selector = x.data.new(batch_size).fill_(1).byte()
+            for act_step in range(self.max_ponder):
+                idx = selector.nonzero().squeeze(1)
+                hx[idx], cx[idx] = self.cell(x[idx] + act_step * 0.01, (hx[idx], cx[idx]))
+                accum_hx[idx] += hx[idx] + cx[idx]
+                accum_h[idx] += torch.sigmoid(self.halt(torch.cat([x[idx], hx[idx]], 1))).squeeze(1)
+                step_count[idx] += 1
+                selector = (accum_h < 1 - self.eps).data
+                if not selector.any():
+                    break
+            ponder_steps.append(step_count.clone())
+            hx = accum_hx / step_count.unsqueeze(1)
+            cx = hx * 0.5
+            hx_list.append(hx)
+        return torch.stack(hx_list), torch.stack(ponder_steps)
+
+
 class KindReturned(nn.Module):
     """Refused: the mask itself leaves forward, a uint8 tensor where the loop never ran and a
     bool one where it did (one output has one dtype)."""

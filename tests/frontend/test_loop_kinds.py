@@ -25,6 +25,7 @@ from tests.frontend.loop_kind_models import (
     OnePathAlias,
     OnePathAliasSteps,
     PonderOneTensor,
+    PonderTimeSteps,
 )
 from tests.frontend.research.halting_routing import ACTBatchPublished
 from tests.frontend.research.harness import build
@@ -41,6 +42,11 @@ def rows(first_features, size=4, seed=0) -> torch.Tensor:
         else:
             x[k, 0] = first
     return x
+
+
+def time_steps(*first_features, seed=0) -> torch.Tensor:
+    """Time-major rows (time, batch, size), one `rows` per time step."""
+    return torch.stack([rows(features, seed=seed + k) for k, features in enumerate(first_features)])
 
 
 def state(batch, hidden=6, seed=1):
@@ -79,6 +85,12 @@ CASES = {
         (rows([2.0, 0.0, -2.0]), None),  # no state: one tensor
         (rows([2.0, 2.0, 2.0], seed=1), None),  # every row halts at once: `break` in the first iteration
         (rows([0.0, 2.0, 0.0], seed=2), state(3, seed=3)),  # two steps
+    ]),
+    "ponder_time_steps": (PonderTimeSteps, [
+        (time_steps([2.0, 0.0, -2.0], [0.0, 2.0, -2.0]), state(3)),  # 1, 2 and all 40 steps
+        (time_steps([2.0, 0.0, -2.0], [0.0, 2.0, -2.0]), None),  # no state: one tensor
+        (time_steps([2.0, 2.0, 2.0], [2.0, 2.0, 2.0], seed=1), None),  # `break` in the first iteration
+        (time_steps([0.0, 2.0, 0.0], [-2.0, 0.0, 2.0], seed=2),),  # `hx` left out: its default
     ]),
     # the published batch ACT (the research corpus's model and path inputs): state given and
     # not, two or three ponder steps, a row that runs all 100. Slow tier only, and slow: its
@@ -165,6 +177,22 @@ def test_ponder_loop_keeps_one_tensor_in_a_runtime_loop():
     model = PonderOneTensor().eval()
     program = import_module(model, CASES["ponder_one_tensor"][1][1])  # (no state: compiled for None only)
     assert len([op for op in program.module.walk() if isinstance(op, scf.WhileOp)]) == 1
+
+
+def test_a_list_item_follows_the_tensor_a_runtime_loop_writes():
+    """`hx_list.append(hx)`, then the next time step's ponder loop writes rows of `hx` in
+    place: eager's `hx_list[0]` changes with it (not what one time step alone leaves there).
+    Compiled, each ponder loop is a runtime loop after its first iteration, not 40 copies,
+    and the list's item is the loop's final `hx`. (`ponder_time_steps` in the ORT and TVM
+    legs above, in the slow tier: the same compile.)"""
+    model, inputs, compiled = compile_case("ponder_time_steps", "onnxruntime")
+    x, hx = inputs[0]
+    alone = eager(model, (x[:1], hx))[0][0]  # the first time step's `hx`, untouched after
+    assert (eager(model, (x, hx))[0][0] - alone).abs().max() > 1e-2  # (eager's aliasing matters)
+    assert compiled.source.count("while ") >= 4  # (two time steps, for a state given and for none)
+    error = max_error(model, compiled, inputs)
+    print(f"ponder_time_steps: max abs error {error:.1e} over {len(inputs)} inputs (onnxruntime)")
+    assert error <= 1e-5
 
 
 @pytest.mark.parametrize(("factory", "what"), [
