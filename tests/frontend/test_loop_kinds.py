@@ -93,10 +93,8 @@ CASES = {
         (time_steps([0.0, 2.0, 0.0], [-2.0, 0.0, 2.0], seed=2),),  # `hx` left out: its default
     ]),
     # the published batch ACT (the research corpus's model and path inputs): state given and
-    # not, two or three ponder steps, a row that runs all 100. Slow tier only, and slow: its
-    # ponder loop is unrolled 100 times per time step (the runtime form is refused: the
-    # next time step writes rows of `hx` in place while `hx_list` holds it, eager's own
-    # aliasing, which a runtime loop does not follow into a list yet)
+    # not, two or three ponder steps, a row that runs all 100. Slow tier (the corpus runs it
+    # too); its ponder loops are runtime loops, the list item following `hx` (held_items.py)
     "act_batch_published": (lambda: build(ACTBatchPublished), ACTBatchPublished.path_inputs()),
 }
 
