@@ -625,7 +625,8 @@ class Researcher:
         """Issue 34, item 7 (`kinds` only): 3 rows built from x and a loop over the live ones
         whose mask enters as a byte mask (`.byte()`) and comes back bool (`rows.sum(1) > t`),
         a `while` or a `for` over a constant range that may `break` (a batch whose mask is
-        empty never enters the `while`; `~run` differs by kind after it); or two names of one
+        empty never enters the `while`; `~run` differs by kind after it; a list made before
+        the `while` may hold the rows it writes, `held = [rows]`, read after it); or two names of one
         buffer on one path (`c = h`) and of two on the other, written through both at the
         picked rows (`h[idx], c[idx] = ...`), then changed in place (`h += 0.5`)."""
         r, s, w = self.kinds, self.summary[stage], self.width
@@ -641,6 +642,10 @@ class Researcher:
             if r.random() < 0.5:
                 loop = [f"{n} = 0", f"while {run}.any() and {n} < {r.randint(2, 4)}:", *("    " + line for line in step), f"    {n} += 1"]
                 use = f"x = x + 0.1 * {fold(f'{rows}.sum(0, keepdim=True)')} + 0.01 * {run}.sum() + 0.001 * (~{run}).float().mean()"
+                if r.random() < 0.5:  # a list holding the rows the loop writes: its item follows them
+                    held = self.fresh("held")
+                    head.append(f"{held} = [{rows}]")
+                    use += f" + 0.05 * {fold(f'{held}[0].sum(0, keepdim=True)')}"
                 return [Research("\n".join([*head, *loop, use]), form)]
             body = [Research("\n".join([*step, f"if not {run}.any():", "    break"]), form)]
             return [Research("\n".join(head), form), For(r.randint(2, 4), body),
