@@ -620,6 +620,13 @@ def _data_dependent_shape_error(c, stmts, error: DataDependentShape) -> Frontend
             "`repeat_interleave` and boolean masks in an index (`x[mask]`, `x[mask] = v`); otherwise keep the full shape "
             "and select with `torch.where(mask, a, b)` or multiply by the mask (`(x * mask).sum()`)",
         )
+    if error.op == "aten.select.int":  # (`t[i]` with `i` a 0-d tensor: its position, read by `.item()`)
+        return c.error(
+            at or stmts[0], f"`{source}` reads at a position that a 0-d tensor holds (`t[i]` where `i` is a tensor), "
+            "a read of a view that DyCL does not lower yet (a store there, `t[i] = v`, compiles)",
+            "index with a Python int made from it (`t[int(i)]`: a runtime int), or select a copy "
+            "(`t.index_select(0, i.view(1))[0]`)",
+        )
     return c.error(
         at or stmts[0], f"`{source}` makes a tensor whose size is a number computed from tensor "
         "values (`.tolist()`, `.item()`, `int(t)`)",

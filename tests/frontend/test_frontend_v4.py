@@ -146,3 +146,42 @@ def test_complex_state_is_refused_at_its_statement(factory, marker):
         import_module(factory().eval(), (torch.ones(4),))
     assert caught.value.file == U.__file__ and caught.value.line == line, str(caught.value)
     assert "self.phase" in str(caught.value) and "complex" in str(caught.value)
+
+
+class RingRead(torch.nn.Module):
+    """A ring buffer read at the slot a 0-d tensor holds (`self.cache[(self.steps + 3) % 4]`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.tensor(0))
+        self.register_buffer("cache", torch.randn(4, 4))
+
+    def forward(self, x):
+        prev = self.cache[(self.steps + 3) % 4]  # line marker: ring read
+        return x + prev
+
+
+class RingReadAtInt(RingRead):
+    """The same read at a Python int made from the tensor: a runtime int, which compiles."""
+
+    def forward(self, x):
+        prev = self.cache[int((self.steps + 3) % 4)]
+        return x + prev
+
+
+def test_a_read_at_a_0d_tensor_position_is_refused_naming_the_position():
+    """Export reads such a position with `.item()` (`aten.select.int`): before, the refusal
+    spoke of "a size computed from tensor values", which is not what the line does."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(RingRead.forward)
+    line = first + next(k for k, text in enumerate(lines) if "line marker: ring read" in text)
+    with pytest.raises(dycl.FrontendError) as refused:
+        dycl.compile(_model(RingRead), (torch.randn(1, 4),), backend="onnxruntime", progress=False)
+    assert refused.value.file == __file__ and refused.value.line == line, str(refused.value)
+    assert "a position that a 0-d tensor holds" in str(refused.value) and "t[int(i)]" in str(refused.value)
+    model = _model(RingReadAtInt)
+    compiled = dycl.compile(model, (torch.randn(1, 4),), backend="onnxruntime", progress=False)
+    for seed in range(3):
+        x = torch.randn(1, 4, generator=torch.Generator().manual_seed(seed))
+        assert max_abs_error(eager(model, (x,)), compiled(x)) <= 1e-6
