@@ -14,13 +14,15 @@ from dycl.frontend import lists
 from dycl.frontend import values as V
 
 
-def lists_holding(env: dict, carried: list[str], followers: dict[str, str], read: set[str]) -> dict[str, dict[int, str]]:
-    """name -> {position: leader}: the lists built here (items known) that the loop does not
-    carry but whose items are the very tensors carried names are bound to: in eager, a
-    change through the name in the loop is a change of the item."""
+def lists_holding(env: dict, carried: list[str], followers: dict[str, str], read: set[str],
+                  rebound: set[str]) -> dict[str, dict[int, str]]:
+    """name -> {position: leader}: the lists among `read` built here (items known) that the
+    loop does not carry but whose items are the very tensors carried names are bound to: in
+    eager, a change through the name in the loop is a change of the item. A name the body
+    rebinds (`rebound`) leads none: the list keeps the tensor it held."""
     leaders = {
         env[name].value: name for name in carried
-        if name not in followers and isinstance(env.get(name), V.Dyn) and V.is_tensor_type(env[name].type)
+        if name not in followers and name not in rebound and isinstance(env.get(name), V.Dyn) and V.is_tensor_type(env[name].type)
     }
     found: dict[str, dict[int, str]] = {}
     for name, value in env.items():

@@ -142,6 +142,7 @@ def _join_if(c, draft, flag, branch_envs, live, env_before, changed_later: Chang
         if V.same_value(a, b):  # (defined before the `if`: kept, as the lists holding it keep it)
             joined[name] = a
             continue
+        # (from here on the two differ: the rule below only makes one side UNDEF)
         # what a branch that leaves the loop (`break`, `return`) holds in a name nothing
         # reads after the loop is never read: the other branch's value decides its type
         # (module attributes the call assigns are read anywhere: never dropped)
@@ -152,9 +153,6 @@ def _join_if(c, draft, flag, branch_envs, live, env_before, changed_later: Chang
             if a is V.UNDEF and b is V.UNDEF:
                 joined[name] = V.UNDEF  # (left on both paths: never read again)
                 continue
-        if V.same_value(a, b):
-            joined[name] = a
-            continue
         parts = _differing_parts(a, b)
         if parts is None:
             yields.append((name, (), a, b))

@@ -442,7 +442,7 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
     # ... and a list built here holds a carried tensor itself (`hx_list.append(hx)` in an
     # earlier time step, then `hx[idx] = ...` in this loop): its item follows the name
     rebound = names_rebound(flat_body)  # (a list keeps the tensor a rebound name held)
-    holders = held_items.lists_holding(env, [n for n in carried if n not in rebound], followers, read_first | live_after_loop)
+    holders = held_items.lists_holding(env, carried, followers, read_first | live_after_loop, rebound)
     not_held: set[str] = set()
     retyped_lists: dict[str, FrontendError] = {}
     exits = frozenset(name for name in (brk, ret_flag) if name in extra)
@@ -492,8 +492,7 @@ def _compile_runtime_loop(c, loop: nodes.Loop, rest, env, live_out, trip: range 
             ]
             for name in sorted(unseen, key=lambda n: isinstance(env[n], lists.StaticList)):
                 if isinstance(env[name], lists.StaticList) and name not in not_held:
-                    leaders = [n for n in carried if n not in rebound]
-                    holders.update(held_items.lists_holding({name: env[name], **{n: env[n] for n in leaders}}, leaders, followers, {name}))
+                    holders.update(held_items.lists_holding(env, carried, followers, {name}, rebound))
                     if name in holders:
                         changed = True
                         continue

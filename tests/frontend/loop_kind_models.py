@@ -173,7 +173,7 @@ class PonderOneTensor(nn.Module):
         return hx, cx, step_count
 
 
-class PonderTimeSteps(nn.Module):
+class PonderTimeSteps(PonderOneTensor):
     """The published batch ACT over time steps (`PonderOneTensor`'s ponder loop in each):
     `hx = accum_hx / step_count` is appended to `hx_list` at the end of a time step, and the
     next time step's ponder loop writes rows of that very tensor (`hx[idx], cx[idx] = ...`),
@@ -181,11 +181,7 @@ class PonderTimeSteps(nn.Module):
     runtime loop. Up to 40 ponder steps: too many to unroll."""
 
     def __init__(self, size=4, hidden=6, max_ponder=40, eps=0.01):
-        super().__init__()
-        self.cell = nn.LSTMCell(size, hidden)
-        self.halt = nn.Linear(size + hidden, 1)
-        self.max_ponder, self.eps = max_ponder, eps
-        _halting_on_first_feature(self.halt)
+        super().__init__(size, hidden, max_ponder, eps)
 
     def forward(self, input_, hx=None):
         batch_size = input_.size(1)
