@@ -125,10 +125,14 @@ def placed_by_runtime_int(inputs: list[V.Dyn]):
 
 def mark_path_dependent(value: V.EnvValue, memory: frozenset) -> V.EnvValue:
     """The same value, its tensor leaves marked as maybe sharing `memory` (path-dependent)."""
+    if not memory:
+        return value  # (the very value: a list held in two places stays one list)
     if isinstance(value, V.Tup):
-        return V.Tup(tuple(mark_path_dependent(i, memory) for i in value.items), value.kind)
+        items = tuple(mark_path_dependent(i, memory) for i in value.items)
+        return value if all(a is b for a, b in zip(items, value.items)) else V.Tup(items, value.kind)
     if isinstance(value, V.Maybe):
-        return V.Maybe(value.present, mark_path_dependent(value.value, memory))
+        inner = mark_path_dependent(value.value, memory)
+        return value if inner is value.value else V.Maybe(value.present, inner)
     if isinstance(value, V.Dyn) and memory and not memory <= value.may_share:
         return V.Dyn(value.value, value.type, value.example, value.may_share | memory)
     return value

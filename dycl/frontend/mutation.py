@@ -98,7 +98,14 @@ def rebind_mutated(c, env: dict, live, stmt, mutations: list[tuple[V.Dyn, V.Dyn]
 
 def _after_mutation(c, value, name, new_values, changed, stmt, strict: bool, views: dict):
     if isinstance(value, V.Tup):
-        return V.Tup(tuple(_after_mutation(c, i, name, new_values, changed, stmt, strict, views) for i in value.items), value.kind)
+        # one list held in two places (`g2 = groups[0]`) stays one list: a later
+        # `g2.append(...)` must reach `groups[0]` too (fuzz seed 442659)
+        key = ("tuple", id(value), strict)
+        if key not in views:
+            items = tuple(_after_mutation(c, i, name, new_values, changed, stmt, strict, views) for i in value.items)
+            same = all(a is b for a, b in zip(items, value.items))
+            views[key] = value if same else V.Tup(items, value.kind)
+        return views[key]
     if isinstance(value, V.Maybe):
         inner = _after_mutation(c, value.value, name, new_values, changed, stmt, strict, views)
         return value if inner is value.value else V.Maybe(value.present, inner)

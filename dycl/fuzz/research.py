@@ -504,11 +504,15 @@ class Researcher:
                     If([(self.a_cond(stage), [Research(f"{rows}[{r.randrange(m)}].append({new_item})", form)])])]
             use = f"x = x * (1.0 + 0.05 * sum(len(row) for row in {rows}))\nif len({rows}[0]) > 0:\n    x = x + 0.1 * {fold(f'{rows}[0][-1]')}"
             return [Research(f"{rows} = {make}", form), For(r.randint(1, 3), body, var=i), Research(use, form)]
-        if kind == 1:  # an alias of an item, changed in a branch
+        if kind == 1:  # an alias of an item, changed in a branch (after a tensor changed in place there)
             groups, g, k = self.fresh("groups"), self.fresh("g"), r.randrange(2)
-            return [Research(f"{groups} = [[{s} * 1.0], [torch.tanh({s})]]\n{g} = {groups}[{k}]", form),
-                    If([(self.a_cond(stage), [Research(f"{g}.append({new_item})", form)])]),
-                    Research(f"x = x * (1.0 + 0.1 * len({groups}[{k}])) + 0.1 * {fold(f'{groups}[{k}][-1]')}", form)]
+            acc = self.fresh("acc") if r.random() < 0.5 else None
+            made = f"{groups} = [[{s} * 1.0], [torch.tanh({s})]]\n{g} = {groups}[{k}]"
+            changed = f"{acc}.mul_(0.5)\n" if acc else ""
+            used = f" + 0.1 * {fold(acc)}" if acc else ""
+            return [Research(made + (f"\n{acc} = {s}.clone()" if acc else ""), form),
+                    If([(self.a_cond(stage), [Research(f"{changed}{g}.append({new_item})", form)])]),
+                    Research(f"x = x * (1.0 + 0.1 * len({groups}[{k}])) + 0.1 * {fold(f'{groups}[{k}][-1]')}{used}", form)]
         if kind == 2:  # a list a tuple also holds
             acc, pair = self.fresh("acc"), self.fresh("pair")
             return [Research(f"{acc} = []\n{pair} = ({acc}, 0.5)", form),

@@ -143,6 +143,21 @@ class AliasFromAnEarlierStep(nn.Module):
         return len(groups[1]), groups[1][-1]
 
 
+class AliasAcrossAnInPlaceChange(nn.Module):
+    """`g = groups[0]`, then, under a condition, a tensor changed in place and an append
+    through `g`: `groups[0]` grows too (a wrong answer before, fuzz seed 442659: the
+    in-place change rebuilt every list value, and `g` and `groups[0]` came apart)."""
+
+    def forward(self, x):
+        acc = x.clone()
+        groups = [[x * 1.0], [torch.tanh(x)]]
+        g = groups[0]
+        if x.sum() > 0:
+            acc.add_(1)
+            g.append(torch.tanh(x) * 3)
+        return x * len(groups[0]) + groups[0][-1] + acc
+
+
 def test_repeated_empty_list_is_one_list():
     check_paths(RepeatedEmptyList(), INPUTS)
 
@@ -175,7 +190,11 @@ def test_an_alias_made_in_a_later_step_is_the_same_list():
     check_paths(AliasFromAnEarlierStep(), INPUTS)
 
 
-@pytest.mark.parametrize("model_class", [PerExitLists, ForOverLists, TupleHoldsList])
+def test_a_list_held_in_two_places_stays_one_list_across_an_in_place_change():
+    check_paths(AliasAcrossAnInPlaceChange(), INPUTS)
+
+
+@pytest.mark.parametrize("model_class", [PerExitLists, ForOverLists, TupleHoldsList, AliasAcrossAnInPlaceChange])
 def test_shared_lists_compile_exactly_through_onnx_runtime(model_class):
     assert_compiled_exactly(model_class, INPUTS, "onnxruntime")
 
