@@ -29,18 +29,18 @@ from dycl.frontend import complex_values
 from dycl.frontend.build import RandomOpRefused, check_host_op
 from dycl.frontend.export_cache import ExportCache, rename, renaming
 from dycl.frontend.export_rewrites import (
-    _DECOMPOSITIONS,
-    _DETACHES,
-    _floats_as_number_outputs,
-    _functionalize,
-    _mutations_as_outputs,
-    _retarget,
-    _sizes_as_tensors,
-    _topk_of_a_runtime_k,
+    DECOMPOSITIONS,
+    DETACHES,
+    floats_as_number_outputs,
+    functionalize,
+    mutations_as_outputs,
+    retarget_calls,
+    sizes_as_tensors,
+    topk_of_a_runtime_k,
 )
-from dycl.frontend.export_sizes import _check_int_inputs_used, _check_static_sizes, _runtime_sizes
+from dycl.frontend.export_sizes import check_int_inputs_used, check_static_sizes, runtime_size_ranges
 from dycl.frontend.hop import HopImporter
-from dycl.frontend.run_weights import _RunModule, _WeightReferences, _anchor, _lifts_model_weights, _skeleton, tied_names
+from dycl.frontend.run_weights import RunModule, WeightReferences, anchor_input, lifts_model_weights, module_skeleton, tied_names
 from dycl.frontend.values import parse_type
 
 
@@ -133,7 +133,7 @@ class RunCapturer:
     """One FxImporter (one MLIR context and module) shared by every run of a model."""
 
     model: torch.nn.Module
-    hooks: _WeightReferences = field(default_factory=_WeightReferences)
+    hooks: WeightReferences = field(default_factory=WeightReferences)
 
     def __post_init__(self):
         self.context = new_context()
@@ -178,7 +178,7 @@ class RunCapturer:
         """
         anchored = not examples
         if anchored:
-            examples, dynamic_dims = [_anchor()], [[]]
+            examples, dynamic_dims = [anchor_input()], [[]]
         # a complex example that views a real tensor (`view_as_complex(x.reshape(1, -1, 2))`
         # held by a variable): torch's fake tensors rebuild it as `view_as_complex(base)`, which
         # fails where the base's last dim is not 2; a copy has a storage of its own
@@ -200,36 +200,36 @@ class RunCapturer:
         if cached is not None:
             (program, mutated, buffers), old_paths = cached
             return self._import(program, mutated, renaming(old_paths, paths), buffers)
-        skeleton = _skeleton(self.model, called_modules) if called_modules is not None else None
+        skeleton = module_skeleton(self.model, called_modules) if called_modules is not None else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             program = None
             if skeleton is not None:
-                wrapper = _RunModule(self.model, skeleton, run, anchored).eval()
+                wrapper = RunModule(self.model, skeleton, run, anchored).eval()
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
-                if _lifts_model_weights(program, self._weight_ids):
+                if lifts_model_weights(program, self._weight_ids):
                     program = None
             if program is None:
                 key = None  # weights reached outside the called modules: do not rename them
-                wrapper = _RunModule(self.model, self.model, run, anchored).eval()
+                wrapper = RunModule(self.model, self.model, run, anchored).eval()
                 program = torch.export.export(wrapper, tuple(examples), strict=False, **shapes)
             elif any(isinstance(value, torch.Tensor) for value in program.constants.values()):
                 # tensors baked in as constants (a module outside the model, which the call
                 # record does not see): another run of the same code may hold other ones
                 key = None
-            _topk_of_a_runtime_k(program)
-            _check_int_inputs_used(program, fixed_ints)
-            _check_static_sizes(program)
-            _sizes_as_tensors(program)
-            _retarget(program, _DETACHES, torch.ops.aten.alias.default)
-            program = _functionalize(program)
-            _retarget(program, {torch.ops.aten.alias.default}, torch.ops.aten.clone.default)
+            topk_of_a_runtime_k(program)
+            check_int_inputs_used(program, fixed_ints)
+            check_static_sizes(program)
+            sizes_as_tensors(program)
+            retarget_calls(program, DETACHES, torch.ops.aten.alias.default)
+            program = functionalize(program)
+            retarget_calls(program, {torch.ops.aten.alias.default}, torch.ops.aten.clone.default)
             complex_values.lower(program)
             program = self._decompose_unknown_ops(program)
-            mutated, buffers = _mutations_as_outputs(program, self.state_buffers)
+            mutated, buffers = mutations_as_outputs(program, self.state_buffers)
             if any(isinstance(spec.arg, SymBoolArgument) for spec in program.graph_signature.output_specs):
                 raise SizeTest()
-            _floats_as_number_outputs(program)
+            floats_as_number_outputs(program)
         if key is not None:
             self.cache.put(key, (program, mutated, buffers), paths)
         return self._import(program, mutated, {}, buffers)
@@ -309,7 +309,7 @@ class RunCapturer:
         constant = [isinstance(arg, ConstantArgument) for arg in outputs]
         values = [arg.value if isinstance(arg, ConstantArgument) else None for arg in outputs]
         count = len(mutated)  # the first results are the mutated inputs' new values
-        groups, ranges = _runtime_sizes(program)
+        groups, ranges = runtime_size_ranges(program)
         return CapturedRun(
             name, result_types[count:], constant[count:], list(mutated), result_types[:count], groups, values[count:],
             [rename(b, renames) for b in buffers], ranges,
@@ -317,7 +317,7 @@ class RunCapturer:
 
     def _decompose_unknown_ops(self, program):
         """Decompose only the ops torch-mlir has no named op for (keeps linear/conv2d)."""
-        table = {**get_decomposition_table(), **_DECOMPOSITIONS}
+        table = {**get_decomposition_table(), **DECOMPOSITIONS}
         for _ in range(4):
             unknown = {
                 node.target

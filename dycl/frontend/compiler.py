@@ -37,7 +37,6 @@ from dycl.frontend.build import HostBuilder, NoHostTranslation, erase_after
 from dycl.frontend.capture import RunCapturer
 from dycl.frontend.errors import FrontendError, RuntimeSize
 from dycl.frontend.inlining import SwitchScope
-from dycl.frontend.joins import BY_SIZE  # noqa: F401 (tests import it from here)
 from dycl.frontend.liveness import live_before, names_read, written_in
 from dycl.frontend.nodes import RETURN_VAR
 from dycl.frontend.rewrite import SourceFunction, fresh_id, lower

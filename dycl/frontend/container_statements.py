@@ -8,12 +8,12 @@ from __future__ import annotations
 import ast
 
 from dycl.frontend import values as V
-from dycl.frontend.desugar import source_text
+from dycl.frontend.desugar import LIST_MUTATORS, source_text
 from dycl.frontend.list_ops import ListOps, subscript_key
 from dycl.frontend.lists import is_list, items_of, rebind
 
 
-LIST_METHODS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse")
+LIST_METHODS = LIST_MUTATORS + ("sort", "reverse")
 # Methods that change other Python containers in place (refused: no value semantics here).
 CONTAINER_MUTATORS = {
     dict: ("pop", "popitem", "clear", "update", "setdefault"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from dycl.frontend.desugar import _describe_call, _mutator_receiver, _rewrite_expr, source_text
+from dycl.frontend.desugar import describe_call, mutator_receiver, rewrite_expression, source_text
 from dycl.frontend.errors import FrontendError
 
 
@@ -42,10 +42,10 @@ def split_delete(source, stmt: ast.Delete) -> list[ast.stmt]:
             raise source.error(target, f"{text}", "`del` a variable or an item of a list variable")
         if isinstance(target, ast.Subscript):
             for node in ast.walk(target.slice):
-                if _mutator_receiver(node) is not None:
-                    raise source.error(node, f"{_describe_call(node)} inside `del`", f"compute it first: `k = {source_text(node)}`")
+                if mutator_receiver(node) is not None:
+                    raise source.error(node, f"{describe_call(node)} inside `del`", f"compute it first: `k = {source_text(node)}`")
             target = copy.deepcopy(target)
-            target.slice = _rewrite_expr(source, target.slice)
+            target.slice = rewrite_expression(source, target.slice)
         new = ast.Delete(targets=[target])
         out.append(ast.copy_location(new, target))
     return out

@@ -231,7 +231,7 @@ def _call(name: str, args, keywords, where: ast.AST) -> ast.Call:
     return ast.copy_location(call, where)
 
 
-def _rewrite_expr(source, expr):
+def rewrite_expression(source, expr):
     if expr is None:
         return None
     return rename_comprehension_variables(_InferenceNoOps(source).visit(copy.deepcopy(expr)), {})
@@ -318,21 +318,23 @@ def rename_comprehension_variables(node: ast.AST, mapping: dict[str, str]) -> as
 
 # ----- list mutations inside expressions ----------------------------------------------
 
-MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear")
+LIST_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear")
+"""The list methods a statement may call inside an expression (`y = rows.pop()`); `sort` and
+`reverse` are refused where they stand (`container_statements.LIST_METHODS`)."""
 
 
-def _mutator_receiver(node: ast.AST) -> str | None:
+def mutator_receiver(node: ast.AST) -> str | None:
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr in MUTATORS
+        and node.func.attr in LIST_MUTATORS
         and isinstance(node.func.value, ast.Name)
     ):
         return node.func.value.id
     return None
 
 
-def _describe_call(node: ast.Call) -> str:
+def describe_call(node: ast.Call) -> str:
     return f"`{source_text(node)}`"
 
 
@@ -360,25 +362,25 @@ class _PopHoister:
             children = []
         for child in children:
             self.scan(child, conditional)
-        name = _mutator_receiver(node)
+        name = mutator_receiver(node)
         if name is None:
             return
         if node.func.attr != "pop":
             raise self.source.error(
                 node,
-                f"{_describe_call(node)} used as a value (it changes `{name}` and returns None)",
+                f"{describe_call(node)} used as a value (it changes `{name}` and returns None)",
                 f"call `{source_text(node)}` as a statement of its own",
             )
         if conditional is not None:
             raise self.source.error(
                 node,
-                f"{_describe_call(node)} inside {conditional}",
+                f"{describe_call(node)} inside {conditional}",
                 f"pop into a variable first (`item = {source_text(node)}`) where it always runs, "
                 "or write the condition as an `if` statement",
             )
         if len(node.args) > 1 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             raise self.source.error(
-                node, f"{_describe_call(node)} inside an expression",
+                node, f"{describe_call(node)} inside an expression",
                 f"pop into a variable first: `item = {source_text(node)}`",
             )
         self.found.append(node)
@@ -402,7 +404,7 @@ def hoist_pops(source, stmt: ast.stmt, exprs: list[ast.expr]) -> tuple[list[ast.
         if others:
             raise source.error(
                 call,
-                f"{_describe_call(call)} in a statement that also uses `{name}`",
+                f"{describe_call(call)} in a statement that also uses `{name}`",
                 f"pop into a variable first (`item = {source_text(call)}`), then use `item` and `{name}`",
             )
         uid = fresh_id()
@@ -448,7 +450,7 @@ def prepare(source, stmt: ast.stmt) -> list[ast.stmt]:
         return [stmt]
     new = copy.copy(stmt)
     for field in fields:
-        setattr(new, field, _rewrite_expr(source, getattr(stmt, field)))
+        setattr(new, field, rewrite_expression(source, getattr(stmt, field)))
     # Targets of assignments keep their syntax, but `.data` etc. in their indices are rewritten.
     if isinstance(stmt, ast.Assign):
         new.targets = [_rewrite_target(source, t) for t in stmt.targets]
@@ -456,24 +458,24 @@ def prepare(source, stmt: ast.stmt) -> list[ast.stmt]:
         new.target = _rewrite_target(source, stmt.target)
 
     exprs = [getattr(new, f) for f in fields if getattr(new, f) is not None]
-    if isinstance(new, ast.Expr) and _mutator_receiver(new.value) is not None:
+    if isinstance(new, ast.Expr) and mutator_receiver(new.value) is not None:
         exprs = list(new.value.args) + [k.value for k in new.value.keywords]  # the call itself stays
     targets = new.targets if isinstance(new, ast.Assign) else [getattr(new, "target", None)]
     for target in targets:
         if target is None:
             continue
         for node in ast.walk(target):
-            if _mutator_receiver(node) is not None:
+            if mutator_receiver(node) is not None:
                 raise source.error(
-                    node, f"{_describe_call(node)} inside an assignment target",
+                    node, f"{describe_call(node)} inside an assignment target",
                     f"compute it first: `item = {source_text(node)}`",
                 )
     if isinstance(new, ast.While):
         for expr in exprs:
             for node in ast.walk(expr):
-                if _mutator_receiver(node) is not None:
+                if mutator_receiver(node) is not None:
                     raise source.error(
-                        node, f"{_describe_call(node)} in a `while` condition",
+                        node, f"{describe_call(node)} in a `while` condition",
                         "change the list inside the loop body and test a variable in the condition",
                     )
         return [new]
@@ -490,8 +492,8 @@ def _rewrite_target(source, target: ast.expr) -> ast.expr:
         return target
     if isinstance(target, ast.Subscript):
         rewritten = copy.copy(target)
-        rewritten.value = _rewrite_target(source, target.value) if isinstance(target.value, ast.Subscript) else _rewrite_expr(source, target.value)
-        rewritten.slice = _rewrite_expr(source, target.slice)
+        rewritten.value = _rewrite_target(source, target.value) if isinstance(target.value, ast.Subscript) else rewrite_expression(source, target.value)
+        rewritten.slice = rewrite_expression(source, target.slice)
         return rewritten
     if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
         rewritten = copy.copy(target)

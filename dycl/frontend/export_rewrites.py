@@ -11,7 +11,7 @@ import operator
 import torch
 from torch.export.graph_signature import InputKind, OutputKind, SymFloatArgument, SymIntArgument
 
-from dycl.frontend.export_sizes import _symbolic_number
+from dycl.frontend.export_sizes import symbolic_number
 from dycl.frontend.run_weights import _MODEL_ATTR
 
 
@@ -37,10 +37,10 @@ def _batch_norm_no_training(input, weight, bias, running_mean, running_var, mome
     return out, empty, empty
 
 
-_DECOMPOSITIONS = {torch.ops.aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training}
+DECOMPOSITIONS = {torch.ops.aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training}
 
 
-def _topk_of_a_runtime_k(program) -> None:
+def topk_of_a_runtime_k(program) -> None:
     """The values of `torch.topk(x, k)` with k a runtime int (nanoGPT's `topk(logits,
     min(top_k, n))`) are the first k of `torch.sort(x, descending=largest)`: the sort goes to
     a sub-DNN, the slice at k is a view the host takes. Only where the values alone are read
@@ -59,11 +59,11 @@ def _topk_of_a_runtime_k(program) -> None:
         ordered = node.kwargs.get("sorted", True if ordered is None else ordered)
         items = {user.args[1]: user for user in node.users if user.target is operator.getitem}
         fixed = k.meta.get("val") if isinstance(k, torch.fx.Node) else None
-        if isinstance(fixed, (int, torch.SymInt)) and _symbolic_number(k) is None:
+        if isinstance(fixed, (int, torch.SymInt)) and symbolic_number(k) is None:
             # (an int the run is captured for one value of, `fixed_ints`: that value)
             node.update_arg(1, int(fixed))
             continue
-        if _symbolic_number(k) is None or not ordered or len(items) != len(node.users) or items.get(1, None) is not None and items[1].users:
+        if symbolic_number(k) is None or not ordered or len(items) != len(node.users) or items.get(1, None) is not None and items[1].users:
             continue
         if 0 not in items:
             continue
@@ -82,7 +82,7 @@ def _topk_of_a_runtime_k(program) -> None:
         program.graph_module.recompile()
 
 
-def _functionalize(program):
+def functionalize(program):
     """Value semantics for in-place ops (`relu_`, `index_put_`, stores through views).
 
     `torch.export` keeps mutation in its graph (`copy_` into a `select` of an input, `add_`);
@@ -100,7 +100,7 @@ def _functionalize(program):
     return program.run_decompositions({})
 
 
-def _floats_as_number_outputs(program) -> None:
+def floats_as_number_outputs(program) -> None:
     """A runtime float the run returns (`x.sum(1).tolist()` of a float tensor, `.item()`)
     is a result of type `!torch.float`. FxImporter imports a symbolic number's node by its
     value's type, but takes only the int kind of argument as an output: the float's output
@@ -110,7 +110,7 @@ def _floats_as_number_outputs(program) -> None:
             spec.arg = SymIntArgument(name=spec.arg.name)
 
 
-def _mutations_as_outputs(program, state_buffers: frozenset[str] = frozenset()) -> tuple[list[int], list[str]]:
+def mutations_as_outputs(program, state_buffers: frozenset[str] = frozenset()) -> tuple[list[int], list[str]]:
     """Turn input mutations into plain outputs (the host rebinds the mutated variables);
     returns the mutated user inputs' positions, and the paths of the buffers kept across
     calls (`state_buffers`) the run changes, whose new values become its last outputs. Any
@@ -155,10 +155,10 @@ def _buffer_mutations_last(program) -> None:
 # At inference both are the tensor itself, memory included: `x.detach().clamp_(0)` changes
 # `x`. So they become `alias` (a view functionalization follows) before functionalization,
 # and, once the graph has value semantics, a copy the importer knows.
-_DETACHES = {torch.ops.aten.detach_.default, torch.ops.aten.detach.default}
+DETACHES = {torch.ops.aten.detach_.default, torch.ops.aten.detach.default}
 
 
-def _sizes_as_tensors(program) -> None:
+def sizes_as_tensors(program) -> None:
     """A size known only at run time that is a number in tensor math (`h.sum(1) / h.size(1)`,
     `x[idx].mean(0) * idx.numel()`, `x * (h.size(1) / 4)`) enters that math as a 0-d tensor.
 
@@ -179,9 +179,9 @@ def _sizes_as_tensors(program) -> None:
         named = {a.name: a for a in schema}
         keyword = [(named[name], name, arg) for name, arg in node.kwargs.items() if name in named]
         # (each dtype from the operands as export wrote them, before any is replaced)
-        sizes = [(at, arg, _dtype_of_a_python_number_beside(node, _symbolic_number(arg)))
+        sizes = [(at, arg, _dtype_of_a_python_number_beside(node, symbolic_number(arg)))
                  for argument, at, arg in positional + keyword
-                 if isinstance(argument.type, torch.TensorType) and _symbolic_number(arg) is not None]
+                 if isinstance(argument.type, torch.TensorType) and symbolic_number(arg) is not None]
         if not sizes:
             continue
         fake_mode = fake_mode or detect_fake_mode([n.meta.get("val") for n in graph.nodes])
@@ -219,7 +219,7 @@ def _dtype_of_a_python_number_beside(node: torch.fx.Node, number) -> torch.dtype
     return dtype
 
 
-def _retarget(program, sources, target) -> None:
+def retarget_calls(program, sources, target) -> None:
     """Every call of an op in `sources` calls `target` instead (the node and its name stay)."""
     for node in program.graph.nodes:
         if node.op == "call_function" and node.target in sources:

@@ -28,7 +28,7 @@ def _user_inputs(program) -> list[tuple[object, object]]:
             for spec in program.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
 
 
-def _runtime_sizes(program) -> tuple[list[list[tuple[int, int | None]]], list[tuple[int, int | None]]]:
+def runtime_size_ranges(program) -> tuple[list[list[tuple[int, int | None]]], list[tuple[int, int | None]]]:
     """The symbolic dims of the program's tensor inputs, grouped by their size symbol, and
     the range of sizes export assumed for each group (lowest, highest or None). An int
     input joins its symbol's group as (position, None); an int alone in its group counts
@@ -99,7 +99,7 @@ _SELECTING_OPS = frozenset({
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in forward')
 
 
-def _check_static_sizes(program) -> None:
+def check_static_sizes(program) -> None:
     """Sub-DNNs have static shapes: a size export could only name by an unbacked symbol (it
     depends on the data) cannot be compiled; refuse it here, at the user's statement."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
@@ -125,7 +125,7 @@ _INDEX_OPS = frozenset({
 })
 
 
-def _check_int_inputs_used(program, fixed_ints: frozenset[int] = frozenset()) -> None:
+def check_int_inputs_used(program, fixed_ints: frozenset[int] = frozenset()) -> None:
     """A runtime int the graph never reads was specialized to its example value; one used
     as a number in tensor math must enter as a tensor. (`fixed_ints`: the positions of ints
     the run is captured for one value of, which export may specialize.)"""
@@ -157,7 +157,7 @@ def _check_int_inputs_used(program, fixed_ints: frozenset[int] = frozenset()) ->
 _SYMBOLIC_NUMBERS = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
 
-def _symbolic_number(arg) -> torch.SymInt | torch.SymFloat | None:
+def symbolic_number(arg) -> torch.SymInt | torch.SymFloat | None:
     value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
     if isinstance(value, (torch.SymInt, torch.SymFloat)) and value.node.expr.free_symbols:
         return value

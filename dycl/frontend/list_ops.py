@@ -58,7 +58,7 @@ def const_key(key):
 # ----- host ints (Python ints fold; V.Dyn ints become host ops) ------------------------
 
 
-def _example(x):
+def example_or_value(x):
     return x.example if isinstance(x, V.Dyn) else x
 
 
@@ -66,7 +66,7 @@ def _binary(c, name: str, a, b, fold):
     if not isinstance(a, V.Dyn) and not isinstance(b, V.Dyn):
         return fold(a, b)
     operands = [c.builder.materialize(V.Const(x)) if not isinstance(x, V.Dyn) else x for x in (a, b)]
-    example = fold(_example(a), _example(b))
+    example = fold(example_or_value(a), example_or_value(b))
     return c.builder.host_op(name, operands, V.type_of_example(example), example)
 
 
@@ -133,7 +133,7 @@ def _copy_range(c, src: V.Dyn, start, stop, dest: V.Dyn) -> V.Dyn:
     builder = c.builder
     start_value = builder.materialize(V.Const(start)) if not isinstance(start, V.Dyn) else start
     stop_value = builder.materialize(V.Const(stop)) if not isinstance(stop, V.Dyn) else stop
-    example = dest.example + src.example[_example(start):_example(stop)]
+    example = dest.example + src.example[example_or_value(start):example_or_value(stop)]
     read_type = item_ir_type(src)
     int_type, list_type = builder.type(V.INT), builder.type(dest.type)
     op = ir.Operation.create(
@@ -141,28 +141,28 @@ def _copy_range(c, src: V.Dyn, start, stop, dest: V.Dyn) -> V.Dyn:
     )
     before = op.regions[0].blocks.append(int_type, list_type)
     with ir.InsertionPoint(before):
-        index = V.Dyn(before.arguments[0], V.INT, _example(start))
+        index = V.Dyn(before.arguments[0], V.INT, example_or_value(start))
         more = builder.host_op("torch.aten.lt.int", [index, stop_value], V.BOOL, True)
         ir.Operation.create("scf.condition", operands=[builder.to_i1(more), *before.arguments])
     after = op.regions[1].blocks.append(int_type, list_type)
     with ir.InsertionPoint(after):
-        index = V.Dyn(after.arguments[0], V.INT, _example(start))
+        index = V.Dyn(after.arguments[0], V.INT, example_or_value(start))
         item_example = src.example[0] if src.example else None
         item = builder.host_op(LIST_ITEM, [src, index], read_type, item_example)
         grown = builder.op(LIST_APPEND, [after.arguments[1], item.value], [dest.type])
-        following = builder.host_op("torch.aten.add.int", [index, builder.constant(1)], V.INT, _example(start) + 1)
+        following = builder.host_op("torch.aten.add.int", [index, builder.constant(1)], V.INT, example_or_value(start) + 1)
         ir.Operation.create("scf.yield", operands=[following.value, grown.result])
     return V.Dyn(op.results[1], dest.type, example)
 
 
-def _empty(c, list_type: str) -> V.Dyn:
+def empty_runtime_list(c, list_type: str) -> V.Dyn:
     return V.Dyn(c.builder.op(LIST_CONSTRUCT, [], [list_type]).result, list_type, [])
 
 
 def _runtime_pieces(c, pieces) -> V.Dyn:
     """A runtime list made of `pieces`: (list, start, stop) ranges and [items] in order (at
     least one range: the new list has its type)."""
-    out = _empty(c, next(piece[0].type for piece in pieces if isinstance(piece, tuple)))
+    out = empty_runtime_list(c, next(piece[0].type for piece in pieces if isinstance(piece, tuple)))
     for piece in pieces:
         if isinstance(piece, list):
             out = _append_items(c, out, piece)
@@ -240,7 +240,7 @@ class ListOps:
         n = length(self.c, lst)
         start = self.bound(key.start, 0, n)
         stop = _max(self.c, start, self.bound(key.stop, n, n))
-        return _copy_range(self.c, lst, start, stop, _empty(self.c, lst.type))
+        return _copy_range(self.c, lst, start, stop, empty_runtime_list(self.c, lst.type))
 
     def unit_step(self, key: slice) -> None:
         step = key.step.value if isinstance(key.step, V.Const) else key.step
@@ -282,7 +282,7 @@ class ListOps:
         """(the position as an IR value, the item there) of the runtime list `lst`: the
         host's `lst[k]`, IndexError past either end."""
         index = self.position(k)
-        return index, self.c.builder.host_op(LIST_ITEM, [lst, index], item_ir_type(lst), safe_item(lst.example, _example(k)))
+        return index, self.c.builder.host_op(LIST_ITEM, [lst, index], item_ir_type(lst), safe_item(lst.example, example_or_value(k)))
 
     def delete(self, lst, key):
         constant = const_key(key)
@@ -396,10 +396,3 @@ class ListOps:
         at = _min(self.c, _max(self.c, _wrapped(self.c, k, n), 0), n)
         after = _min(self.c, _add(self.c, at, 1), n)
         return _runtime_pieces(self.c, [(lst, 0, at), (lst, after, n)])
-
-
-def _any_dyn(*values):
-    for value in values:
-        if isinstance(value, V.Dyn):
-            return value
-    return values[0]

@@ -10,7 +10,7 @@ False and a placeholder of the value's type for None), so `if top_k is not None:
 value's kind must come from somewhere else: an annotated Python scalar (`Optional[int]`,
 `float`, `bool`) is compiled from a representative value (`REPRESENTATIVE`), which is sound
 because an int, float or bool input is a runtime value in every statement (a run that export
-specialised on its value is refused: `export_sizes._check_int_inputs_used`); a tensor's shape is
+specialised on its value is refused: `export_sizes.check_int_inputs_used`); a tensor's shape is
 unknown, so the model is compiled for None only and the runtime refuses a value with an
 `InputError` that says how to compile for it.
 

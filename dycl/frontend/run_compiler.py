@@ -605,7 +605,7 @@ def _data_dependent_shape_error(c, stmts, error: DataDependentShape) -> Frontend
     lines = [line for file, line in error.frames if file == c.scope.source.file]
     at = next((s for line in reversed(lines) for s in stmts if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
     source = runs.statement_text([at] if at is not None else stmts)
-    if error.op == "aten.topk.default":  # (its values alone are lowered: export_rewrites._topk_of_a_runtime_k)
+    if error.op == "aten.topk.default":  # (its values alone are lowered: export_rewrites.topk_of_a_runtime_k)
         return c.error(
             at or stmts[0], f"`{source}` reads the indices of `topk` of a `k` known only at run time, "
             "whose order of equal values is topk's own (torch leaves it unspecified)",

@@ -22,7 +22,7 @@ _MODEL_ATTR = "model"
 # the model forgot to register: refuse to write it into the IR.
 MAX_LITERAL_ELEMENTS = 4096
 
-class _WeightReferences(FxImporterHooks):
+class WeightReferences(FxImporterHooks):
     """Parameters and buffers become `dycl.param` ops named by their state_dict key."""
 
     def __init__(self):
@@ -61,7 +61,7 @@ class _WeightReferences(FxImporterHooks):
         ).result
 
 
-class _RunModule(torch.nn.Module):
+class RunModule(torch.nn.Module):
     """Calls one run with the original model as `self`; takes and returns flat tensors/ints.
 
     `weights` is the model itself or a skeleton holding only the submodules the run calls,
@@ -73,13 +73,13 @@ class _RunModule(torch.nn.Module):
         setattr(self, _MODEL_ATTR, weights)
         self._model = [model]  # a list: not registered as a submodule
         self._run = run
-        self._anchored = anchored  # the last input is an `_anchor()`, which the run does not take
+        self._anchored = anchored  # the last input is an `anchor_input()`, which the run does not take
 
     def forward(self, *flat_inputs):
         return self._run(self._model[0], *(flat_inputs[:-1] if self._anchored else flat_inputs))
 
 
-def _anchor() -> torch.Tensor:
+def anchor_input() -> torch.Tensor:
     """The input a run of no inputs is exported with, and ignores. torch.export inserts the
     constants it lifts (a module's tensor attributes, buffers outside the exported modules)
     before the graph's first user input; in a graph with none it inserts them before the
@@ -105,7 +105,7 @@ def tied_names(model: torch.nn.Module) -> dict[str, str]:
     return tied
 
 
-def _skeleton(model: torch.nn.Module, used: list[torch.nn.Module]) -> torch.nn.Module | None:
+def module_skeleton(model: torch.nn.Module, used: list[torch.nn.Module]) -> torch.nn.Module | None:
     """Plain modules mirroring the paths of the `used` submodules (None: use the whole model)."""
     paths = {id(m): name for name, m in model.named_modules()}
     names = sorted({paths[id(m)] for m in used if id(m) in paths})
@@ -125,6 +125,6 @@ def _skeleton(model: torch.nn.Module, used: list[torch.nn.Module]) -> torch.nn.M
     return root
 
 
-def _lifts_model_weights(program, weight_ids: set[int]) -> bool:
+def lifts_model_weights(program, weight_ids: set[int]) -> bool:
     """True if export captured a parameter/buffer as a constant (the skeleton missed it)."""
     return any(id(value) in weight_ids for value in program.constants.values())

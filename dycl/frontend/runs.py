@@ -417,7 +417,7 @@ class IntsAsTensors(Exception):
 class IntAtTwo(Exception):
     """Capture the run again with the runtime int at `position` exported at 2: export froze
     its example, 0 or 1, and an example of 0 or 1 must not change what compiles. Where export
-    then assumes the int is at least 2 (`export_sizes._runtime_sizes`), the run is also captured
+    then assumes the int is at least 2 (`export_sizes.runtime_size_ranges`), the run is also captured
     for 0 and 1, as for a dim."""
 
     def __init__(self, position: int):

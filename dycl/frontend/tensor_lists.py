@@ -11,7 +11,7 @@ from torch_mlir import ir
 
 from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
-from dycl.frontend.list_ops import _empty, _example
+from dycl.frontend.list_ops import empty_runtime_list, example_or_value
 from dycl.dialects.torch_ops import LIST_APPEND
 
 
@@ -44,7 +44,7 @@ def tolist(c, tensor: V.Dyn, node: ast.AST) -> V.EnvValue:
 
     def row(k):
         index = c.builder.materialize(k if isinstance(k, V.Dyn) else V.Const(k))
-        sample = tensor.example[_example(k)] if tensor.example.size(0) > _example(k) else tensor.example.new_zeros(tensor.example.shape[1:])
+        sample = tensor.example[example_or_value(k)] if tensor.example.size(0) > example_or_value(k) else tensor.example.new_zeros(tensor.example.shape[1:])
         return c.builder.host_op("torch.aten.select.int", [tensor, c.builder.constant(0), index], row_type, sample)
 
     if shape[0] is not None:
@@ -56,7 +56,7 @@ def tolist(c, tensor: V.Dyn, node: ast.AST) -> V.EnvValue:
     list_type = V.SCALAR_LISTS[scalar]
     int_type, ir_list_type = builder.type(V.INT), builder.type(list_type)
     length = builder.host_op("torch.aten.size.int", [tensor, builder.constant(0)], V.INT, tensor.example.size(0))
-    start = _empty(c, list_type)
+    start = empty_runtime_list(c, list_type)
     op = ir.Operation.create("scf.while", results=[int_type, ir_list_type], operands=[builder.constant(0).value, start.value], regions=2)
     before = op.regions[0].blocks.append(int_type, ir_list_type)
     with ir.InsertionPoint(before):

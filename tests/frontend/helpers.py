@@ -11,7 +11,7 @@ from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.interpreters.scf import ScfFunctions
 
-from dycl.frontend.compiler import BY_SIZE
+from dycl.frontend.joins import BY_SIZE
 from dycl.interpreter import ReferenceInterpreter, TorchFunctions, find_function, flatten_inputs, output_tree, unflatten
 
 

@@ -2,7 +2,7 @@
 writes them: a mean over the decode steps taken (`h.sum(1) / h.size(1)`), pooling over
 the rows a mask kept scaled by their count (`x[idx].mean(0) * idx.numel()`), a size in the
 statement that computes with it. Export hands such a size to the op as a SymInt; it enters
-the sub-DNN as a 0-d tensor (export_rewrites._sizes_as_tensors)."""
+the sub-DNN as a 0-d tensor (export_rewrites.sizes_as_tensors)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from xdsl.dialects import scf
 import dycl
 from dycl.dialects.torch_ops import Category, op_info
 from dycl.frontend import import_module
-from dycl.frontend.compiler import BY_SIZE
+from dycl.frontend.joins import BY_SIZE
 from tests.frontend.data_size_models import (
     AdaptiveComputationTime,
     BatchEarlyExit,

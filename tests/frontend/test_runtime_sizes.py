@@ -14,7 +14,7 @@ from xdsl.dialects import scf
 
 import dycl
 from dycl.frontend import import_module
-from dycl.frontend.compiler import BY_SIZE
+from dycl.frontend.joins import BY_SIZE
 from tests.frontend.helpers import BranchCoverage, assert_compiled_exactly, assert_imported_exactly, eager, max_abs_error, run
 
 
