@@ -15,7 +15,7 @@ import functools
 
 import torch
 
-from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, helper_objects, library_calls, nested_functions, nodes, packed
+from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, helper_objects, library_calls, lists, nested_functions, nodes, packed
 from dycl.frontend import values as V
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
@@ -129,12 +129,20 @@ def _assigns_attributes(function) -> bool:
 
 def _passes_runtime_scalars(call: ast.Call, env) -> bool:
     """Whether a call passes Python numbers known only at run time (`ks(x, lengths)` with
-    `lengths` a list argument): inlined, they stay numbers (a size, an index), where a
-    captured block would take them as tensors."""
+    `lengths` a list argument), or a list whose length is known only at run time (`read(x,
+    groups)` where a branch appended to `groups[0]`): inlined, numbers stay numbers (a size,
+    an index) where a captured block would take them as tensors, and the list's `len` and
+    `[-1]` are read in the host, where a captured block cannot take the list at all."""
     def runtime_scalar(leaf) -> bool:
+        if lists.is_runtime_list(leaf):
+            return True
         return isinstance(leaf, V.Dyn) and not V.is_tensor_type(leaf.type) and not V.is_list_type(leaf.type) and leaf.type != V.NONE
-    names = [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
-    return any(runtime_scalar(leaf) for n in names if n in env for leaf in V.leaves(env[n]))
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    names = [a.id for a in arguments if isinstance(a, ast.Name)]
+    if any(runtime_scalar(leaf) for n in names if n in env for leaf in V.leaves(env[n])):
+        return True
+    inside = {n.id for a in arguments for n in ast.walk(a) if isinstance(n, ast.Name)}  # (`read([outs, [x]])`)
+    return any(lists.is_runtime_list(leaf) for n in inside if n in env for leaf in V.leaves(env[n]))
 
 
 def _hoist_nested_call(c, stmt: ast.stmt, expr: ast.expr, env, nested: bool = True) -> list[ast.stmt] | None:
@@ -189,7 +197,8 @@ def _reject_nested_helpers(c, expr: ast.expr, env) -> None:
             raise c.error(
                 sub,
                 f"call of `{desugar.source_text(sub.func)}` inside an expression (DyCL compiles that "
-                "helper itself: it has control flow, or uses module attributes that forward assigns)",
+                "helper itself: it has control flow, uses module attributes that forward assigns, or is "
+                "passed values known only at run time)",
                 "assign its result to a variable first: `y = self.helper(x)`",
             )
 

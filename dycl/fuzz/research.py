@@ -350,6 +350,11 @@ class SparseDispatcher(object):
     def expert_to_gates(self):
         return torch.split(self._nonzero_gates, self._part_sizes, dim=0)
 """,
+    # a plain helper reading a list whose length is known only at run time (`list_alias`)
+    "fz_read_items": """\
+def fz_read_items(items, scale=0.1):
+    return items[-1] * (1.0 + scale * len(items))
+""",
 }
 
 
@@ -510,9 +515,14 @@ class Researcher:
             made = f"{groups} = [[{s} * 1.0], [torch.tanh({s})]]\n{g} = {groups}[{k}]"
             changed = f"{acc}.mul_(0.5)\n" if acc else ""
             used = f" + 0.1 * {fold(acc)}" if acc else ""
+            if r.random() < 0.5:  # read by a plain helper (`fz_read_items(groups[k], scale=0.2)`)
+                self.classes.add("fz_read_items")
+                read = f"x = x + 0.1 * {fold(f'fz_read_items({groups}[{k}], scale=0.2)')}{used}"
+            else:
+                read = f"x = x * (1.0 + 0.1 * len({groups}[{k}])) + 0.1 * {fold(f'{groups}[{k}][-1]')}{used}"
             return [Research(made + (f"\n{acc} = {s}.clone()" if acc else ""), form),
                     If([(self.a_cond(stage), [Research(f"{changed}{g}.append({new_item})", form)])]),
-                    Research(f"x = x * (1.0 + 0.1 * len({groups}[{k}])) + 0.1 * {fold(f'{groups}[{k}][-1]')}{used}", form)]
+                    Research(read, form)]
         if kind == 2:  # a list a tuple also holds
             acc, pair = self.fresh("acc"), self.fresh("pair")
             return [Research(f"{acc} = []\n{pair} = ({acc}, 0.5)", form),

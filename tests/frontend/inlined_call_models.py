@@ -406,6 +406,45 @@ class SignalsBeforeIf(nn.Module):
 CASES["module_tensors_before_if"] = (SignalsBeforeIf, _vectors([-1.0, 1.0]))
 
 
+# the exits a network took, passed to a plain helper that reads them (SDN-style ensembling):
+# the list's length is known only at run time, so the helper is compiled by DyCL, its `len`
+# and `[-1]` read in the host (refused before: "tensor code on a list ... known only at runtime")
+def ensemble(outputs):
+    return torch.stack(outputs).mean(0), len(outputs)
+
+
+def confident_last(outputs, threshold=0.5):
+    return outputs[-1] * (1.0 + threshold * len(outputs))
+
+
+class ExitsToAHelper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+        self.heads = nn.ModuleList(nn.Linear(4, 3) for _ in range(3))
+
+    def forward(self, x):
+        outs = []
+        for block, head in zip(self.blocks, self.heads):
+            x = torch.tanh(block(x))
+            logits = head(x)
+            if F.softmax(logits, -1).max() > 0.43:
+                outs.append(logits)
+        outs.append(self.heads[-1](x))
+        mean, count = ensemble(outs)
+        return mean, count, confident_last(outs, threshold=0.25)
+
+
+def _exit_inputs(picked=(0, 1, 2, 4, 6, 17, 25, 59)):
+    """Inputs that take each of the 8 sets of exits (of 60 drawn, at scales 0.5 to 8)."""
+    generator = torch.Generator().manual_seed(3)
+    drawn = [torch.randn(1, 4, generator=generator) * s for s in (0.5, 1, 2, 4, 8) for _ in range(12)]
+    return [(drawn[k],) for k in picked]
+
+
+CASES["exits_to_a_helper"] = (ExitsToAHelper, _exit_inputs())
+
+
 # ----- refused: the message quotes the statement at its line --------------------------------
 
 class ScaledGate(nn.Module):
