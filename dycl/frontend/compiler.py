@@ -29,7 +29,7 @@ from torch_mlir import ir
 from dycl.frontend import aliases, asserts, binding, callees, container_statements, data_sizes, deletes, desugar, dispatch, lists, nodes, optional, packed
 from dycl.frontend import host_builtins, host_numpy, predicates, runs, sizes, structure, unentered
 from dycl.frontend import host_slices, host_statements, host_values, inlining, joins, loop_compiler, mutation, run_compiler
-from dycl.frontend import exceptions, nested_functions, pytree_values, tensor_lists
+from dycl.frontend import exceptions, nested_functions, pytree_values, randomness, tensor_lists
 from dycl.frontend import expressions as X
 from dycl.frontend import values as V
 from dycl.frontend.attributes import ModuleAttributes
@@ -533,9 +533,8 @@ class FunctionCompiler:
             return V.MISSING
         if self._calls_container_method(expr, env):
             return V.MISSING  # (it would change the import's own list: `_refuse_container_change`)
-        try:
-            value = self._eval_constant(expr, env)
-        except Exception:
+        value = randomness.evaluated(self, expr, lambda: self._eval_constant(expr, env))
+        if value is V.MISSING:
             return V.MISSING
         if any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(value)):
             return V.MISSING
@@ -560,15 +559,14 @@ class FunctionCompiler:
         memo: dict = {}
         local = {n: structure.tokens(v, memo) for n, v in env.items() if v is not V.UNDEF}
         code = compile(ast.Expression(_located(expr)), self.scope.source.file, "eval")
-        try:
+
+        def run():
             value = eval(code, self.scope.namespace, local)
-            if isinstance(value, (range, enumerate, zip, reversed, map, type({}.items()), type({}.keys()), type({}.values()))):
-                value = list(value)
-        except Exception:
-            return V.MISSING
-        if isinstance(value, torch.Tensor):
-            return V.MISSING
-        return value
+            iterators = (range, enumerate, zip, reversed, map, type({}.items()), type({}.keys()), type({}.values()))
+            return list(value) if isinstance(value, iterators) else value
+
+        value = randomness.evaluated(self, expr, run)
+        return V.MISSING if isinstance(value, torch.Tensor) else value
 
     def _eval_constant(self, expr: ast.expr, env):
         local = {n: v.value for n, v in env.items() if isinstance(v, V.Const)}

@@ -15,7 +15,7 @@ import functools
 
 import torch
 
-from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, helper_objects, library_calls, lists, nested_functions, nodes, packed
+from dycl.frontend import binding, callees, data_sizes, desugar, exceptions, helper_objects, library_calls, lists, nested_functions, nodes, packed, randomness
 from dycl.frontend import values as V
 from dycl.frontend.errors import FrontendError
 from dycl.frontend.nodes import RESULT_PREFIX, replace_nodes
@@ -98,7 +98,7 @@ def callee(c, call_node: ast.Call, env, nested: bool = False):
         receiver) or helper_objects.passes_object(call_node, env) or any(
         has_control_flow(n) or c.attributes.concerns(n) or changes_an_argument_list(n) or _packs_sequences(n)
         or data_sizes.makes_data_sizes(n) for n in bodies) or binding.forwards_to_compiled(c, source, receiver, call_node, env) \
-        or _runs_attribute_writer(func)
+        or _runs_attribute_writer(func) or randomness.draws_in(source)
     if not must and (nested or not any(_desugared(n) for n in bodies)):
         return None  # runs inside a captured block
     return source, receiver

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from dycl.frontend import deletes, desugar, exceptions, grad_mode, nested_functions, nodes, np_where, unpacking
+from dycl.frontend import deletes, desugar, exceptions, grad_mode, nested_functions, nodes, np_where, randomness, unpacking
 from dycl.frontend.nodes import fresh_id  # (re-exported: the frontend's modules import it from here)
 from dycl.frontend.errors import FrontendError
 
@@ -193,6 +193,7 @@ def lower(
         if nested_functions.is_definition(original):  # `def decode(x): ...` inside the method
             lowered.append(nested_functions.define(source, original))
             continue
+        original = randomness.lower_draws(source, original)  # (`random.random()`: a host draw)
         prepared = desugar.prepare(source, original)
         lowered.extend(_lower_simple(source, prepared[:-1]))
         stmt = prepared[-1]

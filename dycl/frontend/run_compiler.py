@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from xdsl.ir import Attribute
 
-from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, library_calls, lists, nodes, packed, pytree_values, runs
+from dycl.frontend import aliases, by_size, complex_values, data_sizes, exceptions, library_calls, lists, nodes, packed, pytree_values, randomness, runs
 from dycl.frontend import values as V
 from dycl.frontend.build import NoHostTranslation, RandomOpRefused, drop_unused_constants, erase_after
 from dycl.frontend.capture import CapturedRun, SizeTest
@@ -238,7 +238,7 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
     with c.attributes.poisoned(env, assigned) as poisons:
         c.state_guard.snapshot()
         try:
-            with torch.no_grad(), warnings.catch_warnings():
+            with torch.no_grad(), warnings.catch_warnings(), randomness.watch() as draws:
                 warnings.simplefilter("ignore")
                 try:
                     with runs.record_calls(c.model, called):
@@ -263,6 +263,9 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
         finally:
             _check_model_unchanged(c, stmts, examples)
         _refuse_attribute_read(c, stmts, poisons)
+    if draws.python:  # (export would freeze the example's draw into the sub-DNN)
+        culprit = next((s for s in stmts if randomness.python_draw(s, c.scope.namespace)), stmts[0])
+        raise randomness.refusal(c, culprit)
     out_leaves, out_spec = pytree.tree_flatten(eager)
     # Python scalars a run computes from its inputs are exported too: export tells
     # whether they are constants (shapes, configuration) or runtime values (`.tolist()`,

@@ -134,3 +134,89 @@ class EvalDropout(nn.Module):
     def forward(self, x):
         h = self.drop(self.fc(x))
         return F.dropout(h, 0.5, training=False) + F.dropout(h, 0.0, training=True)
+
+
+# ----- Python's and numpy's draws in forward (dycl/frontend/randomness.py) ---------------------
+
+import random  # noqa: E402 (the models below draw as published code does: module-level names)
+
+import numpy as np  # noqa: E402
+
+
+class LayerDrop(nn.Module):
+    """Stochastic depth as older research code writes it (`if random.random() < self.p:
+    continue`), at inference too; returns how many layers ran."""
+
+    def __init__(self, p: float = 0.5, layers: int = 3):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(layers))
+        self.p = p
+
+    def forward(self, x):
+        ran = 0
+        for layer in self.layers:
+            if random.random() < self.p:
+                continue
+            x = torch.tanh(layer(x))
+            ran += 1
+        return x, ran
+
+
+class HFLayerDrop(nn.Module):
+    """Hugging Face's encoder loop (BART, Wav2Vec2 before torch.rand): a draw every layer that
+    only a training call reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+        self.layerdrop = 0.3
+
+    def forward(self, x):
+        for layer in self.layers:
+            dropout_probability = random.uniform(0, 1)
+            if self.training and (dropout_probability < self.layerdrop):
+                continue
+            x = layer(x)
+        return x
+
+
+def jitter(x, low, high):
+    return x * random.uniform(low, high)
+
+
+class RandomScaling(nn.Module):
+    """A plain helper that draws (`random.uniform`), a numpy gate (`np.random.rand() < p`) and
+    a drawn count (`random.randint(a, b)`)."""
+
+    def __init__(self, low=0.9, high=1.1, p=0.5, counts=(1, 3)):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.low, self.high, self.p, self.counts = low, high, p, counts
+
+    def forward(self, x):
+        y = jitter(self.fc(x), self.low, self.high)
+        gated = np.random.rand() < self.p
+        if gated:
+            y = y * 2
+        k = random.randint(self.counts[0], self.counts[1])
+        return y, gated, k
+
+
+class RandomLayerChoice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+
+    def forward(self, x):
+        layer = random.choice(self.layers)  # line marker: choice
+        return layer(x)
+
+
+def _noise(x):
+    return x + torch.from_numpy(np.random.normal(size=(4,))).float()  # line marker: numpy-noise
+
+
+class NumpyNoiseHelper(nn.Module):
+    def forward(self, x):
+        y = _noise(x * 2)
+        return y.relu()
