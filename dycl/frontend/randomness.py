@@ -58,18 +58,21 @@ class _States:
     numpy: tuple = field(default_factory=np.random.get_state)
     torch: torch.Tensor = field(default_factory=torch.get_rng_state)
 
-    def drawn(self) -> Draws:
-        now = _States()
+    def restore_drawn(self) -> Draws:
+        """What was drawn on since, each such generator put back."""
+        numpy_now = np.random.get_state()
         numpy_drawn = any(
-            not (np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b)
-            for a, b in zip(self.numpy, now.numpy)
+            not (np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b) for a, b in zip(self.numpy, numpy_now)
         )
-        return Draws(python=self.python != now.python or numpy_drawn, torch=not torch.equal(self.torch, now.torch))
-
-    def restore(self) -> None:
-        random.setstate(self.python)
-        np.random.set_state(self.numpy)
-        torch.set_rng_state(self.torch)
+        drawn = Draws(python=self.python != random.getstate(), torch=not torch.equal(self.torch, torch.get_rng_state()))
+        if drawn.python:
+            random.setstate(self.python)
+        if numpy_drawn:
+            np.random.set_state(self.numpy)
+        if drawn.torch:
+            torch.set_rng_state(self.torch)
+        drawn.python = drawn.python or numpy_drawn
+        return drawn
 
 
 class watch:
@@ -81,9 +84,8 @@ class watch:
         return self._draws
 
     def __exit__(self, *exc) -> bool:
-        drawn = self._states.drawn()
+        drawn = self._states.restore_drawn()
         self._draws.python, self._draws.torch = drawn.python, drawn.torch
-        self._states.restore()
         return False
 
 
@@ -138,6 +140,11 @@ def evaluated(c, node: ast.AST, run):
     """`run()`, the value of `node` evaluated on import-time values: V.MISSING if it failed or
     drew on torch's generator (the expression is compiled instead); refused if it drew on
     Python's or numpy's."""
+    if not any(isinstance(n, ast.Call) for n in ast.walk(node)):
+        try:  # (only a call draws: no need to watch)
+            return run()
+        except Exception:
+            return V.MISSING
     with watch() as draws:
         try:
             value = run()

@@ -38,7 +38,8 @@ other statement, and only research programs (`Generator.researching`) get them:
 `generate(seed, research=False)` is unchanged. Module-level code (functions, the decorator,
 imports) goes to `Program.classes`, methods to `Program.methods`, buffers to `Program.init`.
 `tags` adds the forms a campaign counts that are not statements of their own
-(`halting_draw`: a bernoulli draw of probability 0 or 1; `python_numbers`: the `.tolist()`
+(`halting_draw`: a bernoulli draw of probability 0 or 1; `python_draw`: Python's or numpy's
+draw below 0 or 1; `python_numbers`: the `.tolist()`
 spellings of `data_dependent_size`).
 """
 
@@ -52,7 +53,7 @@ FORMS = ("keyword_call", "optional_arg", "starred_unpack", "complex_rotary", "dy
 PROBABILITY = 0.15  # a research program gets a form (each form drawn on its own)
 NESTED_PROBABILITY = 0.3  # ... in a block nested in forward's vector part rather than on top level
 # what `tags` adds to `program.forms` for a campaign's per-form counts
-DERIVED = ("halting_draw", "python_numbers")
+DERIVED = ("halting_draw", "python_draw", "python_numbers")
 # the issue-34 forms a campaign selects (`python -m dycl.fuzz --form issue34`)
 ISSUE_34 = FORMS + DERIVED + ("size_window", "assert", "exception")
 RUNTIME_STEP = "int(F.softmax(x, -1)[0, :4].argmax())"  # a runtime int of the data, 0..3
@@ -319,6 +320,8 @@ def tags(program: Program) -> list[str]:
     found = set(forms(program))
     if any("bernoulli" in c.wrap for c in all_conditions(program)):
         found.add("halting_draw")
+    if any("random." in c.wrap for c in all_conditions(program)):
+        found.add("python_draw")
     if any(isinstance(s, Research) and s.form == "data_dependent_size" and ".tolist()" in s.text for s in _walk(program)):
         found.add("python_numbers")
     return sorted(found)

@@ -179,7 +179,8 @@ class Generator:
             via_attr=self.rng.random() < 0.25,
         )
         if self.draws is not None and cond.form == "tensor" and self.draws.random() < R.DRAW_PROBABILITY:
-            cond.wrap = R.DRAW_WRAP  # (`torch.bernoulli((x.mean() > t).float()).bool()`)
+            # (`torch.bernoulli((x.mean() > t).float()).bool()`, `random.random() < float(x.mean() > t)`)
+            cond.wrap = R.DRAW_WRAP if self.draws.random() < 0.5 else self.draws.choice(R.PYTHON_DRAW_WRAPS)
         return cond
 
     # ----- statements --------------------------------------------------------------------

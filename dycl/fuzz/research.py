@@ -180,7 +180,7 @@ STATE_MODULES = {"saved": "[]", "steps": "0", "ema": "None", "pair": "None", "hs
 MAX_CONDITIONS = 3  # threshold slots of this module's conditions, per program
 HEADS = (2, 3, 4)  # heads in a ModuleList
 
-IMPORTS = ["import numpy as np", "from torch.autograd import Variable",
+IMPORTS = ["import random", "import numpy as np", "from torch.autograd import Variable",
            "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence"]
 
 WEIGHTS = {
@@ -218,6 +218,9 @@ PREDICATE_PROBABILITY = 0.04
 # so that eager and compiled agree: the host draws it (docs/conventions.md, "Random ops").
 DRAW_PROBABILITY = 0.1
 DRAW_WRAP = "torch.bernoulli((@).float()).bool()"
+# ... or, as often, a draw of Python's or numpy's below that 0 or 1 (stochastic depth's
+# `random.random() < p`), which the compiled model draws at every call too
+PYTHON_DRAW_WRAPS = ["random.random() < float(@)", "np.random.rand() < float(@)", "random.uniform(0, 1) < float(@)"]
 PREDICATE_CONDITIONS = 1
 # `data_dependent_size` is followed by the sparse MoE dispatch (`sparse_dispatch`) with this
 # probability, drawn from `Researcher.dispatchers` (what every seed wrote before stays).
