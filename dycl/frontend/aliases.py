@@ -207,3 +207,28 @@ def _same_items(a, b) -> bool:
     if isinstance(a, set):
         return a == b
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+class GlobalsGuard:
+    """Notices when running user code on example values changed a list, dict or set that a
+    global (or closure) name of the compiled function holds (`HISTORY.append(x.sum())`): like
+    module state, it outlives the call, and a captured block would change it once, while
+    compiling. Put back as it was; the frontend refuses the statement."""
+
+    def __init__(self, namespace: dict):
+        self.held = [
+            (name, value, list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else set(value))
+            for name, value in namespace.items()
+            if isinstance(value, (list, dict, set)) and not name.startswith("__")
+        ]
+
+    def changed(self) -> str | None:
+        """The first such name whose container changed, after putting every one back."""
+        first = None
+        for name, value, copy in self.held:
+            if _same_items(copy, value if not isinstance(value, set) else set(value)):
+                continue
+            first = first or name
+            value.clear()
+            value.update(copy) if not isinstance(value, list) else value.extend(copy)
+        return first

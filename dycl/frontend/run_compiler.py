@@ -237,6 +237,7 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
     assigned = {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     with c.attributes.poisoned(env, assigned) as poisons:
         c.state_guard.snapshot()
+        globals_guard = aliases.GlobalsGuard(c.scope.namespace)
         try:
             with torch.no_grad(), warnings.catch_warnings(), randomness.watch() as draws:
                 warnings.simplefilter("ignore")
@@ -263,6 +264,15 @@ def _capture_run(c, function, stmts, inputs, env, live, ints_as_tensors: bool, a
         finally:
             _check_model_unchanged(c, stmts, examples)
         _refuse_attribute_read(c, stmts, poisons)
+    changed_global = globals_guard.changed()
+    if changed_global is not None:
+        culprit = next((s for s in stmts if any(isinstance(n, ast.Name) and n.id == changed_global for n in ast.walk(s))), stmts[0])
+        raise c.error(
+            culprit, f"{runs.quoted(culprit)}a change of `{changed_global}`, a container of the module's globals "
+            "(it outlives the call)",
+            "state that outlives the call must be the module's: keep it on the module "
+            "(`self.history`), or keep a local list and return it",
+        )
     if draws.python:  # (export would freeze the example's draw into the sub-DNN)
         culprit = next((s for s in stmts if randomness.python_draw(s, c.scope.namespace)), stmts[0])
         raise randomness.refusal(c, culprit)

@@ -158,8 +158,22 @@ class NarrowAtATensorStart(nn.Module):
         return window.sum() + y.mean()
 
 
+HISTORY = []  # (a module-level list: state that outlives every call)
+
+
+class AppendsToAGlobalList(nn.Module):
+    """A list of the module's globals changed inside a captured block: the compiled model
+    returned the example's length at every call (a silent wrong answer before)."""
+
+    def forward(self, x):
+        y = x * 2
+        HISTORY.append(y.sum())  # REJECT
+        return y * len(HISTORY)
+
+
 REJECTED = {
     "narrow_at_a_tensor_start": (NarrowAtATensorStart, "cannot be captured as a tensor program"),
+    "appends_to_a_global_list": (AppendsToAGlobalList, "a change of `HISTORY`, a container of the module's globals"),
     "unfold_by_runtime_int": (UnfoldByRuntimeInt, "a runtime Python int is used where the captured tensor code needs a constant"),
     "unordered_unique": (UnorderedUnique, "whose order PyTorch leaves open"),
     "size_from_tolist": (SizeFromTolist, "size is a number computed from tensor values"),
