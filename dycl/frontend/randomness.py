@@ -37,9 +37,10 @@ from dycl.frontend import values as V
 from dycl.frontend.desugar import source_text
 
 HINT = (
-    "draw it with torch, which the compiled model draws at every call: "
-    "`torch.rand(()).item()` for `random.random()`, "
-    "`torch.randint(low, high + 1, ()).item()` for `random.randint(low, high)`"
+    "draw it with torch, which the compiled model draws at every call (`torch.randn(4)` for "
+    "numpy's `np.random.normal(size=(4,))`, `int(torch.randint(n, ()))` for an index), or "
+    "with one of the scalar draws DyCL makes torch's itself (`random.random()`, "
+    "`random.uniform(a, b)`, `random.randint(a, b)`, `np.random.rand()`, ...)"
 )
 
 
