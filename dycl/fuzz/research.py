@@ -523,7 +523,7 @@ class Researcher:
                 read = f"x = x + 0.1 * {fold(f'fz_read_items({groups}[{k}], scale=0.2)')}{used}"
             else:
                 read = f"x = x * (1.0 + 0.1 * len({groups}[{k}])) + 0.1 * {fold(f'{groups}[{k}][-1]')}{used}"
-            return [Research(made + (f"\n{acc} = {s}.clone()" if acc else ""), form),
+            return [Research(made + (f"\n{acc} = {s} * 1.0" if acc else ""), form),
                     If([(self.a_cond(stage), [Research(f"{changed}{g}.append({new_item})", form)])]),
                     Research(read, form)]
         if kind == 2:  # a list a tuple also holds

@@ -242,8 +242,10 @@ def test_a_research_program_is_the_program_of_before_plus_research_statements():
         old = sorted(all_conditions(before), key=lambda c: c.index)
         new = sorted(all_conditions(program), key=lambda c: c.index)
         assert [c.index for c in new] == list(range(len(new))), seed  # every slot used once
-        # (as they were, but that some tensor conditions became halting draws of 0 or 1)
-        undrawn = [dataclasses.replace(c, wrap="") if c.wrap == R.DRAW_WRAP else c for c in new[: len(old)]]
+        # (as they were, but that some tensor conditions became halting draws of 0 or 1,
+        # torch's or Python's)
+        draws = (R.DRAW_WRAP, *R.PYTHON_DRAW_WRAPS)
+        undrawn = [dataclasses.replace(c, wrap="") if c.wrap in draws else c for c in new[: len(old)]]
         assert undrawn == old, seed
         assert all(c.index >= len(old) for s in walk([program.body, *program.helpers.values()])
                    if isinstance(s, CondLine) for c in leaves(s.cond)), seed
