@@ -466,6 +466,11 @@ def empty_tensors_as_constants(graph_module: torch.fx.GraphModule) -> None:
             continue
         if not all(isinstance(d, int) for d in value.shape):
             continue
+        if not all(_static(o) for o in node.args) or not all(_static(o) for o in node.kwargs.values()):
+            # (its shape is static only under export's guards on the symbolic sizes it
+            # reads: `x[:3 - n]` is empty where n > 5, and the graph must still slice
+            # for other n: a beam search's `k -= len(complete_inds)`, then `top_k_scores[:k]`)
+            continue
         if value.numel() == 0:
             fill = 0
         else:
@@ -481,6 +486,20 @@ def empty_tensors_as_constants(graph_module: torch.fx.GraphModule) -> None:
         node.replace_all_uses_with(constant)
     graph.eliminate_dead_code()
     graph_module.recompile()
+
+
+def _static(operand) -> bool:
+    """Whether an operand of a node is known without export's symbolic sizes: a constant,
+    or a node whose value is a tensor of static shape or a plain number (lists and tuples
+    item by item)."""
+    if isinstance(operand, (list, tuple)):
+        return all(map(_static, operand))
+    if not isinstance(operand, torch.fx.Node):
+        return True
+    value = operand.meta.get("val")
+    if isinstance(value, torch.Tensor):
+        return all(isinstance(d, int) for d in value.shape)
+    return not isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
 def _constants_for_empty_tensors(program: torch.export.ExportedProgram) -> torch.export.ExportedProgram:

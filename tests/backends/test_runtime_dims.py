@@ -129,3 +129,37 @@ def test_a_size_made_a_scalar_tensor_is_read_at_run_time(backend):
         expected, got = model(x, n), torch.as_tensor(compiled(x, n))
         assert expected.shape == got.shape
         assert (expected - got).abs().max().item() < 1e-5, n
+
+
+class SliceAfterCounts(torch.nn.Module):
+    """A beam search's count of live beams (`k -= len(done)` per step) then `x[:k]`: the
+    sub-DNN computes `k` from three runtime sizes and slices by it."""
+
+    def forward(self, x, y):
+        k = 3
+        for step in range(3):
+            done = (y[step] > 0).nonzero().squeeze(1)
+            k -= len(done)
+        return x[:k] * 2, k
+
+
+def _finished(rows):
+    return torch.tensor([[1.0 if r > i else -1.0 for i in range(2)] for r in rows])
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", pytest.param("tvm", marks=pytest.mark.slow)])
+def test_a_slice_by_a_count_of_runtime_sizes_slices_for_every_count(backend):
+    """Export of that sub-DNN, at its example sizes (3 each: k = -6), guards on the regime
+    of the slice (k < -3: empty) and gives the slice a static shape of 0 there; that static
+    empty was made a constant, so every call returned an empty tensor (k = 2, 3, -1 alike).
+    Only a shape that holds without export's guards is a constant now."""
+    import dycl
+
+    x = torch.arange(3.0) + 1
+    counts = [(2, 2, 2), (1, 1, 1), (0, 0, 0), (1, 0, 0), (2, 1, 1), (0, 1, 0)]  # k = -3, 0, 3, 2, -1, 2
+    model = SliceAfterCounts().eval()
+    compiled = dycl.compile(model, (x, _finished(counts[0])), backend=backend, progress=False)
+    for rows in counts:
+        expected, got = model(x, _finished(rows)), compiled(x, _finished(rows))
+        assert got[1] == expected[1]
+        assert got[0].shape == expected[0].shape and torch.equal(got[0], expected[0]), rows
