@@ -366,7 +366,7 @@ def markdown(results: dict, header: str) -> str:
             continue
         legs = row["backends"]
         ort, tvm = legs.get("onnxruntime"), legs.get("tvm")
-        inputs = next((str(leg["inputs"]) for leg in (ort, tvm) if leg), "")
+        inputs = "example" if construct.refused else next((str(leg["inputs"]) for leg in (ort, tvm) if leg), "")
         notes = []
         for backend, leg in legs.items():
             if leg["note"] and leg["note"] not in [n.split(": ", 1)[-1] for n in notes]:
