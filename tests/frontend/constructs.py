@@ -119,12 +119,12 @@ _RANDOM = "tests/backends/test_random_ops.py"
 
 def _size_test(name, key, construct_item="1 size tests") -> Construct:
     factory, inputs, method = test_size_tests.CASES[key]
-    return Construct(name, construct_item, f"{_SIZE}[{key}]", factory, inputs, method=method)
+    return Construct(name, construct_item, f"{_SIZE}[{key}-onnxruntime]", factory, inputs, method=method)
 
 
 def _assert(name, key) -> Construct:
     factory, passing, failing = test_asserts.CASES[key]
-    return Construct(name, "2.1 asserts", f"{_ASSERT}[{key}]", factory, passing, raising=failing)
+    return Construct(name, "2.1 asserts", f"{_ASSERT}[onnxruntime-{key}]", factory, passing, raising=failing)
 
 
 def _keyword(name, key) -> Construct:
