@@ -31,16 +31,16 @@ from pathlib import Path
 
 import torch
 
-from tests.frontend import assert_models, complex_models, exception_models, moe_dispatch_models, unpacking_models
+from tests.backends.test_random_ops import CALLS, DEGENERATE, degenerate_inputs
+from tests.frontend import exception_models, moe_dispatch_models, unpacking_models
 from tests.frontend import test_asserts, test_complex_values, test_exceptions, test_frontend_v4, test_gate_lists
 from tests.frontend import test_loop_kinds, test_moe_dispatch, test_python_forms, test_size_numbers, test_size_tests
-from tests.backends.test_random_ops import degenerate_inputs
 from tests.frontend.buffer_state_models import SEQUENCES
 from tests.frontend.data_size_models import BeamSearch, ShowAttendTellBeam
-from tests.frontend.test_data_sizes import beam_inputs
 from tests.frontend.helpers import eager_method, max_abs_error, seeded_model, state_error
 from tests.frontend.keyword_call_models import CASES as KEYWORD_CASES, REFUSED as KEYWORD_REFUSED
 from tests.frontend.random_models import DRAW_NAMES, Draws, Permuted, PonderNet
+from tests.frontend.test_data_sizes import beam_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("onnxruntime", "tvm")
@@ -52,7 +52,7 @@ class Construct:
 
     name: str
     item: str  # the item ("2.3 exceptions", "1 size tests")
-    test: str  # the existing test that covers it, `path::name` (a parameter in brackets)
+    test: str  # the existing test that covers it: its pytest node id (`path::name[parameters]`)
     model: Callable[[], torch.nn.Module]
     inputs: Callable[[], list]  # path inputs: each a tuple of arguments
     example: int = 0  # the input compiled from
@@ -162,8 +162,7 @@ CONSTRUCTS: tuple[Construct, ...] = (
     Construct("bernoulli_p1", "1 random ops", f"{_RANDOM}::test_pondernet_outputs_match_eager_on_onnxruntime",
               functools.partial(PonderNet, max_steps=4, bias=1000.0), _pondernet_inputs),
     Construct("random_draws_of_a_fixed_answer", "1 random ops", f"{_RANDOM}::test_draws_of_fixed_answer_are_exact_on_onnxruntime",
-              functools.partial(Draws, p_fixed=1.0, low=3, high=4, uniform=(2.0, 2.0), normal=(1.5, 0.0), samples=3, replacement=True),
-              lambda: [degenerate_inputs()] * 5, outputs=_fixed_draws),
+              functools.partial(Draws, **DEGENERATE), lambda: [degenerate_inputs()] * CALLS, outputs=_fixed_draws),
     Construct("randperm", "1 random ops", f"{_RANDOM}::test_random_ops_dycl_does_not_reproduce_are_refused_at_their_line[randperm]",
               Permuted, _one((torch.randn(2, 4),)), refused="torch.ops.aten.randperm`"),
     # ----- 2.1 asserts
