@@ -32,14 +32,14 @@ from pathlib import Path
 import torch
 
 from tests.backends.test_random_ops import CALLS, DEGENERATE, degenerate_inputs
-from tests.frontend import exception_models, moe_dispatch_models, unpacking_models
+from tests.frontend import exception_models, inlined_call_models, moe_dispatch_models, rejected_models, unpacking_models
 from tests.frontend import test_asserts, test_complex_values, test_exceptions, test_frontend_v4, test_gate_lists
 from tests.frontend import test_loop_kinds, test_moe_dispatch, test_python_forms, test_size_numbers, test_size_tests
 from tests.frontend.buffer_state_models import SEQUENCES
 from tests.frontend.data_size_models import BeamSearch, ShowAttendTellBeam
 from tests.frontend.helpers import eager_method, max_abs_error, seeded_model, state_error
 from tests.frontend.keyword_call_models import CASES as KEYWORD_CASES, REFUSED as KEYWORD_REFUSED
-from tests.frontend.random_models import DRAW_NAMES, Draws, Permuted, PonderNet
+from tests.frontend.random_models import DRAW_NAMES, Draws, LayerDrop, Permuted, PonderNet, RandomLayerChoice
 from tests.frontend.test_data_sizes import beam_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +115,8 @@ _COMPLEX = "tests/frontend/test_complex_values.py::test_complex_values_compile_e
 _KIND = "tests/frontend/test_loop_kinds.py::test_onnxruntime_matches_eager"
 _BUFFER = "tests/frontend/test_buffer_state.py::test_buffer_sequence_on_onnxruntime"
 _RANDOM = "tests/backends/test_random_ops.py"
+_PYTHON_RANDOM = "tests/frontend/test_python_random.py"
+_RANDOM_X = torch.randn(1, 4, generator=torch.Generator().manual_seed(0))
 
 
 def _size_test(name, key, construct_item="1 size tests") -> Construct:
@@ -165,6 +167,13 @@ CONSTRUCTS: tuple[Construct, ...] = (
               functools.partial(Draws, **DEGENERATE), lambda: [degenerate_inputs()] * CALLS, outputs=_fixed_draws),
     Construct("randperm", "1 random ops", f"{_RANDOM}::test_random_ops_dycl_does_not_reproduce_are_refused_at_their_line[randperm]",
               Permuted, _one((torch.randn(2, 4),)), refused="torch.ops.aten.randperm`"),
+    Construct("python_random_below_0", "1 random ops", f"{_PYTHON_RANDOM}::test_a_draw_of_fixed_answer_is_exact_call_after_call[0.0-3]",
+              functools.partial(LayerDrop, p=0.0), _listed([(_RANDOM_X,)] * 5)),
+    Construct("python_random_below_1", "1 random ops", f"{_PYTHON_RANDOM}::test_a_draw_of_fixed_answer_is_exact_call_after_call[1.0-0]",
+              functools.partial(LayerDrop, p=1.0), _listed([(_RANDOM_X,)] * 5)),
+    Construct("python_random_choice", "1 random ops",
+              f"{_PYTHON_RANDOM}::test_a_draw_dycl_does_not_lower_is_refused_at_its_line[RandomLayerChoice-choice-random.choice(self.layers)]",
+              RandomLayerChoice, _one((_RANDOM_X,)), refused="draws a random number from Python's `random`"),
     # ----- 2.1 asserts
     _assert("assert_of_a_length_on_the_config", "greedy_gpt"),
     _assert("assert_on_tensor_values", "tensor_values"),
@@ -237,6 +246,12 @@ CONSTRUCTS: tuple[Construct, ...] = (
     _row("reversed_numpy", "2.9 Python in forward", f"{_FORM}[reversed_numpy_rows]", test_python_forms.CASES, "reversed_numpy_rows"),
     _row("plain_list_of_gates", "2.9 Python in forward", "tests/frontend/test_gate_lists.py::test_gate_list_on_onnxruntime[skipnet_gate_instances]",
          test_gate_lists.CASES, "skipnet_gate_instances"),
+    Construct("helper_passed_a_runtime_list", "2.9 Python in forward",
+              "tests/frontend/test_inlined_calls.py::test_exact_on_onnxruntime[exits_to_a_helper]",
+              inlined_call_models.ExitsToAHelper, _listed(inlined_call_models.CASES["exits_to_a_helper"][1])),
+    Construct("global_list_changed", "2.9 Python in forward",
+              "tests/frontend/test_rejected.py::test_rejected_construct_names_file_line_and_construct[appends_to_a_global_list]",
+              rejected_models.AppendsToAGlobalList, _one((torch.randn(1, 4),)), refused="a container of the module's globals"),
     Construct("beam_count_as_int_and_size", "2.9 Python in forward",
               "tests/frontend/test_data_sizes.py::test_loops_over_sizes_from_data_compile_exactly_on_onnxruntime[beam_search]",
               BeamSearch, beam_inputs),
