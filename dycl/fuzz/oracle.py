@@ -451,6 +451,8 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
                 got = unflatten(tree, run_function(imported.module, args, imported.weights, imported.function_name))
                 problem = compare(e, got) or compare_state(eager_state, {}, initial)
             if problem:
+                if not imported.state and ill_conditioned(model, x, e):
+                    return _finish(outcome, "untestable", f"eager in float64 differs as much ({problem})", start)
                 return _finish(outcome, "hcfg-mismatch", problem, start)
     except Exception as err:
         return _finish(outcome, "pipeline-error", _error(err), start)
@@ -475,6 +477,8 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
             return _finish(outcome, "runtime-error", _error(err), start)
         problem = compare(e, got) or compare_state(eager_state, compiled.state if compiled.stateful else {}, initial)
         if problem:
+            if not compiled.stateful and ill_conditioned(model, x, e):
+                return _finish(outcome, "untestable", f"eager in float64 differs as much ({problem})", start)
             return _finish(outcome, "mismatch", problem, start)
     if program.lengths:  # the compiled model takes `lengths` of the example's length only
         from dycl.runtime import InputError
@@ -490,6 +494,35 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
             return _finish(outcome, "mismatch", "a `lengths` of another length was accepted", start)
     stage("run")
     return _finish(outcome, "ok", "", start)
+
+
+def ill_conditioned(model, x, expected) -> bool:
+    """Whether eager itself, run in float64, is as far from its float32 answer on `x` as the
+    comparison allows: a program whose values amplify rounding (a rotation by angles of its
+    own values, applied again and again: seed 460621, where float32 and float64 eager differ
+    by 0.02), to whose bits no float32 program can be held. False where float64 breaks the
+    program (its mismatch stands)."""
+    import copy
+
+    try:
+        wide = copy.deepcopy(model).double()
+        for module in wide.modules():  # (plain tensor attributes: `freqs_cis` tables)
+            for name, value in list(vars(module).items()):
+                if isinstance(value, torch.Tensor) and value.dtype in (torch.float32, torch.complex64):
+                    setattr(module, name, value.to(torch.float64 if value.dtype == torch.float32 else torch.complex128))
+        args = [a.double() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a for a in arguments(x)]
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            with torch.no_grad():
+                answer = wide(*args)
+        finally:
+            torch.set_default_dtype(previous)
+    except Exception:
+        return False
+    narrowed = torch.utils._pytree.tree_map(
+        lambda v: v.float() if isinstance(v, torch.Tensor) and v.dtype == torch.float64 else v, answer)
+    return compare(expected, narrowed) is not None
 
 
 def _same_file(reported: str, path: Path) -> bool:

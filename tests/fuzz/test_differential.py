@@ -4,6 +4,7 @@ import os
 import tempfile
 
 import pytest
+import torch
 
 from dycl.fuzz.generate import generate
 from dycl.fuzz.campaign import failed
@@ -169,3 +170,26 @@ def test_a_program_with_a_python_draw_matches_eager():
     assert "random.random() < float(" in render(program).source
     outcome = check_program(program, backend="onnxruntime")
     assert outcome.status == "ok", outcome.detail
+
+
+class _SpinsItsOwnAngles(torch.nn.Module):
+    """A rotation by angles of its own values, twelve times over: rounding grows until float32
+    and float64 eager differ in the second decimal (as fuzz seed 460621's rotary loop did)."""
+
+    def forward(self, x):
+        for _ in range(12):
+            rot = torch.polar(torch.ones(2), 40.0 * x[0, :2])
+            x = torch.view_as_real(torch.view_as_complex(x.reshape(1, -1, 2)) * rot).flatten(1) * 1.5
+        return x
+
+
+def test_a_mismatch_eager_itself_has_in_float64_is_untestable_not_a_bug():
+    from dycl.fuzz.oracle import ill_conditioned
+
+    x = (torch.tensor([[0.31, -0.72, 0.55, 0.18]]),)
+    with torch.no_grad():
+        spun = _SpinsItsOwnAngles()(*x)
+        linear = torch.nn.Linear(4, 4).eval()
+        plain = linear(*x)
+    assert ill_conditioned(_SpinsItsOwnAngles(), x, spun)
+    assert not ill_conditioned(linear, x, plain)
