@@ -167,10 +167,12 @@ def test_random_ops_dycl_does_not_reproduce_are_refused_at_their_line(model_clas
 
 
 def test_dropout_that_draws_nothing_compiles():
+    torch.manual_seed(0)  # (ONNX Runtime's linear may round one ulp apart from torch's: not equal, close)
     model = EvalDropout().eval()
     x = torch.randn(2, 4)
     compiled = dycl.compile(model, (x,), backend="onnxruntime", progress=False)
-    assert torch.equal(compiled(x), model(x))
+    with torch.no_grad():
+        assert (compiled(x) - model(x)).abs().max() <= 1e-6
 
 
 def test_host_draws_refuse_what_torch_refuses():
