@@ -467,6 +467,68 @@ def _converters(importer) -> dict:
                 mode = "wrap"
         return importer.block_builder.emit(relax.op.take(tensor, relax.const(index, "int64"), dim, mode=mode))
 
+    def slice_to_a_size(node, _importer=None):
+        """`pos_emb[:, :t]` with `t` a runtime size that torch.export proved at most the dim
+        (minGPT's context crop: `t <= block_size`, from the range constraints): Relax's
+        converter clips the end, and its `min(t, 4)` is a length that Relax cannot match
+        with `t` (the sum with the `t` tokens then has no shape, which the VM cannot build).
+        The slice is in bounds there: its length is `t - start`, as torch says."""
+        import torch
+
+        args = importer.retrieve_args(node)
+        dim = node.args[1] if len(node.args) > 1 else 0
+        start = node.args[2] if len(node.args) > 2 else None
+        end = node.args[3] if len(node.args) > 3 else None
+        step = node.args[4] if len(node.args) > 4 else 1
+        result = node.meta.get("val")
+        bound = end.meta.get("val") if isinstance(end, torch.fx.Node) else None
+        in_bounds = (
+            isinstance(result, torch.Tensor) and isinstance(bound, torch.SymInt) and step == 1
+            and (start is None or (isinstance(start, int) and start >= 0))
+            and isinstance(result.shape[dim], torch.SymInt)
+            and (result.shape[dim].node.expr - (bound.node.expr - (start or 0))).simplify() == 0
+        )
+        if not in_bounds:
+            return importer._slice(node)
+        axis = dim % result.dim()
+        return importer.block_builder.emit(
+            relax.op.strided_slice(args[0], [axis], [start or 0], [args[3]], [1], assume_inbound=True))
+
+    def pad_by_sizes(node, _importer=None):
+        """`F.pad(seqs, (0, max_len - seqs.size(1)))`: a width known only at run time, which
+        Relax's `nn.pad` cannot take (its widths are static). Written as a `concat` with
+        fills of the widths' lengths, then a slice of the padded length: a negative width
+        crops in PyTorch (its fill is then empty and the slice cuts), so every sign is exact."""
+        args = importer.retrieve_args(node)
+        tensor, widths = args[0], list(args[1])
+        if all(isinstance(w, int) for w in widths):
+            return importer._constant_pad_nd(node)
+        value = args[2] if len(args) > 2 else node.kwargs.get("value", 0)
+        emit = importer.block_builder.emit
+        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+        fill = relax.const(0 if value is None else value, dtype)
+        ndim = len(importer.shape_of(tensor))
+
+        def length(width):  # (a fill is never negative: a negative width crops instead)
+            return max(width, 0) if isinstance(width, int) else tirx.Max(width.astype("int64"), tirx.IntImm("int64", 0))
+
+        for k in range(len(widths) // 2):  # (pairs from the last dim back, as PyTorch lists them)
+            before, after = widths[2 * k], widths[2 * k + 1]
+            if before == 0 and after == 0:
+                continue
+            axis = ndim - 1 - k
+            shape = list(importer.shape_of(tensor))
+            pieces = [tensor]
+            if not (isinstance(before, int) and before <= 0):
+                pieces.insert(0, emit(relax.op.full(relax.ShapeExpr([*shape[:axis], length(before), *shape[axis + 1:]]), fill, dtype)))
+            if not (isinstance(after, int) and after <= 0):
+                pieces.append(emit(relax.op.full(relax.ShapeExpr([*shape[:axis], length(after), *shape[axis + 1:]]), fill, dtype)))
+            padded = emit(relax.op.concat(pieces, axis=axis)) if len(pieces) > 1 else tensor
+            begin = length(-before if isinstance(before, int) else 0 - before)
+            end = begin + shape[axis] + before + after
+            tensor = emit(relax.op.strided_slice(padded, [axis], [begin], [end], [1], assume_inbound=True))
+        return tensor
+
     def full(node, _importer=None):
         """`torch.full(shape, -inf)` (and the nan a mean of nothing is): Relax's converter
         fails on a fill that is not finite ("argument of type 'PrimType' is not iterable");
@@ -537,5 +599,7 @@ def _converters(importer) -> dict:
         "div.Tensor_mode": divide_rounding,
         "index_put.default": index_put,
         "select.int": select,
+        "constant_pad_nd.default": pad_by_sizes,
+        "slice.Tensor": slice_to_a_size,
         "scalar_tensor.default": scalar_tensor,
     }
