@@ -218,6 +218,13 @@ def test_sizes_from_data_compile_exactly_on_tvm(factory, inputs):
     assert_compiled_exactly(factory, inputs, "tvm")
 
 
+@pytest.mark.slow
+def test_a_beam_search_compiles_exactly_on_tvm():
+    """Its `F.pad(seqs, (0, max_len + 1 - seqs.size(1)))` pads by a runtime width, which
+    Relax's `nn.pad` cannot take (the TVM backend writes it as a concat and a slice)."""
+    assert_compiled_exactly(BeamSearch, beam_inputs(), "tvm")
+
+
 def marked(model_class, mark: str) -> int:
     lines, first = inspect.getsourcelines(model_class)
     return first + next(k for k, text in enumerate(lines) if f"# {mark}" in text)
