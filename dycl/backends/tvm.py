@@ -469,13 +469,13 @@ def _converters(importer) -> dict:
 
     def slice_to_a_size(node, _importer=None):
         """`pos_emb[:, :t]` with `t` a runtime size that torch.export proved at most the dim
-        (minGPT's context crop: `t <= block_size`, from the range constraints): Relax's
-        converter clips the end, and its `min(t, 4)` is a length that Relax cannot match
-        with `t` (the sum with the `t` tokens then has no shape, which the VM cannot build).
-        The slice is in bounds there: its length is `t - start`, as torch says."""
+        (minGPT's context crop: `t <= block_size`, from the sum with the `t` tokens): Relax's
+        converter clips the end, and `min(t, 4)` is a length that Relax cannot match with
+        `t` (the sum then has no shape, which the VM cannot build). The slice is in bounds
+        there: its length is `t`, as torch says. Only an end that is a size itself (never
+        negative, whatever export assumed of its range: sub-DNNs also run at sizes 0 and 1)."""
         import torch
 
-        args = importer.retrieve_args(node)
         dim = node.args[1] if len(node.args) > 1 else 0
         start = node.args[2] if len(node.args) > 2 else None
         end = node.args[3] if len(node.args) > 3 else None
@@ -483,16 +483,15 @@ def _converters(importer) -> dict:
         result = node.meta.get("val")
         bound = end.meta.get("val") if isinstance(end, torch.fx.Node) else None
         in_bounds = (
-            isinstance(result, torch.Tensor) and isinstance(bound, torch.SymInt) and step == 1
-            and (start is None or (isinstance(start, int) and start >= 0))
-            and isinstance(result.shape[dim], torch.SymInt)
-            and (result.shape[dim].node.expr - (bound.node.expr - (start or 0))).simplify() == 0
+            isinstance(result, torch.Tensor) and isinstance(bound, torch.SymInt) and bound.node.expr.is_Symbol
+            and start in (None, 0) and step == 1
+            and isinstance(result.shape[dim], torch.SymInt) and result.shape[dim].node.expr == bound.node.expr
         )
         if not in_bounds:
             return importer._slice(node)
+        args = importer.retrieve_args(node)
         axis = dim % result.dim()
-        return importer.block_builder.emit(
-            relax.op.strided_slice(args[0], [axis], [start or 0], [args[3]], [1], assume_inbound=True))
+        return importer.block_builder.emit(relax.op.strided_slice(args[0], [axis], [0], [args[3]], [1], assume_inbound=True))
 
     def pad_by_sizes(node, _importer=None):
         """`F.pad(seqs, (0, max_len - seqs.size(1)))`: a width known only at run time, which
