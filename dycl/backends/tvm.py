@@ -383,7 +383,7 @@ def _converters(importer) -> dict:
     """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
     the mutation tests a masked store; the research corpus `t.any()` and a dtype cast
     decompositions leave; packed sequences an int `clamp` with one bound, `h[-1]` and a
-    `full` of nan). Each takes `(node, importer)` at the top level and `(node)` inside the
+    `full` of nan; issue 34 a slice to a runtime size and a pad by one). Each takes `(node, importer)` at the top level and `(node)` inside the
     arms of an `If`."""
     from tvm import relax, tirx
 
