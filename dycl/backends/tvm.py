@@ -383,7 +383,7 @@ def _converters(importer) -> dict:
     """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
     the mutation tests a masked store; the research corpus `t.any()` and a dtype cast
     decompositions leave; packed sequences an int `clamp` with one bound, `h[-1]` and a
-    `full` of nan). Each takes `(node, importer)` at the top level and `(node)` inside the
+    `full` of nan; issue 34 a slice to a runtime size and a pad by one). Each takes `(node, importer)` at the top level and `(node)` inside the
     arms of an `If`."""
     from tvm import relax, tirx
 
@@ -467,6 +467,67 @@ def _converters(importer) -> dict:
                 mode = "wrap"
         return importer.block_builder.emit(relax.op.take(tensor, relax.const(index, "int64"), dim, mode=mode))
 
+    def slice_to_a_size(node, _importer=None):
+        """`pos_emb[:, :t]` with `t` a runtime size that torch.export proved at most the dim
+        (minGPT's context crop: `t <= block_size`, from the sum with the `t` tokens): Relax's
+        converter clips the end, and `min(t, 4)` is a length that Relax cannot match with
+        `t` (the sum then has no shape, which the VM cannot build). The slice is in bounds
+        there: its length is `t`, as torch says. Only an end that is a size itself (never
+        negative, whatever export assumed of its range: sub-DNNs also run at sizes 0 and 1)."""
+        import torch
+
+        dim = node.args[1] if len(node.args) > 1 else 0
+        start = node.args[2] if len(node.args) > 2 else None
+        end = node.args[3] if len(node.args) > 3 else None
+        step = node.args[4] if len(node.args) > 4 else 1
+        result = node.meta.get("val")
+        bound = end.meta.get("val") if isinstance(end, torch.fx.Node) else None
+        in_bounds = (
+            isinstance(result, torch.Tensor) and isinstance(bound, torch.SymInt) and bound.node.expr.is_Symbol
+            and start in (None, 0) and step == 1
+            and isinstance(result.shape[dim], torch.SymInt) and result.shape[dim].node.expr == bound.node.expr
+        )
+        if not in_bounds:
+            return importer._slice(node)
+        args = importer.retrieve_args(node)
+        axis = dim % result.dim()
+        return importer.block_builder.emit(relax.op.strided_slice(args[0], [axis], [0], [args[3]], [1], assume_inbound=True))
+
+    def pad_by_sizes(node, _importer=None):
+        """`F.pad(seqs, (0, max_len - seqs.size(1)))`: a width known only at run time, which
+        Relax's `nn.pad` cannot take (its widths are static). Written as a `concat` with
+        fills of the widths' lengths, then a slice of the padded length: a negative width
+        crops in PyTorch (its fill is then empty and the slice cuts), so every sign is exact."""
+        args = importer.retrieve_args(node)
+        tensor, widths = args[0], list(args[1])
+        if all(isinstance(w, int) for w in widths):
+            return importer._constant_pad_nd(node)
+        value = args[2] if len(args) > 2 else node.kwargs.get("value", 0)
+        emit = importer.block_builder.emit
+        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+        fill = relax.const(0 if value is None else value, dtype)
+        ndim = len(importer.shape_of(tensor))
+
+        def length(width):  # (a fill is never negative: a negative width crops instead)
+            return max(width, 0) if isinstance(width, int) else tirx.Max(width.astype("int64"), tirx.IntImm("int64", 0))
+
+        for k in range(len(widths) // 2):  # (pairs from the last dim back, as PyTorch lists them)
+            before, after = widths[2 * k], widths[2 * k + 1]
+            if before == 0 and after == 0:
+                continue
+            axis = ndim - 1 - k
+            shape = list(importer.shape_of(tensor))
+            pieces = [tensor]
+            if not (isinstance(before, int) and before <= 0):
+                pieces.insert(0, emit(relax.op.full(relax.ShapeExpr([*shape[:axis], length(before), *shape[axis + 1:]]), fill, dtype)))
+            if not (isinstance(after, int) and after <= 0):
+                pieces.append(emit(relax.op.full(relax.ShapeExpr([*shape[:axis], length(after), *shape[axis + 1:]]), fill, dtype)))
+            padded = emit(relax.op.concat(pieces, axis=axis)) if len(pieces) > 1 else tensor
+            begin = length(-before if isinstance(before, int) else 0 - before)
+            end = begin + shape[axis] + before + after
+            tensor = emit(relax.op.strided_slice(padded, [axis], [begin], [end], [1], assume_inbound=True))
+        return tensor
+
     def full(node, _importer=None):
         """`torch.full(shape, -inf)` (and the nan a mean of nothing is): Relax's converter
         fails on a fill that is not finite ("argument of type 'PrimType' is not iterable");
@@ -537,5 +598,7 @@ def _converters(importer) -> dict:
         "div.Tensor_mode": divide_rounding,
         "index_put.default": index_put,
         "select.int": select,
+        "constant_pad_nd.default": pad_by_sizes,
+        "slice.Tensor": slice_to_a_size,
         "scalar_tensor.default": scalar_tensor,
     }

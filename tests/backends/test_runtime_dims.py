@@ -163,3 +163,89 @@ def test_a_slice_by_a_count_of_runtime_sizes_slices_for_every_count(backend):
         expected, got = model(x, _finished(rows)), compiled(x, _finished(rows))
         assert got[1] == expected[1]
         assert got[0].shape == expected[0].shape and torch.equal(got[0], expected[0]), rows
+
+
+# minGPT's context crop, `tok_emb + pos_emb[:, :t]` with `t` the runtime length: export
+# proves `t <= 4` from the sum, Relax clipped the end to `min(t, 4)`, a length it could not
+# match with `t`: the sum had no shape and the VM build failed (issue 34's `context_crop`).
+CROP = f"""
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}<[1,?,8],f32>) -> {V}<[1,?,8],f32>}}> ({{
+  ^bb0(%x: {V}<[1,?,8],f32>):
+    %pos = "dycl.param"() {{name = "pos_emb"}} : () -> {V}<[1,4,8],f32>
+    %one = "torch.constant.int"() <{{value = 1 : i64}}> : () -> !torch.int
+    %none = "torch.constant.none"() : () -> !torch.none
+    %t = "torch.aten.size.int"(%x, %one) : ({V}<[1,?,8],f32>, !torch.int) -> !torch.int
+    %p = "torch.aten.slice.Tensor"(%pos, %one, %none, %t, %one) : ({V}<[1,4,8],f32>, !torch.int, !torch.none, !torch.int, !torch.int) -> {V}<[1,?,8],f32>
+    %s = "torch.aten.add.Tensor"(%x, %p, %one) : ({V}<[1,?,8],f32>, {V}<[1,?,8],f32>, !torch.int) -> {V}<[1,?,8],f32>
+    %h = "torch.aten.tanh"(%s) : ({V}<[1,?,8],f32>) -> {V}<[1,?,8],f32>
+    "func.return"(%h) : ({V}<[1,?,8],f32>) -> ()
+  }}) : () -> ()
+}}) : () -> ()
+"""
+
+# A beam search's `F.pad(seqs, (0, max_len + 1 - seqs.size(1)))`: a width known only at run
+# time, which Relax's `nn.pad` cannot take (its import failed). Negative at 7 columns: a crop.
+PAD = f"""
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}<[?,?],si64>) -> {V}<[?,5],si64>}}> ({{
+  ^bb0(%seqs: {V}<[?,?],si64>):
+    %zero = "torch.constant.int"() <{{value = 0 : i64}}> : () -> !torch.int
+    %five = "torch.constant.int"() <{{value = 5 : i64}}> : () -> !torch.int
+    %one = "torch.constant.int"() <{{value = 1 : i64}}> : () -> !torch.int
+    %n = "torch.aten.size.int"(%seqs, %one) : ({V}<[?,?],si64>, !torch.int) -> !torch.int
+    %w = "torch.aten.sub.int"(%five, %n) : (!torch.int, !torch.int) -> !torch.int
+    %l = "torch.prim.ListConstruct"(%zero, %w) : (!torch.int, !torch.int) -> !torch.list<int>
+    %mode = "torch.constant.str"() <{{value = "constant"}}> : () -> !torch.str
+    %none = "torch.constant.none"() : () -> !torch.none
+    %p = "torch.aten.pad"(%seqs, %l, %mode, %none) : ({V}<[?,?],si64>, !torch.list<int>, !torch.str, !torch.none) -> {V}<[?,5],si64>
+    "func.return"(%p) : ({V}<[?,5],si64>) -> ()
+  }}) : () -> ()
+}}) : () -> ()
+"""
+
+POS = {"pos_emb": np.linspace(-1, 1, 32, dtype=np.float32).reshape(1, 4, 8)}
+CROP_SIZES = [(1, t, 8) for t in (2, 3, 4)]
+PAD_SIZES = [(rows, cols) for rows, cols in ((2, 2), (3, 4), (2, 5), (4, 7))]  # (7: width -2)
+
+
+def _inputs(shape, rng):
+    if len(shape) == 3:
+        return rng.standard_normal(shape).astype(np.float32)
+    return rng.integers(1, 9, size=shape, dtype=np.int64)
+
+
+@pytest.mark.parametrize("text, weights", [(CROP, POS), (PAD, {})], ids=["crop", "pad"])
+def test_relax_knows_every_shape_of_a_slice_or_pad_by_a_runtime_size(text, weights):
+    """Default tier (no TVM build): every value of the imported Relax has a shape; one
+    without is what LegalizeOps leaves and the VM cannot emit."""
+    from dycl.backends.tvm import to_relax
+
+    module = parse_module(text)
+    PipelinePass().apply(make_context(), module)
+    (subdnn,) = subdnns_of(module)
+    main = to_relax(subdnn, weights)["main"]
+    names = [str(binding.value.op) for block in main.body.blocks for binding in block.bindings if hasattr(binding.value, "op")]
+    assert "relax.nn.pad" not in names
+    shapeless = [str(binding.var) for block in main.body.blocks for binding in block.bindings
+                 if hasattr(binding.var.ty, "ndim") and binding.var.ty.shape is None]
+    assert not shapeless
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, weights, sizes", [(CROP, POS, CROP_SIZES), (PAD, {}, PAD_SIZES)], ids=["crop", "pad"])
+def test_a_slice_or_pad_by_a_runtime_size_runs_on_tvm_at_every_size(text, weights, sizes, tmp_path):
+    module = parse_module(text)
+    PipelinePass().apply(make_context(), module)
+    (subdnn,) = subdnns_of(module)
+    compiled = compile_subdnns([subdnn], weights, "tvm", cache_dir=tmp_path / "cache", progress=False)[subdnn.name]
+    (name, data), = compiled.files.items()
+    (tmp_path / name).write_bytes(data)
+    run = RUNNERS["tvm"](tmp_path / name, compiled.meta, RuntimeOptions(threads=1))
+    rng = np.random.default_rng(2)
+    for shape in sizes:
+        x = _inputs(shape, rng)
+        (expected,) = run_function(module, [torch.from_numpy(x)], {k: torch.from_numpy(v) for k, v in weights.items()}, "forward")
+        (got,) = run(x)
+        assert got.shape == tuple(expected.shape), shape
+        np.testing.assert_allclose(got, expected.numpy(), rtol=1e-6, atol=1e-6)
