@@ -135,6 +135,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             # inside a kept if's arms Relax calls them without it (`convert(node)`)
             importer = ExportedProgramImporter()
             program = program.run_decompositions()
+            _refuse_fixed_runtime_dims(subdnn, program)
             _in_every_graph(program, _fold_alpha)
             _in_every_graph(program, _compare_bools_as_numbers)
             _in_every_graph(program, _bool_arithmetic_as_logic)
@@ -143,10 +144,35 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             _in_every_graph(program, _skip_legacy_empty_cat_operands)
             _in_every_graph(program, empty_tensors_as_constants)  # (again: decompositions make new ones)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
+    except BackendError:
+        raise
     except Exception as err:
         text = str(err)
         op = blame_op(op_names_of(subdnn.ir_text), text)
         raise BackendError(NAME, subdnn.name, f"Relax import failed: {text.strip()[:500]}", op) from err
+
+
+def _refuse_fixed_runtime_dims(subdnn: SubDNN, program) -> None:
+    """A dim the sub-DNN takes at every size that the decompositions fixed (they re-trace
+    under export's guards: `x[:3 - len(done)]` exported where the slice is empty guards
+    `Eq(3 - s, 0)` and makes `s` 3): compiled, it would answer for that size only, and TVM
+    never checks the size of an input it does not read (beam search returned no scores for
+    every count). A compile error, never a silent one."""
+    import torch
+
+    names = list(program.graph_signature.user_inputs)
+    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    for k, (name, spec) in enumerate(zip(names, subdnn.inputs)):
+        value = placeholders[name].meta.get("val") if name in placeholders else None
+        if not isinstance(value, torch.Tensor):
+            continue
+        for dim, (declared, traced) in enumerate(zip(spec.shape, value.shape)):
+            if declared is None and isinstance(traced, int):
+                raise BackendError(
+                    NAME, subdnn.name,
+                    f"TVM's decompositions fixed dim {dim} of input {k}, a size known only at run time, to {traced} "
+                    "(torch.export's guards at the example size): the sub-DNN would be right for that size only",
+                )
 
 
 # (`clamp.Tensor` decomposes to maximum/minimum after the casts: a bound that enters as a

@@ -16,18 +16,19 @@ from dycl.backends import compile_subdnns, subdnns_of
 from dycl.ir import parse_module
 from dycl.runtime import RuntimeOptions
 from dycl.runtime.runners import tvm_runner
-from tests.frontend.data_size_models import AdaptiveComputationTime, BatchEarlyExit, BeamSearch
+from tests.frontend.data_size_models import AdaptiveComputationTime, BatchEarlyExit
 from tests.frontend.helpers import assert_compiled_exactly
-from tests.frontend.test_data_sizes import act_inputs, beam_inputs, early_exit_inputs
+from tests.frontend.test_data_sizes import act_inputs, early_exit_inputs
 
 pytestmark = pytest.mark.slow
 
 
+# (BeamSearch on TVM: tests/frontend/test_data_sizes.py::test_a_beam_search_compiles_exactly_on_tvm,
+# an expected failure: a sub-DNN TVM's decompositions fix to one size is refused at compile)
 @pytest.mark.parametrize("factory, inputs", [
     (AdaptiveComputationTime, act_inputs()),
-    (BeamSearch, beam_inputs()),
     (BatchEarlyExit, early_exit_inputs()),
-], ids=["act", "beam_search", "batch_early_exit"])
+], ids=["act", "batch_early_exit"])
 def test_loops_over_sizes_from_data_compile_exactly_on_tvm(factory, inputs):
     assert_compiled_exactly(factory, inputs, "tvm")
 
