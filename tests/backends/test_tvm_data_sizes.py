@@ -1,10 +1,10 @@
 """Sizes that depend on the data, compiled for TVM: the loops of published code whose batch
 shrinks as samples finish (adaptive computation time over a batch of 8, per-sample early
-exit, a beam search that drops finished beams), exact against eager on inputs where 0, some
-and all samples stop at a step and the beam count falls to 1 and to 0. Their stores at the
-live rows (`hx[idx] = ...`, `accum[idx] += ...`) failed TVM's compile before
+exit), exact against eager on inputs where 0, some and all samples stop at a step. Their
+stores at the live rows (`hx[idx] = ...`, `accum[idx] += ...`) failed TVM's compile before
 `dycl.backends.tvm_stores`; the beam search's `top_k_words // vocab_size` failed its Relax
-import. (tests/frontend/test_data_sizes.py runs the gathers and stores alone on TVM.)"""
+import (the beam search itself is an expected failure on TVM: test_data_sizes.py).
+(tests/frontend/test_data_sizes.py runs the gathers and stores alone on TVM.)"""
 
 from __future__ import annotations
 
