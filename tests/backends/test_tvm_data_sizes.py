@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 # (BeamSearch on TVM: tests/frontend/test_data_sizes.py::test_a_beam_search_compiles_exactly_on_tvm,
-# an expected failure: a sub-DNN TVM's decompositions fix to one size is refused at compile)
+# an expected failure: TVM's decompositions fix a runtime size of one of its sub-DNNs)
 @pytest.mark.parametrize("factory, inputs", [
     (AdaptiveComputationTime, act_inputs()),
     (BatchEarlyExit, early_exit_inputs()),
