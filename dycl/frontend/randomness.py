@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import copy
 import random
 from dataclasses import dataclass, field
@@ -141,12 +142,8 @@ def evaluated(c, node: ast.AST, run):
     """`run()`, the value of `node` evaluated on import-time values: V.MISSING if it failed or
     drew on torch's generator (the expression is compiled instead); refused if it drew on
     Python's or numpy's."""
-    if not any(isinstance(n, ast.Call) for n in ast.walk(node)):
-        try:  # (only a call draws: no need to watch)
-            return run()
-        except Exception:
-            return V.MISSING
-    with watch() as draws:
+    watching = any(isinstance(n, ast.Call) for n in ast.walk(node))  # (only a call draws)
+    with watch() if watching else contextlib.nullcontext(Draws()) as draws:
         try:
             value = run()
         except Exception:
@@ -176,10 +173,13 @@ _DEFAULTS = {"uniform": ("0.0", "1.0"), "gauss": ("0.0", "1.0"), "normalvariate"
 
 def lower_draws(source, stmt: ast.stmt) -> ast.stmt:
     """`stmt` with each lowerable draw of Python's `random` or numpy's global generator
-    (resolved in the function's namespace) replaced by torch's; the very statement when it
-    has none. Other draws are left for `watch` to refuse."""
+    (resolved in the function's namespace) in its own expressions replaced by torch's (the
+    statements nested in it are lowered, and rewritten, on their own); the very statement
+    when it has none. Other draws are left for `watch` to refuse."""
     namespace = {**source.globals, **source.closure}
-    if not any(isinstance(n, ast.Call) and _lowered(n, namespace) is not None for n in ast.walk(stmt)):
+    own = _own_expressions(stmt)
+    if not any(isinstance(n, ast.Call) and _lowered(n, namespace) is not None
+               for parts in own.values() for part in parts for n in ast.walk(part)):
         return stmt
 
     class Replace(ast.NodeTransformer):
@@ -188,7 +188,22 @@ def lower_draws(source, stmt: ast.stmt) -> ast.stmt:
             new = _lowered(node, namespace)
             return node if new is None else new
 
-    return Replace().visit(copy.deepcopy(stmt))
+    rewritten = copy.copy(stmt)  # (shallow: the nested statements stay the parsed ones)
+    for name, parts in own.items():
+        new = [Replace().visit(copy.deepcopy(part)) for part in parts]
+        setattr(rewritten, name, new if isinstance(getattr(stmt, name), list) else new[0])
+    return rewritten
+
+
+def _own_expressions(stmt: ast.stmt) -> dict[str, list[ast.AST]]:
+    """The fields of `stmt` that hold its own expressions (an `if`'s test, a `for`'s target and
+    iterable, not their bodies), each as a list of its parts."""
+    own = {}
+    for name, value in ast.iter_fields(stmt):
+        parts = value if isinstance(value, list) else [value]
+        if parts and all(isinstance(part, (ast.expr, ast.keyword, ast.withitem)) for part in parts):
+            own[name] = parts
+    return own
 
 
 def _lowered(call: ast.Call, namespace: dict) -> ast.expr | None:
