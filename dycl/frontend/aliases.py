@@ -167,9 +167,7 @@ class StateGuard:
             for key, value in module.__dict__.items():
                 if key.startswith("_") and key not in ("_parameters", "_buffers", "_modules"):
                     continue
-                copy = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else (
-                    set(value) if isinstance(value, set) else None)
-                state[(prefix, key)] = (value, copy)
+                state[(prefix, key)] = (value, _shallow_copy(value))
         return state
 
     def changed(self) -> str | None:
@@ -191,8 +189,7 @@ class StateGuard:
             module = dict(self.modules)[prefix]
             module.__dict__[key] = value
             if copy is not None:
-                value.clear()
-                value.update(copy) if not isinstance(value, list) else value.extend(copy)
+                _put_back(value, copy)
         for (prefix, key) in now.keys() - self.attributes.keys():
             first = first or f"self.{'.'.join(p for p in (prefix, key) if p)}"
             del dict(self.modules)[prefix].__dict__[key]
@@ -217,7 +214,7 @@ class GlobalsGuard:
 
     def __init__(self, namespace: dict):
         self.held = [
-            (name, value, list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else set(value))
+            (name, value, _shallow_copy(value))
             for name, value in namespace.items()
             if isinstance(value, (list, dict, set)) and not name.startswith("__")
         ]
@@ -226,9 +223,21 @@ class GlobalsGuard:
         """The first such name whose container changed, after putting every one back."""
         first = None
         for name, value, copy in self.held:
-            if _same_items(copy, value if not isinstance(value, set) else set(value)):
-                continue
-            first = first or name
-            value.clear()
-            value.update(copy) if not isinstance(value, list) else value.extend(copy)
+            if not _same_items(copy, value):
+                first = first or name
+                _put_back(value, copy)
         return first
+
+
+def _shallow_copy(value):
+    """A copy of a list, dict or set's items (None for anything else)."""
+    for kind in (list, dict, set):
+        if isinstance(value, kind):
+            return kind(value)
+    return None
+
+
+def _put_back(container, copy) -> None:
+    """`container` holds `copy`'s items again (the same object: its holders see it)."""
+    container.clear()
+    container.extend(copy) if isinstance(container, list) else container.update(copy)

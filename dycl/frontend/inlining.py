@@ -134,14 +134,12 @@ def _passes_runtime_scalars(call: ast.Call, env) -> bool:
     an index) where a captured block would take them as tensors, and the list's `len` and
     `[-1]` are read in the host, where a captured block cannot take the list at all."""
     def runtime_scalar(leaf) -> bool:
-        if lists.is_runtime_list(leaf):
-            return True
         return isinstance(leaf, V.Dyn) and not V.is_tensor_type(leaf.type) and not V.is_list_type(leaf.type) and leaf.type != V.NONE
     arguments = [*call.args, *(k.value for k in call.keywords)]
     names = [a.id for a in arguments if isinstance(a, ast.Name)]
     if any(runtime_scalar(leaf) for n in names if n in env for leaf in V.leaves(env[n])):
         return True
-    inside = {n.id for a in arguments for n in ast.walk(a) if isinstance(n, ast.Name)}  # (`read([outs, [x]])`)
+    inside = {n.id for a in arguments for n in ast.walk(a) if isinstance(n, ast.Name)}  # (`read(outs)`, `read([outs, [x]])`)
     return any(lists.is_runtime_list(leaf) for n in inside if n in env for leaf in V.leaves(env[n]))
 
 

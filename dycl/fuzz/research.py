@@ -323,7 +323,7 @@ class OnlyForwardPlainBlock(nn.Module):
 """,
 }
 
-# Plain classes a form uses (`sparse_dispatch`), written into the program's file as CLASSES are
+# Plain classes and functions a form uses (`sparse_dispatch`, `list_alias`), written into the program's file as CLASSES are
 # (kept apart from CLASSES, from which `instance_forward` draws its block).
 HELPER_CLASSES = {
     "SparseDispatcher": """\
