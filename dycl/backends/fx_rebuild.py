@@ -416,23 +416,57 @@ def rebuild(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.f
     return _Builder(subdnn, weights, backend).build(function)
 
 
-def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.export.ExportedProgram:
-    """The sub-DNN as a `torch.export` program (what both exporters start from)."""
+def exports(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> Iterator[torch.export.ExportedProgram]:
+    """The sub-DNN as `torch.export` programs (what both exporters start from), one per
+    example size that exports, best first: those that take each dim known only at run time
+    as a size of its own come first. At one size, sizes the sub-DNN computes with can meet
+    by chance and export ties them: `x[:3 - len(a) - len(b)]` with `a` and `b` of 3 rows
+    slices to -3 and makes `a` `6 - len(b)` rows, a program right where that holds only."""
     module = rebuild(subdnn, weights, backend)
     shapes = dynamic_shapes([subdnn])
     # (not for a batched sub-DNN: its dim 0 takes every count of rows, whatever its ops imply)
     sizes = (_RUNTIME_DIM_EXAMPLE, *(_LARGER_RUNTIME_DIM_EXAMPLES if shapes and subdnn.batch_rows is None else ()))
-    failures = []
+    tied, failures = [], []
     for size in sizes:
         try:
             with torch.no_grad():
-                program = torch.export.export(module, example_inputs(subdnn, size), strict=False, **shapes)
-            break
+                program = _constants_for_empty_tensors(
+                    torch.export.export(module, example_inputs(subdnn, size), strict=False, **shapes))
         except Exception as err:  # the op that failed is named in torch's own message
             failures.append(err)
-    else:
+            continue
+        if runtime_dims_of(subdnn, program) is None:
+            tied.append(program)
+        else:
+            yield program
+    yield from tied
+    if not tied and len(failures) == len(sizes):
         raise BackendError(backend, subdnn.name, f"torch.export failed: {_first_line(failures[0])}") from failures[0]
-    return _constants_for_empty_tensors(program)
+
+
+def export(subdnn: SubDNN, weights: Mapping[str, Any], backend: str) -> torch.export.ExportedProgram:
+    """The best of `exports`."""
+    return next(exports(subdnn, weights, backend))
+
+
+def runtime_dims_of(subdnn: SubDNN, program: torch.export.ExportedProgram) -> list[str] | None:
+    """The symbols of the program's inputs' dims known only at run time, in order; None where
+    one is a number or an expression of others (export fixed or tied it)."""
+    import sympy
+
+    placeholders = {node.name: node.meta.get("val") for node in program.graph.nodes if node.op == "placeholder"}
+    symbols = []
+    for spec, name in zip(subdnn.inputs, program.graph_signature.user_inputs):
+        value = placeholders.get(name)
+        if not isinstance(value, torch.Tensor):
+            continue
+        for declared, traced in zip(spec.shape, value.shape):
+            if declared is None:
+                expr = traced.node.expr if isinstance(traced, torch.SymInt) else None
+                if not isinstance(expr, sympy.Symbol):
+                    return None
+                symbols.append(str(expr))
+    return symbols
 
 
 _TO_THE_END = 2**62  # (a slice bound at least this large is PyTorch's "to the end", INT64_MAX)

@@ -21,7 +21,7 @@ from typing import Any
 from dycl.backends.backend import Backend
 from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
-from dycl.backends.fx_rebuild import empty_tensors_as_constants, export
+from dycl.backends.fx_rebuild import empty_tensors_as_constants, exports, runtime_dims_of
 from dycl.backends.subdnn import SubDNN
 from dycl.backends.tvm_schedules import apply_database, fuse_for_schedules, scheduled_functions
 from dycl.backends.tvm_stores import store_at_indices
@@ -126,16 +126,13 @@ def target_of(target: Any = "llvm", tuned: bool = False):
 def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
     from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
 
-    program = export(subdnn, weights, NAME)
-    _in_every_graph(program, _cast_scalar_operands)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # `from_exported_program`'s own steps, with converters that know their importer:
             # inside a kept if's arms Relax calls them without it (`convert(node)`)
             importer = ExportedProgramImporter()
-            program = program.run_decompositions()
-            _refuse_fixed_runtime_dims(subdnn, program)
+            program = _decomposed(subdnn, weights)
             _in_every_graph(program, _fold_alpha)
             _in_every_graph(program, _compare_bools_as_numbers)
             _in_every_graph(program, _bool_arithmetic_as_logic)
@@ -152,27 +149,24 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
         raise BackendError(NAME, subdnn.name, f"Relax import failed: {text.strip()[:500]}", op) from err
 
 
-def _refuse_fixed_runtime_dims(subdnn: SubDNN, program) -> None:
-    """A dim the sub-DNN takes at every size that the decompositions fixed (they re-trace
-    under export's guards: `x[:3 - len(done)]` exported where the slice is empty guards
-    `Eq(3 - s, 0)` and makes `s` 3): compiled, it would answer for that size only, and TVM
-    never checks the size of an input it does not read (beam search returned no scores for
-    every count). A compile error, never a silent one."""
-    import torch
-
-    names = list(program.graph_signature.user_inputs)
-    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
-    for k, (name, spec) in enumerate(zip(names, subdnn.inputs)):
-        value = placeholders[name].meta.get("val") if name in placeholders else None
-        if not isinstance(value, torch.Tensor):
-            continue
-        for dim, (declared, traced) in enumerate(zip(spec.shape, value.shape)):
-            if declared is None and isinstance(traced, int):
-                raise BackendError(
-                    NAME, subdnn.name,
-                    f"TVM's decompositions fixed dim {dim} of input {k}, a size known only at run time, to {traced} "
-                    "(torch.export's guards at the example size): the sub-DNN would be right for that size only",
-                )
+def _decomposed(subdnn: SubDNN, weights: Mapping[str, Any]):
+    """The sub-DNN exported and decomposed, the best export whose decompositions keep its
+    dims known only at run time as they were. They re-trace under export's guards:
+    `x[:3 - len(done)]` exported where the slice is empty (`done` of 3 rows) guards
+    `Eq(3 - s, 0)` and makes `s` 3. Compiled, that sub-DNN would answer for that size only,
+    and TVM never checks the size of an input it does not read (beam search returned no
+    scores for every count): if every export is changed so, a compile error, never a silent
+    one."""
+    for program in exports(subdnn, weights, NAME):
+        kept = runtime_dims_of(subdnn, program)
+        _in_every_graph(program, _cast_scalar_operands)
+        decomposed = program.run_decompositions()
+        if runtime_dims_of(subdnn, decomposed) == kept:
+            return decomposed
+    raise BackendError(
+        NAME, subdnn.name,
+        "TVM's decompositions fixed a dim known only at run time, or tied it to another (torch.export's guards at "
+        "each example size): the sub-DNN would be right for those sizes only")
 
 
 # (`clamp.Tensor` decomposes to maximum/minimum after the casts: a bound that enters as a
