@@ -164,6 +164,10 @@ class _Builder:
         node = self.graph.call_function(call.fn, positional, keywords)
         if on_bools:
             node = self._cast(node, torch.bool)
+        if name == "torch.aten.slice.Tensor" and _cut_to_a_static_shape(op):
+            # (`seq[:, -4:]` of a sequence the host holds at least 4 long: export's length
+            # `n - max(0, n - 4)` is one TVM cannot match with 4; a reshape states the IR's)
+            node = self.graph.call_function(torch.ops.aten.reshape.default, (node, list(op.results[0].type.shape)))
         if len(op.results) == 1:
             self.values[op.results[0]] = node
         else:
@@ -311,6 +315,12 @@ _HANDLERS: dict[type[Operation], Callable[[_Builder, Any], None]] = {
     t.ToI1Op: _Builder.identity,
     scf.IfOp: _Builder.scf_if,
 }
+
+
+def _cut_to_a_static_shape(op: Operation) -> bool:
+    """A slice of a dim known only at run time whose result the IR declares static."""
+    source, result = op.operands[0].type.shape, op.results[0].type.shape
+    return source is not None and result is not None and None in source and None not in result
 
 
 def _squeezes_anything(op: UnregisteredOp, args: list[Any]) -> bool:
