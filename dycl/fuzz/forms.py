@@ -49,7 +49,7 @@ import random
 
 from dycl.fuzz.program import For, If, Line, Program, Research, Stmt, While, With, all_conditions, forms
 
-FORMS = ("keyword_call", "optional_arg", "starred_unpack", "complex_rotary", "dynamic_dim", "buffer_state")
+FORMS = ("keyword_call", "optional_arg", "starred_unpack", "complex_rotary", "dynamic_dim", "buffer_state", "count_slice")
 PROBABILITY = 0.15  # a research program gets a form (each form drawn on its own)
 NESTED_PROBABILITY = 0.3  # ... in a block nested in forward's vector part rather than on top level
 # what `tags` adds to `program.forms` for a campaign's per-form counts
@@ -183,6 +183,16 @@ DYNAMIC = [
     "x = x + 0.1 * ctx[-2:].mean(0, keepdim=True)",
 ]
 
+# A beam search's count of live beams, then a slice by it (`k -= len(done)`, `x[:, :k]`): k is
+# 3 less two runtime counts, negative where both are large (Python's slice from the end). A
+# sub-DNN exported where each count is 3 (k = -3) tied one count to the other.
+COUNT_SLICE = (
+    "fz_k = 3\nfor fz_j in range(2):\n"
+    "    fz_done = (x[0, fz_j : fz_j + 2] > 0).nonzero().squeeze(1)\n"
+    "    fz_k -= len(fz_done)\n"
+    "x = x + 0.1 * torch.cat((x, x[:, :fz_k] * 0.5), 1)[:, -{W}:]"
+)
+
 BUFFER_SLOTS = 4
 BUFFER_WRITES = {  # layout of fz_cache -> writes at slot `fz_pos`
     "rows": [
@@ -313,6 +323,9 @@ def add_forms(program: Program, width: int, vector_start: int, outputs: list[str
         # after every condition (forward's last statement): a read of the buffers changes no
         # statistic the thresholds were calibrated on
         program.body.append(Research(f"x = x + 0.1 * {gain} * {read}", form="buffer_state"))
+    r = _stream("count_slice", seed)
+    if r.random() < PROBABILITY:
+        _insert(program, vector_start, r, Research(COUNT_SLICE.replace("{W}", str(width)), form="count_slice"))
 
 
 def tags(program: Program) -> list[str]:

@@ -148,6 +148,7 @@ PROGRAMS = {
         init=['self.register_buffer("fz_steps", torch.tensor(0))', 'self.register_buffer("fz_cache", torch.zeros(4, 4))',
               'self.register_buffer("fz_mean", torch.zeros(4), persistent=False)'],
         buffers=["fz_steps", "fz_cache", "fz_mean"]),
+    "count_slice": _program([Research(F.COUNT_SLICE.replace("{W}", "4"), "count_slice")]),
     "buffer_state_columns": _program(
         [If([(Cond("x.sum()", 1), [Research(F.BUFFER_WRITES["columns"][0].replace("{S}", "4"), "buffer_state")])]),
          Research("x = x + 0.1 * (0.5 if self.fz_steps > 3 else 1.0) * torch.tanh(self.fz_cache.mean(1)[None])", "buffer_state")],
