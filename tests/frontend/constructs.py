@@ -159,6 +159,7 @@ CONSTRUCTS: tuple[Construct, ...] = (
     _size_test("while_size_below_limit", "grow_to_limit"),
     _size_test("shrinking_window", "shrinking_window"),
     _size_test("negative_remainder_of_a_size", "negative_remainder", "1 size tests; 2.5 `%` of a size"),
+    _size_test("last_columns_of_a_growing_sequence", "last_columns"),
     Construct("bernoulli_p0", "1 random ops", f"{_RANDOM}::test_pondernet_outputs_match_eager_on_onnxruntime",
               functools.partial(PonderNet, max_steps=4, bias=-1000.0), _pondernet_inputs),
     Construct("bernoulli_p1", "1 random ops", f"{_RANDOM}::test_pondernet_outputs_match_eager_on_onnxruntime",
