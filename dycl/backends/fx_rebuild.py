@@ -205,7 +205,7 @@ class _Builder:
         clamped = list(args)
         for k in (2, 3):
             bound = args[k]
-            if type(bound) is int and abs(bound) < _TO_THE_END:  # (`x[2:]` ends at INT64_MAX: no bound to assume)
+            if type(bound) is int and abs(bound) < TO_THE_END:  # (`x[2:]` ends at INT64_MAX: no bound to assume)
                 clamped[k] = (self.graph.call_function(torch.sym_min, (bound, size)) if bound >= 0 else
                               self.graph.call_function(torch.sym_max, (self.graph.call_function(operator.add, (size, bound)), 0)))
         return clamped
@@ -479,7 +479,7 @@ def runtime_dims_of(subdnn: SubDNN, program: torch.export.ExportedProgram) -> li
     return symbols
 
 
-_TO_THE_END = 2**62  # (a slice bound at least this large is PyTorch's "to the end", INT64_MAX)
+TO_THE_END = 2**62  # (a slice bound at least this large is PyTorch's "to the end", INT64_MAX)
 
 # What a reduction of no elements is, in PyTorch (amax/amin of nothing raise in eager, so
 # never reach a sub-DNN).

@@ -21,7 +21,7 @@ from typing import Any
 from dycl.backends.backend import Backend
 from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
-from dycl.backends.fx_rebuild import empty_tensors_as_constants, exports, runtime_dims_of
+from dycl.backends.fx_rebuild import TO_THE_END, empty_tensors_as_constants, exports, runtime_dims_of
 from dycl.backends.subdnn import SubDNN
 from dycl.backends.tvm_schedules import apply_database, fuse_for_schedules, scheduled_functions
 from dycl.backends.tvm_stores import store_at_indices
@@ -139,6 +139,7 @@ def to_relax(subdnn: SubDNN, weights: Mapping[str, Any]):
             _in_every_graph(program, _divisions_by_a_zero_number)
             _in_every_graph(program, _wrap_negative_indices)
             _in_every_graph(program, _skip_legacy_empty_cat_operands)
+            _in_every_graph(program, _whole_slice_scatters_as_their_source)
             _in_every_graph(program, empty_tensors_as_constants)  # (again: decompositions make new ones)
             return importer.from_exported_program(program, False, False, False, _converters(importer))
     except BackendError:
@@ -361,6 +362,26 @@ def _skip_legacy_empty_cat_operands(graph_module) -> None:
         kept = [o for o, m in zip(operands, metas) if not (m.dim() == 1 and isinstance(m.shape[0], int) and m.shape[0] == 0)]
         if kept and len(kept) < len(operands):
             node.args = (kept, *node.args[1:])
+    graph_module.graph.lint()
+    graph_module.recompile()
+
+
+def _whole_slice_scatters_as_their_source(graph_module) -> None:
+    """`slice_scatter(x, src, dim, 0, INT64_MAX)` (a store through a view of a whole dim,
+    `x[:, 1] = 1.0` functionalized) is `src`, which has `x`'s shape: TOPI's `slice_scatter`
+    needs the dim's size as a constant, and a runtime dim has none (its build failed)."""
+    import torch
+
+    for node in list(graph_module.graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten.slice_scatter.default:
+            continue
+        _, source, _dim, start, end, step = (*node.args, *(None,) * (6 - len(node.args)))[:6]
+        start, end, step = node.kwargs.get("start", start), node.kwargs.get("end", end), node.kwargs.get("step", step)
+        whole = start in (None, 0) and (end is None or isinstance(end, int) and end >= TO_THE_END) and step in (None, 1)
+        value, stored = node.meta.get("val"), source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+        if whole and isinstance(stored, torch.Tensor) and isinstance(value, torch.Tensor) and stored.dtype == value.dtype:
+            node.replace_all_uses_with(source)
+            graph_module.graph.erase_node(node)
     graph_module.graph.lint()
     graph_module.recompile()
 

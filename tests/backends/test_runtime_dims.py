@@ -272,3 +272,33 @@ def test_a_slice_or_pad_by_a_runtime_size_runs_on_tvm_at_every_size(text, weight
         (got,) = run(x)
         assert got.shape == tuple(expected.shape), shape
         np.testing.assert_allclose(got, expected.numpy(), rtol=1e-6, atol=1e-6)
+
+
+class StoreIntoAColumn(torch.nn.Module):
+    """`z[:, 1] = 1.0` of rows known only at run time: functionalized, a `slice_scatter` of
+    the whole dim 0, which TOPI cannot build without the dim's size (fuzz seed 490031)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = torch.sigmoid(self.fc(x))
+        z = y * 1.0
+        z[:, 1] = 1.0
+        return (y + z) * 0.5
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", pytest.param("tvm", marks=pytest.mark.slow)])
+def test_a_store_into_a_column_of_rows_known_at_run_time_compiles(backend):
+    import dycl
+
+    torch.manual_seed(0)
+    model = StoreIntoAColumn().eval()
+    example = torch.randn(3, 4)
+    torch._dynamo.mark_dynamic(example, 0)
+    compiled = dycl.compile(model, (example,), backend=backend, progress=False)
+    for rows in (2, 3, 5):
+        x = torch.randn(rows, 4)
+        expected, got = model(x), torch.as_tensor(compiled(x))
+        assert got.shape == expected.shape and (got - expected).abs().max().item() < 1e-6, rows
