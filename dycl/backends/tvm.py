@@ -375,8 +375,10 @@ def _whole_slice_scatters_as_their_source(graph_module) -> None:
     for node in list(graph_module.graph.nodes):
         if node.op != "call_function" or node.target is not torch.ops.aten.slice_scatter.default:
             continue
-        _, source, _dim, start, end, step = (*node.args, *(None,) * (6 - len(node.args)))[:6]
-        start, end, step = node.kwargs.get("start", start), node.kwargs.get("end", end), node.kwargs.get("step", step)
+        def argument(k, name):
+            return node.args[k] if len(node.args) > k else node.kwargs.get(name)
+
+        source, start, end, step = argument(1, "src"), argument(3, "start"), argument(4, "end"), argument(5, "step")
         whole = start in (None, 0) and (end is None or isinstance(end, int) and end >= TO_THE_END) and step in (None, 1)
         value, stored = node.meta.get("val"), source.meta.get("val") if isinstance(source, torch.fx.Node) else None
         if whole and isinstance(stored, torch.Tensor) and isinstance(value, torch.Tensor) and stored.dtype == value.dtype:
@@ -424,8 +426,8 @@ def _converters(importer) -> dict:
     """Ops the Relax torch frontend lacks, mapped onto Relax ops (fuzzing found `x.amax()`;
     the mutation tests a masked store; the research corpus `t.any()` and a dtype cast
     decompositions leave; packed sequences an int `clamp` with one bound, `h[-1]` and a
-    `full` of nan; issue 34 a slice to a runtime size and a pad by one). Each takes `(node, importer)` at the top level and `(node)` inside the
-    arms of an `If`."""
+    `full` of nan; issue 34 a slice to a runtime size and a pad by one). Each takes
+    `(node, importer)` at the top level and `(node)` inside the arms of an `If`."""
     from tvm import relax, tirx
 
     def reduction(relax_op):

@@ -3,7 +3,7 @@ shrinks as samples finish (adaptive computation time over a batch of 8, per-samp
 exit), exact against eager on inputs where 0, some and all samples stop at a step. Their
 stores at the live rows (`hx[idx] = ...`, `accum[idx] += ...`) failed TVM's compile before
 `dycl.backends.tvm_stores`; the beam search's `top_k_words // vocab_size` failed its Relax
-import (the beam search itself is an expected failure on TVM: test_data_sizes.py).
+import (the beam search itself compiles on TVM in test_data_sizes.py).
 (tests/frontend/test_data_sizes.py runs the gathers and stores alone on TVM.)"""
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from tests.frontend.test_data_sizes import act_inputs, early_exit_inputs
 pytestmark = pytest.mark.slow
 
 
-# (BeamSearch on TVM: tests/frontend/test_data_sizes.py::test_a_beam_search_compiles_exactly_on_tvm,
-# an expected failure: TVM's decompositions fix a runtime size of one of its sub-DNNs)
+# (BeamSearch on TVM: tests/frontend/test_data_sizes.py::test_a_beam_search_compiles_exactly_on_tvm)
 @pytest.mark.parametrize("factory, inputs", [
     (AdaptiveComputationTime, act_inputs()),
     (BatchEarlyExit, early_exit_inputs()),
