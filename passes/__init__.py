@@ -33,6 +33,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ShapeInferPass
 
+    def get_hoist_invariant():
+        from dycl.passes.hoist_invariant import HoistInvariantPass
+
+        return HoistInvariantPass
+
     def get_keep_branches():
         from dycl.passes.keep_branches import KeepBranchesPass
 
@@ -82,6 +87,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dycl-const-prop": get_const_prop,
         "dycl-unroll-loops": get_unroll_loops,
         "dycl-shape-infer": get_shape_infer,
+        "dycl-hoist-invariant": get_hoist_invariant,
         "dycl-keep-branches": get_keep_branches,
         "dycl-outline": get_outline,
         "dycl-hoist-free": get_hoist_free,

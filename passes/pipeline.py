@@ -4,6 +4,7 @@
     dycl-shape-infer                              (marks loop carries whose shape varies)
     dycl-unroll-loops{shape-varying-only=true}    (specialises those loops)
     dycl-shape-infer                              (static shapes in the unrolled copies)
+    dycl-hoist-invariant                          (what a loop repeats unchanged, once before it)
     dycl-keep-branches{backend=...}               (unless keep-branches=false: tensor-only
                                                    ifs stay inside a sub-DNN)
     dycl-outline -> dycl-hoist-free
@@ -35,6 +36,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from dycl.passes.const_prop import ConstPropPass
 from dycl.passes.dedup import DedupPass
 from dycl.passes.hoist_free import HoistFreePass
+from dycl.passes.hoist_invariant import HoistInvariantPass
 from dycl.passes.keep_branches import KeepBranchesPass
 from dycl.passes.merge_calls import MergeCallsPass
 from dycl.passes.outline import OutlinePass
@@ -83,6 +85,7 @@ class PipelinePass(ModulePass):
             ShapeInferPass(),
             UnrollLoopsPass(max_trip_count=self.max_trip_count, shape_varying_only=True),
             ShapeInferPass(),
+            HoistInvariantPass(),
             *((KeepBranchesPass(backend=self.backend),) if self.keep_branches else ()),
             OutlinePass(min_ops=self.min_ops, prefix=self.prefix),
             HoistFreePass(),

@@ -49,7 +49,8 @@ import random
 
 from dycl.fuzz.program import For, If, Line, Program, Research, Stmt, While, With, all_conditions, forms
 
-FORMS = ("keyword_call", "optional_arg", "starred_unpack", "complex_rotary", "dynamic_dim", "buffer_state", "count_slice")
+FORMS = ("keyword_call", "optional_arg", "starred_unpack", "complex_rotary", "dynamic_dim", "buffer_state", "count_slice",
+         "loop_invariant")
 PROBABILITY = 0.15  # a research program gets a form (each form drawn on its own)
 NESTED_PROBABILITY = 0.3  # ... in a block nested in forward's vector part rather than on top level
 # what `tags` adds to `program.forms` for a campaign's per-form counts
@@ -193,6 +194,17 @@ COUNT_SLICE = (
     "x = x + 0.1 * torch.cat((x, x[:, :fz_k] * 0.5), 1)[:, -{W}:]"
 )
 
+# A decoder's attention over memory fixed before its loop: the projection of the memory is the
+# same at every step (dycl-hoist-invariant computes it once, before the loop), the loop stops
+# on the data, and may run no time.
+LOOP_INVARIANT = (
+    "fz_mem = torch.tanh(x).repeat(64, 1)\nfz_i = 0\n"
+    "while fz_i < 3 and float(x.abs().sum()) < {T}:\n"
+    "    fz_att = torch.relu(self.fz_proj(fz_mem))\n"
+    "    x = torch.tanh(x + 0.1 * fz_att.mean(0, keepdim=True)[:, :{W}] * x)\n"
+    "    fz_i += 1"
+)
+
 BUFFER_SLOTS = 4
 BUFFER_WRITES = {  # layout of fz_cache -> writes at slot `fz_pos`
     "rows": [
@@ -326,6 +338,11 @@ def add_forms(program: Program, width: int, vector_start: int, outputs: list[str
     r = _stream("count_slice", seed)
     if r.random() < PROBABILITY:
         _insert(program, vector_start, r, Research(COUNT_SLICE.replace("{W}", str(width)), form="count_slice"))
+    r = _stream("loop_invariant", seed)
+    if r.random() < PROBABILITY:
+        program.modules["fz_proj"] = f"nn.Linear({width}, 2048)"  # (heavy enough to move: 64 x W x 2048 MACs)
+        text = LOOP_INVARIANT.replace("{W}", str(width)).replace("{T}", str(round(r.uniform(0.5, 1.5) * width, 2)))
+        _insert(program, vector_start, r, Research(text, form="loop_invariant"))
 
 
 def tags(program: Program) -> list[str]:

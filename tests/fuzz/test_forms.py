@@ -149,6 +149,8 @@ PROGRAMS = {
               'self.register_buffer("fz_mean", torch.zeros(4), persistent=False)'],
         buffers=["fz_steps", "fz_cache", "fz_mean"]),
     "count_slice": _program([Research(F.COUNT_SLICE.replace("{W}", "4"), "count_slice")]),
+    "loop_invariant": _program([Research(F.LOOP_INVARIANT.replace("{W}", "4").replace("{T}", "3.0"), "loop_invariant")],
+                               modules={"fz_proj": "nn.Linear(4, 2048)"}),
     "buffer_state_columns": _program(
         [If([(Cond("x.sum()", 1), [Research(F.BUFFER_WRITES["columns"][0].replace("{S}", "4"), "buffer_state")])]),
          Research("x = x + 0.1 * (0.5 if self.fz_steps > 3 else 1.0) * torch.tanh(self.fz_cache.mean(1)[None])", "buffer_state")],
