@@ -604,7 +604,7 @@ def _rows_identity(op: Operation, carriers: Sequence[bool]) -> bool:
     return True
 
 
-_ELEMENTWISE_OPS = tuple(
+ELEMENTWISE_OPS = tuple(
     f"torch.aten.{name}"
     for name in (
         "relu", "relu6", "sigmoid", "tanh", "gelu", "silu", "exp", "log", "neg", "abs", "sqrt", "rsqrt",
@@ -755,7 +755,7 @@ _TENSOR_MATH: dict[str, HostSpec] = {
         _with(None, empty_dim_list_means_all=True, rows=_rows_with_dim(1, dims_are_list=True)),
     ),
     # Kernels whose only rule is the rows one (run_many).
-    **dict.fromkeys(_ELEMENTWISE_OPS, _with(None, rows=_rows_elementwise)),
+    **dict.fromkeys(ELEMENTWISE_OPS, _with(None, rows=_rows_elementwise)),
     **dict.fromkeys(("torch.aten.add.Tensor", "torch.aten.add.Scalar"), _with(None, rows=_rows_elementwise, bools_as_uint8=(0, 1))),
     **dict.fromkeys(
         ("torch.aten.where.self", "torch.aten.where.ScalarSelf", "torch.aten.where.ScalarOther"),

@@ -654,9 +654,11 @@ def _run_many_form(hcfg, host_ir, passes, entry: str):
 
     Gates kept inside a sub-DNN (an ONNX `If`) cannot follow a batch, so this form reruns
     the pipeline on the host IR with keep-branches off (the gates go to the host); then
-    dycl-split-batchable moves what reads the whole batch (an exit test) out of row-wise
-    sub-DNNs. Both cost a backend call per request each, which one request at a time would
-    pay for nothing: `compiled(*args)` keeps running `hcfg`. docs/architecture.md, "Many
+    dycl-reduce-by-row computes a test of a whole one-row tensor (an exit test) row by row,
+    dycl-hoist-free gives the host the squeezes that leaves at a sub-DNN's end, and
+    dycl-split-batchable moves what still reads the whole batch out of row-wise sub-DNNs.
+    Host gates and split parts cost a backend call per request each, which one request at
+    a time would pay for nothing: `compiled(*args)` keeps running `hcfg`. docs/architecture.md, "Many
     requests at once"."""
     from dataclasses import replace
 
@@ -666,8 +668,10 @@ def _run_many_form(hcfg, host_ir, passes, entry: str):
     from dycl.dialects.dycl import is_subdnn
     from dycl.ir import make_context, print_module
     from dycl.passes.compose import run_passes
+    from dycl.passes.hoist_free import HoistFreePass
     from dycl.passes.mark_batchable import MarkBatchablePass
     from dycl.passes.pipeline import PipelinePass
+    from dycl.passes.reduce_by_row import ReduceByRowPass
     from dycl.passes.split_batchable import SplitBatchablePass
 
     if _state_slots(_function(hcfg, entry)):
@@ -679,8 +683,8 @@ def _run_many_form(hcfg, host_ir, passes, entry: str):
         run_passes(make_context(), many, split_passes)
     else:
         many = hcfg.clone()
-    SplitBatchablePass().apply(make_context(), many)
-    MarkBatchablePass().apply(make_context(), many)
+    for step in (ReduceByRowPass(), HoistFreePass(), SplitBatchablePass(), MarkBatchablePass()):
+        step.apply(make_context(), many)
     if print_module(many) == print_module(hcfg):
         return None
     renamed = {f.sym_name.data: RUN_MANY_PREFIX + f.sym_name.data for f in many.ops if is_subdnn(f)}

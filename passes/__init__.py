@@ -78,6 +78,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return SplitBatchablePass
 
+    def get_reduce_by_row():
+        from dycl.passes.reduce_by_row import ReduceByRowPass
+
+        return ReduceByRowPass
+
     def get_pipeline():
         from dycl.passes.pipeline import PipelinePass
 
@@ -96,6 +101,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dycl-single-thread": get_single_thread,
         "dycl-mark-batchable": get_mark_batchable,
         "dycl-split-batchable": get_split_batchable,
+        "dycl-reduce-by-row": get_reduce_by_row,
         "dycl-pipeline": get_pipeline,
     }
 
