@@ -47,3 +47,32 @@ def test_exit_tests_leave_no_call_per_request_and_compute_the_same():
     args = support.random_args(program.module.ops.first, n=15)
     exits = [out[1] for out in support.assert_equivalent(split, rows, "forward", args, weights)]
     assert set(exits) == {0, 1, 2}, exits
+
+
+class GatedBlocks(nn.Module):
+    """SkipNet's gates: a block runs when `softmax(gate(x))[0, 0] > 0.5`."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Conv2d(4, 4, 3, padding=1) for _ in range(3))
+        self.gates = nn.ModuleList(nn.Linear(4, 2) for _ in range(3))
+
+    def forward(self, x):
+        for block, gate in zip(self.blocks, self.gates):
+            prob = F.softmax(gate(x.mean(dim=(2, 3))), dim=1)
+            if prob[0, 0] > 0.5:
+                x = x + torch.relu(block(x))
+        return x
+
+
+def test_a_gate_read_at_row_zero_leaves_no_call_per_request_and_computes_the_same():
+    torch.manual_seed(0)
+    program = import_module(GatedBlocks().eval(), (torch.randn(1, 4, 4, 4),))
+    split = support.apply("dycl-pipeline{keep-branches=false}", program.module)
+    rows = support.apply("dycl-reduce-by-row,dycl-hoist-free,dycl-split-batchable,dycl-mark-batchable", split)
+    support.check_hcfg(rows)
+    subdnns = support.subdnn_functions(rows)
+    assert all("dycl.batchable" in f.attributes for f in subdnns), [f.sym_name.data for f in subdnns]
+    assert not [f for f in subdnns if f.sym_name.data.endswith("_per_request")]
+    weights = support.random_weights(program.module)
+    support.assert_equivalent(split, rows, "forward", support.random_args(program.module.ops.first, n=15), weights)
