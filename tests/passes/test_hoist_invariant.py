@@ -12,26 +12,10 @@ from xdsl.dialects import func, scf
 import dycl
 from dycl.dialects.dycl import ParamOp
 from dycl.frontend import import_module
+from tests.frontend.test_small_size_examples import Attention  # (the tutorial's module, as published)
 from tests.passes import support
 
 END = 6
-
-
-class Attention(nn.Module):
-    def __init__(self, encoder_dim, decoder_dim, attention_dim):
-        super(Attention, self).__init__()
-        self.encoder_att = nn.Linear(encoder_dim, attention_dim)
-        self.decoder_att = nn.Linear(decoder_dim, attention_dim)
-        self.full_att = nn.Linear(attention_dim, 1)
-        self.relu = nn.ReLU()
-        self.softmax = nn.Softmax(dim=1)
-
-    def forward(self, encoder_out, decoder_hidden):
-        att1 = self.encoder_att(encoder_out)
-        att2 = self.decoder_att(decoder_hidden)
-        att = self.full_att(self.relu(att1 + att2.unsqueeze(1))).squeeze(2)
-        alpha = self.softmax(att)
-        return (encoder_out * alpha.unsqueeze(2)).sum(dim=1), alpha
 
 
 class Captioner(nn.Module):

@@ -31,12 +31,18 @@ class ShallowDeep(nn.Module):
         return logits, len(self.blocks) - 1
 
 
-def test_exit_tests_leave_no_call_per_request_and_compute_the_same():
+def _run_many_form(model, example):
+    """The pipeline with its gates in the host, then run_many's passes: (program, before, after)."""
     torch.manual_seed(0)
-    program = import_module(ShallowDeep().eval(), (torch.randn(1, 3, 4, 4),))
+    program = import_module(model.eval(), (example,))
     split = support.apply("dycl-pipeline{keep-branches=false}", program.module)
     rows = support.apply("dycl-reduce-by-row,dycl-hoist-free,dycl-split-batchable,dycl-mark-batchable", split)
     support.check_hcfg(rows)
+    return program, split, rows
+
+
+def test_exit_tests_leave_no_call_per_request_and_compute_the_same():
+    program, split, rows = _run_many_form(ShallowDeep(), torch.randn(1, 3, 4, 4))
     subdnns = support.subdnn_functions(rows)
     assert subdnns and not [f.sym_name.data for f in subdnns if f.sym_name.data.endswith("_per_request")]
     assert all(r.shape != () for f in subdnns for r in f.function_type.outputs)
@@ -66,11 +72,7 @@ class GatedBlocks(nn.Module):
 
 
 def test_a_gate_read_at_row_zero_leaves_no_call_per_request_and_computes_the_same():
-    torch.manual_seed(0)
-    program = import_module(GatedBlocks().eval(), (torch.randn(1, 4, 4, 4),))
-    split = support.apply("dycl-pipeline{keep-branches=false}", program.module)
-    rows = support.apply("dycl-reduce-by-row,dycl-hoist-free,dycl-split-batchable,dycl-mark-batchable", split)
-    support.check_hcfg(rows)
+    program, split, rows = _run_many_form(GatedBlocks(), torch.randn(1, 4, 4, 4))
     subdnns = support.subdnn_functions(rows)
     assert all("dycl.batchable" in f.attributes for f in subdnns), [f.sym_name.data for f in subdnns]
     assert not [f for f in subdnns if f.sym_name.data.endswith("_per_request")]
