@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
@@ -99,11 +101,57 @@ class SubDNNPattern(RewritePattern, ABC):
     def rewrite_subdnn(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None: ...
 
 
+class CallIndex:
+    """The `func.call`s of each callee, found by one walk of the host functions, for a pass
+    whose patterns ask for a sub-DNN's call sites at every visit (`call_sites` would walk
+    every host function each time: quadratic in the program). A pass that replaces calls
+    says so (`replaced`); erased calls drop out by themselves."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.calls: dict[str, list[func.CallOp]] | None = None
+
+    def of(self, name: str) -> list[func.CallOp]:
+        if self.calls is None:
+            self.calls = calls_by_callee(self.module)
+        live = [call for call in self.calls.get(name, ()) if self.module.is_ancestor(call)]
+        self.calls[name] = live
+        return live
+
+    def replaced(self, name: str, calls: list[func.CallOp]) -> None:
+        if self.calls is not None:
+            self.calls[name] = list(calls)
+
+
+_CALL_INDEX: ContextVar[CallIndex | None] = ContextVar("dycl_call_index", default=None)
+
+
+@contextmanager
+def indexed_calls(module: ModuleOp) -> Iterator[CallIndex]:
+    """Within it, `call_sites` of `module`'s functions reads one `CallIndex`."""
+    index = CallIndex(module)
+    token = _CALL_INDEX.set(index)
+    try:
+        yield index
+    finally:
+        _CALL_INDEX.reset(token)
+
+
+def replaced_calls(fn: func.FuncOp, calls: list[func.CallOp]) -> None:
+    """`fn`'s call sites are now `calls` (new ops replacing the old ones)."""
+    index = _CALL_INDEX.get()
+    if index is not None and index.module is fn.parent_op():
+        index.replaced(fn.sym_name.data, calls)
+
+
 def call_sites(fn: func.FuncOp) -> list[func.CallOp]:
     """Every `func.call` of `fn` in the module's host functions, in program order."""
     module = fn.parent_op()
     assert module is not None
     name = fn.sym_name.data
+    index = _CALL_INDEX.get()
+    if index is not None and index.module is module:
+        return index.of(name)
     return [
         op
         for host in module.ops

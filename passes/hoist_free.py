@@ -46,9 +46,11 @@ from dycl.passes._common import (
     check_functions,
     clone_into,
     erase_dead_ops,
+    indexed_calls,
     is_constant,
     is_size_operand,
     is_tensor,
+    replaced_calls,
     size_leaves,
 )
 
@@ -119,6 +121,7 @@ def set_results(
                 new.results[i].name_hint = call.results[k].name_hint
         rewriter.replace(call, new, new_results=keep)
         new_calls.append(new)
+    replaced_calls(fn, new_calls)
     erase_dead_ops(fn.body.block, rewriter)  # what only the dropped results read
     return new_calls
 
@@ -310,7 +313,8 @@ class HoistFreePass(ModulePass):
         walker = PatternRewriteWalker(
             GreedyRewritePatternApplier(hoist_patterns()), walk_regions_first=False
         )
-        walker.rewrite_module(op)
+        with indexed_calls(op):  # (every pattern asks for its sub-DNN's calls at every visit)
+            walker.rewrite_module(op)
 
 
 __all__ = ["HoistFreePass", "host_can_produce", "hoist_patterns"]
