@@ -70,6 +70,15 @@
     "func.return"(%v, %w) : (!torch.vtensor<[1,10],f32>, !torch.vtensor<[10,1],f32>) -> ()
   }) {dycl.subdnn} : () -> ()
 
+// The max of a one-row bool tensor stays (not every backend has amax of bools).
+// CHECK-LABEL: sym_name = "bools"
+// CHECK:         "torch.aten.max"(%m) : (!torch.vtensor<[1,4],i1>) -> !torch.vtensor<[],i1>
+  "func.func"() <{sym_name = "bools", function_type = (!torch.vtensor<[1,4],i1>) -> !torch.vtensor<[],i1>, sym_visibility = "private"}> ({
+  ^bb0(%m: !torch.vtensor<[1,4],i1>):
+    %any = "torch.aten.max"(%m) : (!torch.vtensor<[1,4],i1>) -> !torch.vtensor<[],i1>
+    "func.return"(%any) : (!torch.vtensor<[],i1>) -> ()
+  }) {dycl.subdnn} : () -> ()
+
 // CHECK-LABEL: sym_name = "host"
 // CHECK:         "torch.aten.max"(%p)
   "func.func"() <{sym_name = "host", function_type = (!torch.vtensor<[1,10],f32>) -> !torch.vtensor<[],f32>}> ({

@@ -38,6 +38,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.rewriter import InsertPoint
 
 from dycl.dialects import torch as t
+from dycl.dialects.dtypes import dtype_name
 from dycl.dialects.dycl import is_subdnn
 from dycl.dialects.torch_ops import ELEMENTWISE_OPS, constant_value
 
@@ -114,8 +115,8 @@ class ReduceByRow(RewritePattern):
     def reduce_rows(self, op: Operation, name: str, rewriter: PatternRewriter) -> None:
         (result,) = op.results
         source = op.operands[0]
-        if not (_one_row(source) and result.type.shape == ()):
-            return
+        if not (_one_row(source) and result.type.shape == ()) or dtype_name(source.type.element_type) == "bool":
+            return  # (amax of bools: not every backend has it)
         if len(op.operands) > 1 and constant_value(op.operands[1]) is not None:
             return  # (a dtype to convert to)
         element = result.type.element_type
@@ -143,8 +144,8 @@ class ReduceByRow(RewritePattern):
         source, sizes = op.operands
         shape = constant_value(sizes)
         if not (_static(source) and _static(op.results[0]) and source.type.shape[:1] == (1,)
-                and isinstance(shape, list) and shape[:1] == [1] and all(isinstance(n, int) and n >= 0 for n in shape)):
-            return
+                and isinstance(shape, list) and shape[:1] == [1] and all(isinstance(n, int) and n > 0 for n in shape)):
+            return  # (a size 0 would leave -1 undetermined)
         dims = [self.constant(t.ConstantIntOp(n), rewriter, op) for n in [-1, *shape[1:]]]
         listed = self.constant(t.ListConstructOp.create(operands=dims, result_types=[t.ListType(t.IntType())]), rewriter, op)
         rewriter.replace_op(op, type(op).create(operands=[source, listed], result_types=[op.results[0].type],
