@@ -906,6 +906,12 @@ def op_info(op: Operation | str) -> TorchOpInfo:
     return _info_by_name(name) or _NOT_TORCH
 
 
+def op_macs(op: Operation) -> int:
+    """The op's multiply-accumulate estimate (its record's `macs`), 0 where it has none."""
+    estimate = op_info(op).macs
+    return (estimate(op) or 0) if estimate is not None else 0
+
+
 def is_torch_op(op: Operation) -> bool:
     """An op of torch-mlir's `torch` dialect (registered here or not)."""
     return t.op_name(op).startswith(_TORCH_NAMESPACE)

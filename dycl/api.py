@@ -658,8 +658,8 @@ def _run_many_form(hcfg, host_ir, passes, entry: str):
     dycl-hoist-free gives the host the squeezes that leaves at a sub-DNN's end, and
     dycl-split-batchable moves what still reads the whole batch out of row-wise sub-DNNs.
     Host gates and split parts cost a backend call per request each, which one request at
-    a time would pay for nothing: `compiled(*args)` keeps running `hcfg`. docs/architecture.md, "Many
-    requests at once"."""
+    a time would pay for nothing: `compiled(*args)` keeps running `hcfg`.
+    docs/architecture.md, "Many requests at once"."""
     from dataclasses import replace
 
     from xdsl.dialects.builtin import StringAttr, SymbolRefAttr

@@ -44,8 +44,8 @@ from xdsl.rewriter import InsertPoint
 
 from dycl.dialects import torch as t
 from dycl.dialects.dtypes import dtype_name
-from dycl.dialects.torch_ops import has_value_semantics, op_info
-from dycl.passes._common import CONSTANT_OPS, append_clone, is_tensor_compute
+from dycl.dialects.torch_ops import has_value_semantics, op_macs
+from dycl.passes._common import CONSTANT_OPS, append_clone, is_tensor_compute, op_operand_values
 
 
 def defined_outside(value: SSAValue, loop: Operation) -> bool:
@@ -54,7 +54,7 @@ def defined_outside(value: SSAValue, loop: Operation) -> bool:
 
 def cannot_fail(op: Operation) -> bool:
     """Static shapes, and no tensor of integers (an index) among the operands."""
-    for value in [*op.results, *operands(op)]:
+    for value in [*op.results, *op_operand_values(op)]:
         type_ = value.type
         if not isinstance(type_, t.ValueTensorType):
             continue
@@ -63,19 +63,6 @@ def cannot_fail(op: Operation) -> bool:
         if value not in op.results and not dtype_name(type_.element_type).startswith(("float", "bfloat", "bool")):
             return False
     return True
-
-
-def operands(op: Operation) -> list[SSAValue]:
-    """The op's operands, a tensor list's elements in its place."""
-    values = []
-    for operand in op.operands:
-        values.extend(operand.owner.operands if isinstance(operand.owner, t.ListConstructOp) else [operand])
-    return values
-
-
-def _macs(op: Operation) -> int:
-    estimate = op_info(op).macs
-    return (estimate(op) or 0) if estimate is not None else 0
 
 
 @dataclass(frozen=True)
@@ -106,12 +93,12 @@ class HoistInvariant(RewritePattern):
         through: a heavy op, what it reads, and the ops reading it."""
         wanted: set[Operation] = set()
         for op in ops:  # forward: a heavy op, and what reads a wanted op
-            if self.computes(op) and (_macs(op) >= self.min_macs or any(v.owner in wanted for v in operands(op))):
+            if self.computes(op) and (op_macs(op) >= self.min_macs
+                                      or any(v.owner in wanted for v in op_operand_values(op))):
                 wanted.add(op)
-        for op in reversed(ops):  # backward: what a wanted op reads
+        for op in reversed(ops):  # backward: what a wanted op (or list, or constant) reads
             if op in wanted:
                 wanted.update(v.owner for v in op.operands if v.owner in moving)
-                wanted.update(v.owner for v in operands(op) if v.owner in moving)
         return [op for op in ops if op in wanted]
 
     def hoist(self, loop: Operation, blocks: list[Block], rewriter: PatternRewriter) -> None:

@@ -55,12 +55,6 @@ SELECT = "torch.aten.select.int"
 RESHAPES = ("torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view")
 
 
-def _one_row(value: SSAValue) -> bool:
-    type_ = value.type
-    return (isinstance(type_, t.ValueTensorType) and type_.has_static_shape and len(type_.shape) >= 2
-            and type_.shape[0] == 1 and type_.element_type is not None)
-
-
 def _squeezed_row(value: SSAValue) -> SSAValue | None:
     """`y` where `value` is `squeeze.dim(y, 0)` of a tensor `y` of static shape `[1, ...]`."""
     owner = value.owner
@@ -76,6 +70,10 @@ def _static(value: SSAValue) -> bool:
     return isinstance(type_, t.ValueTensorType) and type_.has_static_shape and type_.element_type is not None
 
 
+def _one_row(value: SSAValue) -> bool:
+    return _static(value) and len(value.type.shape) >= 2 and value.type.shape[0] == 1
+
+
 @dataclass
 class ReduceByRow(RewritePattern):
     ctx: Context
@@ -88,6 +86,11 @@ class ReduceByRow(RewritePattern):
     def constant(self, op: Operation, rewriter: PatternRewriter, before: Operation) -> SSAValue:
         rewriter.insert(op, InsertPoint.before(before))
         return op.results[0]
+
+    def int_list(self, values: list[int], rewriter: PatternRewriter, before: Operation) -> SSAValue:
+        items = [self.constant(t.ConstantIntOp(n), rewriter, before) for n in values]
+        return self.constant(t.ListConstructOp.create(operands=items, result_types=[t.ListType(t.IntType())]),
+                             rewriter, before)
 
     def squeeze(self, row: SSAValue, type_: t.ValueTensorType, rewriter: PatternRewriter, before: Operation) -> SSAValue:
         zero = self.constant(t.ConstantIntOp(0), rewriter, before)
@@ -120,8 +123,7 @@ class ReduceByRow(RewritePattern):
         if len(op.operands) > 1 and constant_value(op.operands[1]) is not None:
             return  # (a dtype to convert to)
         element = result.type.element_type
-        dims = [self.constant(t.ConstantIntOp(d), rewriter, op) for d in range(1, len(source.type.shape))]
-        dim_list = self.constant(t.ListConstructOp.create(operands=dims, result_types=[t.ListType(t.IntType())]), rewriter, op)
+        dim_list = self.int_list(list(range(1, len(source.type.shape))), rewriter, op)
         keepdim = self.constant(t.ConstantBoolOp(False), rewriter, op)
         operands = [source, dim_list, keepdim]
         if name in ("torch.aten.sum", "torch.aten.mean"):
@@ -146,8 +148,7 @@ class ReduceByRow(RewritePattern):
         if not (_static(source) and _static(op.results[0]) and source.type.shape[:1] == (1,)
                 and isinstance(shape, list) and shape[:1] == [1] and all(isinstance(n, int) and n > 0 for n in shape)):
             return  # (a size 0 would leave -1 undetermined)
-        dims = [self.constant(t.ConstantIntOp(n), rewriter, op) for n in [-1, *shape[1:]]]
-        listed = self.constant(t.ListConstructOp.create(operands=dims, result_types=[t.ListType(t.IntType())]), rewriter, op)
+        listed = self.int_list([-1, *shape[1:]], rewriter, op)
         rewriter.replace_op(op, type(op).create(operands=[source, listed], result_types=[op.results[0].type],
                                                 properties=dict(op.properties), attributes=dict(op.attributes)))
 

@@ -34,7 +34,7 @@ from xdsl.rewriter import InsertPoint
 
 from dycl.dialects import torch as t
 from dycl.dialects.dycl import BATCHABLE_ATTR
-from dycl.dialects.torch_ops import op_info
+from dycl.dialects.torch_ops import op_macs
 from dycl.passes._common import SubDNNPattern, append_clone, call_sites, clone_into
 from dycl.passes.mark_batchable import dim0, maps_rows
 
@@ -109,8 +109,7 @@ def row_split(function: func.FuncOp) -> Split | None:
 
 def _macs(ops: list[Operation]) -> int:
     """Multiply-accumulates, as `dycl.backends.cost.estimated_macs` counts them."""
-    estimates = (op_info(op).macs for op in ops)
-    return sum((estimate(op) or 0) for op, estimate in zip(ops, estimates) if estimate is not None)
+    return sum(op_macs(op) for op in ops)
 
 
 def _build(name: str, template: func.FuncOp, inputs: list[SSAValue], ops: list[Operation],

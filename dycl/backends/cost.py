@@ -12,12 +12,8 @@ from __future__ import annotations
 
 from xdsl.dialects import func
 
-from dycl.dialects.torch_ops import op_info
+from dycl.dialects.torch_ops import op_macs
 
 
 def estimated_macs(function: func.FuncOp) -> int:
-    total = 0
-    for op in function.walk():
-        if (estimate := op_info(op).macs) is not None:
-            total += estimate(op) or 0
-    return total
+    return sum(op_macs(op) for op in function.walk())

@@ -372,13 +372,13 @@ def _whole_slice_scatters_as_their_source(graph_module) -> None:
     needs the dim's size as a constant, and a runtime dim has none (its build failed)."""
     import torch
 
+    def argument(node, k, name):
+        return node.args[k] if len(node.args) > k else node.kwargs.get(name)
+
     for node in list(graph_module.graph.nodes):
         if node.op != "call_function" or node.target is not torch.ops.aten.slice_scatter.default:
             continue
-        def argument(k, name):
-            return node.args[k] if len(node.args) > k else node.kwargs.get(name)
-
-        source, start, end, step = argument(1, "src"), argument(3, "start"), argument(4, "end"), argument(5, "step")
+        source, start, end, step = (argument(node, k, name) for k, name in ((1, "src"), (3, "start"), (4, "end"), (5, "step")))
         whole = start in (None, 0) and (end is None or isinstance(end, int) and end >= TO_THE_END) and step in (None, 1)
         value, stored = node.meta.get("val"), source.meta.get("val") if isinstance(source, torch.fx.Node) else None
         if whole and isinstance(stored, torch.Tensor) and isinstance(value, torch.Tensor) and stored.dtype == value.dtype:
