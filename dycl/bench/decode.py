@@ -12,6 +12,11 @@ Systems, all at the same thread count:
                     values as inputs of a dynamic length and the present ones as outputs
                     (`torch.onnx.export`, dynamo exporter), run by a hand-written Python loop
                     on one ONNX Runtime session (the same session options as DyCL's)
+    gptfast-ort     gpt-fast's own formulation by hand: the Transformer's forward exported once
+                    with its full-size caches as inputs written in place (IOBinding) and the
+                    token count dynamic, attending over every cache row through the mask, run
+                    by the same hand-written loop: the work the compiled model does, so
+                    DyCL+ORT against it is the compiler's share of the gap to the anchor
 
 Rows: per request and per generated token (the requests are the zoo's path inputs: prompts
 of several lengths, stopping at the end token or at the budget), the time per token at cache
@@ -39,13 +44,14 @@ from torch import Tensor, nn
 from dycl.bench.timing import interleaved, plan_rounds, quartiles, sweep_seconds
 from dycl.runtime import RuntimeOptions
 
-SYSTEMS = ("eager", "torch.compile", "dycl-ort", "dycl-tvm", "optimum-ort")
+SYSTEMS = ("eager", "torch.compile", "dycl-ort", "dycl-tvm", "optimum-ort", "gptfast-ort")
 LABELS = {
     "eager": "PyTorch eager",
     "torch.compile": "torch.compile",
     "dycl-ort": "DyCL+ORT",
     "dycl-tvm": "DyCL+TVM",
     "optimum-ort": "Optimum-style ORT (hand-written loop)",
+    "gptfast-ort": "gpt-fast-style ORT (hand-written loop, full cache)",
 }
 CACHE_LENGTHS = (16, 64, 256)
 STEPS_PER_LENGTH = 8
@@ -54,6 +60,11 @@ TARGETS = {  # (what, comparison, bound) on the decode table's ratios
     "dycl_ort_speedup_vs_eager": (">=", 2.0, "DyCL+ORT per-token speed-up over eager"),
     "dycl_ort_speedup_vs_torch_compile": (">", 1.0, "DyCL+ORT per-token speed-up over torch.compile"),
     "dycl_ort_per_token_256_vs_16": ("<=", 1.5, "DyCL+ORT time per token at cache length 256 / at 16"),
+}
+
+SHARES = {  # the anchor's gap split: the model's formulation, and the compiler's share of it
+    "gptfast_per_token_vs_optimum": "gpt-fast's formulation by hand (full cache, mask) / the Optimum-style baseline, per token",
+    "dycl_ort_per_token_vs_gptfast": "DyCL+ORT / gpt-fast's formulation by hand, per token",
 }
 
 
@@ -169,6 +180,105 @@ class OptimumStyleDecoder:
         return np.array(tokens, dtype=np.int64)
 
 
+class CacheStep(nn.Module):
+    """gpt_decode's Transformer as gpt-fast writes it, with its caches as arguments:
+    `(tokens, positions, k/v cache per layer) -> (logits of the last token, the caches with
+    this call's rows written at the positions)`. Every call attends over all the cache's
+    rows through the causal mask, as the module does: the same work as the compiled model,
+    where the Optimum-style step attends over the rows written so far."""
+
+    def __init__(self, transformer):
+        super().__init__()
+        self.transformer = transformer
+
+    def forward(self, idx: Tensor, input_pos: Tensor, *caches: Tensor):
+        from dycl.zoo.gpt_decode import apply_rotary_emb
+
+        t = self.transformer
+        mask = t.causal_mask[None, None, input_pos]
+        freqs_cis = t.freqs_cis[input_pos]
+        x = t.tok_embeddings(idx)
+        written = []
+        for i, layer in enumerate(t.layers):
+            attention = layer.attention
+            h = layer.attention_norm(x)
+            bsz, seqlen, _ = h.shape
+            q, k, v = attention.wqkv(h).split([attention.dim] * 3, dim=-1)
+            q = apply_rotary_emb(q.view(bsz, seqlen, attention.n_head, attention.head_dim), freqs_cis).transpose(1, 2)
+            k = apply_rotary_emb(k.view(bsz, seqlen, attention.n_head, attention.head_dim), freqs_cis).transpose(1, 2)
+            v = v.view(bsz, seqlen, attention.n_head, attention.head_dim).transpose(1, 2)
+            k = torch.ops.aten.index_put(caches[2 * i], [None, None, input_pos], k)
+            v = torch.ops.aten.index_put(caches[2 * i + 1], [None, None, input_pos], v)
+            written += [k, v]
+            y = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            x = x + attention.wo(y.transpose(1, 2).contiguous().view(bsz, seqlen, attention.dim))
+            x = x + layer.feed_forward(layer.ffn_norm(x))
+        logits = t.output(t.norm(x)[:, -1])
+        return (logits, *written)
+
+
+def export_cache_step(model, path: Path) -> Path:
+    """gpt-fast's step exported once, with the token count dynamic and the caches full size."""
+    from torch.export import Dim
+
+    config = model.config
+    step = CacheStep(copy.deepcopy(model.model)).eval()
+    shape = (1, config.n_head, config.block_size, config.head_dim)
+    caches = [torch.zeros(shape) for _ in range(2 * config.n_layer)]
+    args = (torch.tensor([[5, 6]]), torch.tensor([3, 4]), *caches)
+    tokens = Dim("tokens", min=1, max=config.block_size)
+    dynamic = ({1: tokens}, {0: tokens}, tuple({} for _ in caches))
+    names = [f"cache_{kind}_{i}" for i in range(config.n_layer) for kind in "kv"]
+    with torch.no_grad():
+        torch.onnx.export(step, args, str(path), dynamo=True, dynamic_shapes=dynamic, optimize=True, verbose=False,
+                          input_names=["idx", "input_pos", *names],
+                          output_names=["logits", *[f"written_{n}" for n in names]])
+    return path
+
+
+class GptFastStyleDecoder:
+    """gpt-fast's loop by hand on ONNX Runtime: the caches are numpy arrays that each call
+    writes in place (IOBinding binds every written cache to its input's buffer), a prefill
+    of the prompt, then one token a call, greedy, until the budget or the end token."""
+
+    def __init__(self, onnx_path: Path, model, runtime: RuntimeOptions):
+        import onnxruntime as ort
+
+        from dycl.runtime.runners import ort_session_options
+
+        self.session = ort.InferenceSession(str(onnx_path), ort_session_options(runtime, runtime.threads),
+                                            providers=["CPUExecutionProvider"])
+        config = model.config
+        self.eos_id = model.eos_id
+        self.caches = [np.zeros((1, config.n_head, config.block_size, config.head_dim), dtype=np.float32)
+                       for _ in range(2 * config.n_layer)]
+        self.binding = self.session.io_binding()
+        self.binding.bind_output("logits", "cpu")  # (first: outputs keep the position of their first binding)
+        cache_names = [i.name for i in self.session.get_inputs()][2:]
+        for name, cache in zip(cache_names, self.caches):
+            self.binding.bind_input(name, "cpu", 0, np.float32, cache.shape, cache.ctypes.data)
+            self.binding.bind_output(f"written_{name}", "cpu", 0, np.float32, cache.shape, cache.ctypes.data)
+
+    def _logits(self, idx: np.ndarray, input_pos: np.ndarray) -> np.ndarray:
+        self.inputs = (idx, input_pos)  # (a bound array must outlive the call: the binding keeps its address only)
+        self.binding.bind_cpu_input("idx", idx)
+        self.binding.bind_cpu_input("input_pos", input_pos)
+        self.binding.bind_output("logits", "cpu")
+        self.session.run_with_iobinding(self.binding)
+        return self.binding.get_outputs()[0].numpy()
+
+    def __call__(self, prompt: np.ndarray, max_new_tokens: int) -> np.ndarray:
+        T = prompt.shape[0]
+        token = int(self._logits(prompt.reshape(1, -1), np.arange(T, dtype=np.int64))[0].argmax())
+        tokens = [token]
+        for i in range(max_new_tokens - 1):
+            if token == self.eos_id:
+                break
+            token = int(self._logits(np.array([[token]], dtype=np.int64), np.array([T + i], dtype=np.int64))[0].argmax())
+            tokens.append(token)
+        return np.array(tokens, dtype=np.int64)
+
+
 # ------------------------------------------------------------------------------------ systems
 
 
@@ -231,6 +341,16 @@ def _prepare(name: str, model, example: tuple, requests: Sequence[tuple], settin
             return decoder(prompt.numpy(), budget)
 
         return System(name, run_optimum, {"total_seconds": time.perf_counter() - start, "export_seconds": export_seconds}, decoder)
+    if name == "gptfast-ort":
+        start = time.perf_counter()
+        path = export_cache_step(model, workdir / "gptfast_step.onnx")
+        export_seconds = time.perf_counter() - start
+        decoder = GptFastStyleDecoder(path, model, settings.runtime)
+
+        def run_gptfast(prompt, budget):
+            return decoder(prompt.numpy(), budget)
+
+        return System(name, run_gptfast, {"total_seconds": time.perf_counter() - start, "export_seconds": export_seconds}, decoder)
     raise ValueError(f"unknown decode system {name!r}; known: {', '.join(SYSTEMS)}")
 
 
@@ -333,6 +453,8 @@ def ratios(record: dict) -> dict:
     first, last = (at.get(str(n), math.nan) for n in (CACHE_LENGTHS[0], CACHE_LENGTHS[-1]))
     return {
         "dycl_ort_per_token_vs_optimum": ort / _per_token(record, "optimum-ort"),
+        "dycl_ort_per_token_vs_gptfast": ort / _per_token(record, "gptfast-ort"),
+        "gptfast_per_token_vs_optimum": _per_token(record, "gptfast-ort") / _per_token(record, "optimum-ort"),
         "dycl_ort_speedup_vs_eager": _per_token(record, "eager") / ort,
         "dycl_ort_speedup_vs_torch_compile": _per_token(record, "torch.compile") / ort,
         "dycl_ort_per_token_256_vs_16": last / first,
@@ -365,6 +487,10 @@ def markdown(record: dict, threads: int) -> str:
         value = record["ratios"].get(key, math.nan)
         met = value <= bound if op == "<=" else value >= bound if op == ">=" else value > bound
         lines.append(f"| {what} {op} {bound} | {value:.2f} | {'yes' if met else 'no'} |")
+    shares = [(what, record["ratios"].get(key, math.nan)) for key, what in SHARES.items()]
+    if any(not math.isnan(value) for _, value in shares):
+        lines += ["", "| where the gap to the anchor is | ratio |", "|---|---|"]
+        lines += [f"| {what} | {value:.2f} |" for what, value in shares]
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,6 @@
-"""dycl-bench's decode table (dycl/bench/decode.py): the Optimum-style baseline decodes what
-the module decodes, the table reports what it says, and (slow) a smoke run writes it. Never
-speed."""
+"""dycl-bench's decode table (dycl/bench/decode.py): the Optimum-style and the gpt-fast-style
+baselines decode what the module decodes, the table reports what it says, and (slow) a smoke
+run writes it. Never speed."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def test_the_decode_table_reports_per_token_and_targets():
                    "per_token": {"median_ms": ms, "q1_ms": ms, "q3_ms": ms},
                    "per_request": {"median_ms": ms * 12.5, "q1_ms": ms * 12, "q3_ms": ms * 13},
                    "per_token_at_cache_length_ms": {"16": ms, "64": ms, "256": ms * 1.2}}
-            for name, ms in [("eager", 4.0), ("torch.compile", 3.0), ("dycl-ort", 1.0), ("optimum-ort", 0.95)]
+            for name, ms in [("eager", 4.0), ("torch.compile", 3.0), ("dycl-ort", 1.0), ("optimum-ort", 0.95),
+                             ("gptfast-ort", 1.25)]
         },
     }
     record["ratios"] = ratios(record)
@@ -69,6 +70,33 @@ def test_the_decode_table_reports_per_token_and_targets():
     assert "| DyCL+ORT | 1.000 (1.000–1.000) | 12.50 (12.00–13.00) | 1.000 | 1.000 | 1.200 | 1.0 | exact |" in table
     assert "| DyCL+TVM | failed: RuntimeError: x |" in table
     assert "| DyCL+ORT per-token latency / the Optimum-style baseline's <= 1.1 | 1.05 | yes |" in table
+    assert record["ratios"]["dycl_ort_per_token_vs_gptfast"] == pytest.approx(0.8)
+    assert "| gpt-fast's formulation by hand (full cache, mask) / the Optimum-style baseline, per token | 1.32 |" in table
+
+
+def test_the_gptfast_style_step_decodes_what_the_module_decodes(tmp_path):
+    """The hand-written gpt-fast loop on ONNX Runtime (its caches written in place through
+    IOBinding) decodes the module's tokens, call after call on the same caches, also when
+    the end token stops it."""
+    from dycl.bench.decode import GptFastStyleDecoder, export_cache_step
+    from dycl.runtime import RuntimeOptions
+
+    torch.manual_seed(0)
+    model = GPTDecode(SMALL, eos_id=None).eval()
+    with torch.no_grad():
+        model.model.output.weight.mul_(40.0)
+        free = model(torch.arange(3, 10), 12)
+    model.eos_id = int(free[4])
+    decoder = GptFastStyleDecoder(export_cache_step(model, tmp_path / "step.onnx"), model, RuntimeOptions(threads=1))
+    for length, budget in [(1, 5), (7, 12), (20, 15), (3, 1), (7, 12)]:
+        prompt = torch.randint(3, SMALL.vocab_size, (length,), generator=torch.Generator().manual_seed(length))
+        with torch.no_grad():
+            expected = model(prompt, budget)
+        assert torch.equal(torch.from_numpy(decoder(prompt.numpy(), budget)), expected)
+    with torch.no_grad():
+        stops = model(torch.arange(3, 10), 12)
+    assert stops[-1] == model.eos_id and len(stops) < 12
+    assert torch.equal(torch.from_numpy(decoder(torch.arange(3, 10).numpy(), 12)), stops)
 
 
 @pytest.mark.slow
@@ -77,11 +105,11 @@ def test_decode_smoke_run_writes_the_table(tmp_path):
     one exact, every row filled."""
     from dycl.bench.cli import main
 
-    code = main(["--decode", "--quick", "--systems", "eager,dycl-ort,optimum-ort", "--budget", "1", "--max-rounds", "2",
+    code = main(["--decode", "--quick", "--systems", "eager,dycl-ort,optimum-ort,gptfast-ort", "--budget", "1", "--max-rounds", "2",
                  "--min-rounds", "1", "--out", str(tmp_path), "--stem", "decode", "-q"])
     assert code == 0
     result = json.loads((tmp_path / "decode.json").read_text())["decode"]
-    assert set(result["systems"]) == {"eager", "dycl-ort", "optimum-ort"} and not result["failures"]
+    assert set(result["systems"]) == {"eager", "dycl-ort", "optimum-ort", "gptfast-ort"} and not result["failures"]
     for system in result["systems"].values():
         assert system["exact"] and system["per_token"]["median_ms"] > 0
         assert set(system["per_token_at_cache_length_ms"]) == {"16", "64", "256"}
