@@ -21,7 +21,7 @@ from torch.export.graph_signature import ConstantArgument, OutputKind, SymBoolAr
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
-from torch_mlir.extras.fx_importer import FxImporter
+from torch_mlir.extras.fx_importer import SYMBOLIC_OP_TO_TORCH_OP, FxImporter
 from xdsl.ir import Attribute
 
 from dycl.dialects.torch_ops import NO_VALUE, refused_random
@@ -316,8 +316,11 @@ class RunCapturer:
         )
 
     def _decompose_unknown_ops(self, program):
-        """Decompose only the ops torch-mlir has no named op for (keeps linear/conv2d)."""
+        """Decompose only the ops torch-mlir has no named op for (keeps linear/conv2d).
+        Each round retraces the whole program (seconds for a transformer with a runtime
+        dim), so it stops as soon as a round leaves the same unknown ops it was given."""
         table = {**get_decomposition_table(), **DECOMPOSITIONS}
+        given: set = set()
         for _ in range(4):
             unknown = {
                 node.target
@@ -327,12 +330,15 @@ class RunCapturer:
                 and self._is_unknown(node.target)
                 and node.target in table
             }
-            if not unknown:
+            if not unknown or unknown == given:
                 return program
             program = program.run_decompositions({op: table[op] for op in unknown})
+            given = unknown
         return program
 
     def _is_unknown(self, op: torch._ops.OpOverload) -> bool:
+        if op in SYMBOLIC_OP_TO_TORCH_OP:  # (a size query: the importer reads it as `aten.size.int`)
+            return False
         schema = op._schema
         namespace, _, name = schema.name.partition("::")
         mlir_name = f"torch.{namespace}.{name}"
