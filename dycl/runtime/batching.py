@@ -10,8 +10,9 @@ every request's pending call and, round by round, answers the calls of one sub-D
 - if the compiler marked it batchable (manifest `"batchable"`: every op maps the rows of
   dim 0 independently, every input and output carries the rows at dim 0; the backend
   compiled it with a dynamic dim 0), the waiting calls whose arguments agree in dtype and
-  in every dim but 0 are concatenated along dim 0 into one backend call, and its results
-  split back by each request's row count;
+  in every dim but 0 are joined along dim 0 into one backend call (`rows_of`: a view where
+  they already lie side by side, a copy otherwise), and its results split back by each
+  request's row count;
 - a batched call takes at most `BATCH_BYTES // row_bytes` rows (the manifest's
   `"row_bytes"`: the sub-DNN's largest tensor per row), more calls if more wait: past
   the cache, a bigger batch costs more per row than it saves (below);
@@ -42,6 +43,31 @@ cores). Measured on an SDN-MobileNet block (256 KiB per row, ONNX Runtime, one t
 32 MiB gave SDN-MobileNet 1.02 / 1.03 / 1.04x static, SDN-WideResNet 1.43x at all three,
 Caption-ResNeXt 0.87 / 0.90 / 0.87x, BlockDrop 0.94 / 0.94 / 0.93x: no cap is better beyond
 the noise, so it stays."""
+
+SPAN_BYTES = 64 << 10
+"""Rows smaller than this are copied without looking for a span: reading an array's address
+costs a few microseconds, about the copy of 16 KiB."""
+
+
+def rows_of(column: Sequence[np.ndarray]) -> np.ndarray:
+    """The arrays of `column` joined along dim 0. Where they are consecutive rows of one
+    array, in order (the slices a batched call handed its requests, given back by the same
+    requests in the same order: a decoder's features and state, step after step), that is
+    a view of those rows and nothing is copied; otherwise a copy."""
+    first = column[0]
+    owner = first.base
+    if first.nbytes >= SPAN_BYTES and type(owner) is np.ndarray and all(a.base is owner for a in column) and owner.flags.c_contiguous \
+            and owner.shape[1:] == first.shape[1:] and owner.dtype == first.dtype and owner.strides[0]:
+        start, misaligned = divmod(first.ctypes.data - owner.ctypes.data, owner.strides[0])
+        address = first.ctypes.data
+        for a in column:
+            if a.ctypes.data != address or not a.flags.c_contiguous:
+                break
+            address += a.nbytes
+        else:
+            if not misaligned:
+                return owner[start:start + sum(a.shape[0] for a in column)]
+    return np.concatenate(column, axis=0)
 
 
 class Scheduler:
@@ -120,7 +146,7 @@ class Scheduler:
         if len(group) == 1:
             index, args = group[0]
             return [(index, run(*args))]
-        joined = [np.concatenate(column, axis=0) for column in zip(*(args for _, args in group))]
+        joined = [rows_of(column) for column in zip(*(args for _, args in group))]
         outputs = run(*joined)
         answers, start = [], 0
         for index, args in group:  # slices, not np.split: a third of the scheduler's time went there
