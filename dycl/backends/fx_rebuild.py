@@ -479,6 +479,43 @@ def runtime_dims_of(subdnn: SubDNN, program: torch.export.ExportedProgram) -> li
     return symbols
 
 
+def ties_forced(subdnn: SubDNN, weights: Mapping[str, Any], before: list[str], after: list[str], backend: str) -> bool:
+    """Whether every tie `after` adds to `before` (dims of two symbols before, of one after:
+    a decomposition's guard, such as a matmul's inner sizes) is one the sub-DNN itself
+    requires: run as it is, with the dims of any one of the symbols one longer or one
+    shorter than the rest (runtime dims are 2 and up), it raises. Then the tied program is
+    right on every input the sub-DNN accepts. A tie met by chance at one example size (a
+    slice to another input's length, `a[:len(b)] + b`) runs on one side, and is not taken."""
+    positions = [(i, d) for i, spec in enumerate(subdnn.inputs) for d, size in enumerate(spec.shape) if size is None]
+    if len(positions) != len(before) or len(after) != len(before):
+        return False
+    merged: dict[str, set[str]] = {}
+    for old, new in zip(before, after):
+        merged.setdefault(new, set()).add(old)
+    grown_symbols = [old for olds in merged.values() if len(olds) > 1 for old in sorted(olds)]
+    if not grown_symbols:
+        return before == after
+    module = rebuild(subdnn, weights, backend)
+
+    def raises(grown: set, by: int = 0) -> bool:
+        examples = [
+            torch.zeros([(_RUNTIME_DIM_EXAMPLE + by * ((i, d) in grown)) if size is None else size
+                         for d, size in enumerate(spec.shape)], dtype=getattr(torch, spec.dtype))
+            for i, spec in enumerate(subdnn.inputs)
+        ]
+        try:
+            with torch.no_grad():
+                module(*examples)
+        except Exception:
+            return True
+        return False
+
+    if raises(set()):
+        return False
+    return all(raises({positions[k] for k, old in enumerate(before) if old == symbol}, by)
+               for symbol in grown_symbols for by in (1, -1))
+
+
 TO_THE_END = 2**62  # (a slice bound at least this large is PyTorch's "to the end", INT64_MAX)
 
 # What a reduction of no elements is, in PyTorch (amax/amin of nothing raise in eager, so

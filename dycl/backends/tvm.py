@@ -21,7 +21,7 @@ from typing import Any
 from dycl.backends.backend import Backend
 from dycl.backends.compiled import CompiledSubDNN, blame_op, op_names_of
 from dycl.backends.errors import BackendError
-from dycl.backends.fx_rebuild import TO_THE_END, empty_tensors_as_constants, exports, runtime_dims_of
+from dycl.backends.fx_rebuild import TO_THE_END, empty_tensors_as_constants, exports, runtime_dims_of, ties_forced
 from dycl.backends.subdnn import SubDNN
 from dycl.backends.tvm_schedules import apply_database, fuse_for_schedules, scheduled_functions
 from dycl.backends.tvm_stores import store_at_indices
@@ -162,7 +162,8 @@ def _decomposed(subdnn: SubDNN, weights: Mapping[str, Any]):
         kept = runtime_dims_of(subdnn, program)
         _in_every_graph(program, _cast_scalar_operands)
         decomposed = program.run_decompositions()
-        if runtime_dims_of(subdnn, decomposed) == kept:
+        dims = runtime_dims_of(subdnn, decomposed)
+        if dims == kept or (kept is not None and dims is not None and ties_forced(subdnn, weights, kept, dims, NAME)):
             return decomposed
     raise BackendError(
         NAME, subdnn.name,

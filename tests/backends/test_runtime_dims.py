@@ -302,3 +302,45 @@ def test_a_store_into_a_column_of_rows_known_at_run_time_compiles(backend):
         x = torch.randn(rows, 4)
         expected, got = model(x), torch.as_tensor(compiled(x))
         assert got.shape == expected.shape and (got - expected).abs().max().item() < 1e-6, rows
+
+
+def _two_runtime_dims(body: str, result: str):
+    text = f"""
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = ({V}<[2,?],f32>, {V}<[?,3],f32>) -> ({result})}}> ({{
+  ^bb0(%a: {V}<[2,?],f32>, %b: {V}<[?,3],f32>):
+{body}
+  }}) : () -> ()
+}}) : () -> ()
+"""
+    module = parse_module(text)
+    PipelinePass().apply(make_context(), module)
+    (subdnn,) = subdnns_of(module)
+    return subdnn
+
+
+def test_a_tie_the_subdnn_requires_is_taken_and_one_met_by_chance_is_not():
+    """A decomposition may tie two runtime dims (gpt-2's attention: its keys' and values'
+    lengths, once `scaled_dot_product_attention` is matmuls). The tie is taken only where
+    the sub-DNN as written raises when the two differ (`a @ b` needs a's columns to be b's
+    rows); where it runs on unequal sizes (each input summed alone), a program tied at one
+    example size would be right for equal sizes only."""
+    from dycl.backends.fx_rebuild import ties_forced
+
+    product = _two_runtime_dims(
+        f"""    %p = "torch.aten.matmul"(%a, %b) : ({V}<[2,?],f32>, {V}<[?,3],f32>) -> {V}<[2,3],f32>
+    "func.return"(%p) : ({V}<[2,3],f32>) -> ()""", f"{V}<[2,3],f32>")
+    assert ties_forced(product, {}, ["s0", "s1"], ["s0", "s0"], "tvm")
+    assert ties_forced(product, {}, ["s0", "s1"], ["s0", "s1"], "tvm")  # (no tie added)
+
+    apart = _two_runtime_dims(
+        f"""    %one = "torch.constant.int"() <{{value = 1 : i64}}> : () -> !torch.int
+    %zero = "torch.constant.int"() <{{value = 0 : i64}}> : () -> !torch.int
+    %d1 = "torch.prim.ListConstruct"(%one) : (!torch.int) -> !torch.list<int>
+    %d0 = "torch.prim.ListConstruct"(%zero) : (!torch.int) -> !torch.list<int>
+    %false = "torch.constant.bool"() <{{value = false}}> : () -> !torch.bool
+    %none = "torch.constant.none"() : () -> !torch.none
+    %sa = "torch.aten.sum.dim_IntList"(%a, %d1, %false, %none) : ({V}<[2,?],f32>, !torch.list<int>, !torch.bool, !torch.none) -> {V}<[2],f32>
+    %sb = "torch.aten.sum.dim_IntList"(%b, %d0, %false, %none) : ({V}<[?,3],f32>, !torch.list<int>, !torch.bool, !torch.none) -> {V}<[3],f32>
+    "func.return"(%sa, %sb) : ({V}<[2],f32>, {V}<[3],f32>) -> ()""", f"{V}<[2],f32>, {V}<[3],f32>")
+    assert not ties_forced(apart, {}, ["s0", "s1"], ["s0", "s0"], "tvm")
