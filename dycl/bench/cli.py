@@ -82,8 +82,8 @@ def parser() -> argparse.ArgumentParser:
                    help="skip the breakdown of where run_many's time goes at the largest N")
     p.add_argument("--decode", action="store_true",
                    help="the decode table alone (dycl.bench.decode: gpt_decode's greedy decoding; eager, torch.compile, "
-                   "DyCL+ORT, DyCL+TVM, the Optimum-style ORT loop and gpt-fast's formulation by hand on ORT; --systems, --threads, --budget, --min-rounds, "
-                   "--max-rounds, --cache-dir, --out and --stem apply)")
+                   "DyCL+ORT, DyCL+TVM, the Optimum-style ORT loop and gpt-fast's formulation by hand on ORT; "
+                   "--systems, --threads, --budget, --min-rounds, --max-rounds, --cache-dir, --out and --stem apply)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 

@@ -54,20 +54,28 @@ def rows_of(column: Sequence[np.ndarray]) -> np.ndarray:
     array, in order (the slices a batched call handed its requests, given back by the same
     requests in the same order: a decoder's features and state, step after step), that is
     a view of those rows and nothing is copied; otherwise a copy."""
-    first = column[0]
-    owner = first.base
-    if first.nbytes >= SPAN_BYTES and type(owner) is np.ndarray and all(a.base is owner for a in column) and owner.flags.c_contiguous \
-            and owner.shape[1:] == first.shape[1:] and owner.dtype == first.dtype and owner.strides[0]:
-        start, misaligned = divmod(first.ctypes.data - owner.ctypes.data, owner.strides[0])
-        address = first.ctypes.data
-        for a in column:
-            if a.ctypes.data != address or not a.flags.c_contiguous:
-                break
-            address += a.nbytes
-        else:
-            if not misaligned:
-                return owner[start:start + sum(a.shape[0] for a in column)]
+    first, owner = column[0], column[0].base
+    if first.nbytes >= SPAN_BYTES and _consecutive_rows_of(owner, column):
+        start = (first.ctypes.data - owner.ctypes.data) // owner.strides[0]
+        return owner[start:start + sum(a.shape[0] for a in column)]
     return np.concatenate(column, axis=0)
+
+
+def _consecutive_rows_of(owner: Any, column: Sequence[np.ndarray]) -> bool:
+    """Whether `column` is whole rows of the C-contiguous array `owner`, one after another."""
+    first = column[0]
+    if not (type(owner) is np.ndarray and owner.flags.c_contiguous and owner.strides[0]
+            and owner.shape[1:] == first.shape[1:] and owner.dtype == first.dtype
+            and all(a.base is owner for a in column)):
+        return False
+    if (first.ctypes.data - owner.ctypes.data) % owner.strides[0]:
+        return False
+    address = first.ctypes.data
+    for a in column:
+        if a.ctypes.data != address or not a.flags.c_contiguous:
+            return False
+        address += a.nbytes
+    return True
 
 
 class Scheduler:
