@@ -101,30 +101,38 @@ class PastStep(nn.Module):
         self.transformer = transformer
 
     def forward(self, idx: Tensor, input_pos: Tensor, *past: Tensor):
-        from dycl.zoo.gpt_decode import apply_rotary_emb
-
         t = self.transformer
-        freqs_cis = t.freqs_cis[input_pos]
-        x = t.tok_embeddings(idx)
-        presents = []
-        for i, layer in enumerate(t.layers):
-            attention = layer.attention
-            h = layer.attention_norm(x)
-            bsz, seqlen, _ = h.shape
-            q, k, v = attention.wqkv(h).split([attention.dim] * 3, dim=-1)
-            q = apply_rotary_emb(q.view(bsz, seqlen, attention.n_head, attention.head_dim), freqs_cis).transpose(1, 2)
-            k = apply_rotary_emb(k.view(bsz, seqlen, attention.n_head, attention.head_dim), freqs_cis).transpose(1, 2)
-            v = v.view(bsz, seqlen, attention.n_head, attention.head_dim).transpose(1, 2)
-            k = torch.cat([past[2 * i], k], dim=2)
-            v = torch.cat([past[2 * i + 1], v], dim=2)
-            presents += [k, v]
+
+        def appended(i: int, k: Tensor, v: Tensor):
+            k, v = torch.cat([past[2 * i], k], dim=2), torch.cat([past[2 * i + 1], v], dim=2)
             key_pos = torch.arange(k.shape[2])
-            mask = key_pos[None, None, None, :] <= input_pos[None, None, :, None]
-            y = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-            x = x + attention.wo(y.transpose(1, 2).contiguous().view(bsz, seqlen, attention.dim))
-            x = x + layer.feed_forward(layer.ffn_norm(x))
-        logits = t.output(t.norm(x)[:, -1])
+            return k, v, key_pos[None, None, None, :] <= input_pos[None, None, :, None]
+
+        logits, presents = blocks(t, t.tok_embeddings(idx), t.freqs_cis[input_pos], appended)
         return (logits, *presents)
+
+
+def blocks(transformer, x: Tensor, freqs_cis: Tensor, keys_and_values: Callable) -> tuple[Tensor, list[Tensor]]:
+    """`x` through gpt_decode's blocks by hand, each layer attending over the keys, values
+    and mask `keys_and_values(layer index, this call's k, v)` gives; returns the logits of
+    the last position and every layer's keys and values."""
+    from dycl.zoo.gpt_decode import apply_rotary_emb
+
+    kept = []
+    for i, layer in enumerate(transformer.layers):
+        attention = layer.attention
+        h = layer.attention_norm(x)
+        bsz, seqlen, _ = h.shape
+        shape = (bsz, seqlen, attention.n_head, attention.head_dim)
+        q, k, v = attention.wqkv(h).split([attention.dim] * 3, dim=-1)
+        q = apply_rotary_emb(q.view(shape), freqs_cis).transpose(1, 2)
+        k = apply_rotary_emb(k.view(shape), freqs_cis).transpose(1, 2)
+        k, v, mask = keys_and_values(i, k, v.view(shape).transpose(1, 2))
+        kept += [k, v]
+        y = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x + attention.wo(y.transpose(1, 2).contiguous().view(bsz, seqlen, attention.dim))
+        x = x + layer.feed_forward(layer.ffn_norm(x))
+    return transformer.output(transformer.norm(x)[:, -1]), kept
 
 
 def export_past_step(model, path: Path) -> Path:
@@ -192,29 +200,15 @@ class CacheStep(nn.Module):
         self.transformer = transformer
 
     def forward(self, idx: Tensor, input_pos: Tensor, *caches: Tensor):
-        from dycl.zoo.gpt_decode import apply_rotary_emb
-
         t = self.transformer
         mask = t.causal_mask[None, None, input_pos]
-        freqs_cis = t.freqs_cis[input_pos]
-        x = t.tok_embeddings(idx)
-        written = []
-        for i, layer in enumerate(t.layers):
-            attention = layer.attention
-            h = layer.attention_norm(x)
-            bsz, seqlen, _ = h.shape
-            q, k, v = attention.wqkv(h).split([attention.dim] * 3, dim=-1)
-            q = apply_rotary_emb(q.view(bsz, seqlen, attention.n_head, attention.head_dim), freqs_cis).transpose(1, 2)
-            k = apply_rotary_emb(k.view(bsz, seqlen, attention.n_head, attention.head_dim), freqs_cis).transpose(1, 2)
-            v = v.view(bsz, seqlen, attention.n_head, attention.head_dim).transpose(1, 2)
+
+        def written(i: int, k: Tensor, v: Tensor):
             k = torch.ops.aten.index_put(caches[2 * i], [None, None, input_pos], k)
-            v = torch.ops.aten.index_put(caches[2 * i + 1], [None, None, input_pos], v)
-            written += [k, v]
-            y = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-            x = x + attention.wo(y.transpose(1, 2).contiguous().view(bsz, seqlen, attention.dim))
-            x = x + layer.feed_forward(layer.ffn_norm(x))
-        logits = t.output(t.norm(x)[:, -1])
-        return (logits, *written)
+            return k, torch.ops.aten.index_put(caches[2 * i + 1], [None, None, input_pos], v), mask
+
+        logits, caches_written = blocks(t, t.tok_embeddings(idx), t.freqs_cis[input_pos], written)
+        return (logits, *caches_written)
 
 
 def export_cache_step(model, path: Path) -> Path:
@@ -279,6 +273,12 @@ class GptFastStyleDecoder:
         return np.array(tokens, dtype=np.int64)
 
 
+HAND_WRITTEN = {  # system -> (the step's export, the loop that runs it)
+    "optimum-ort": (export_past_step, OptimumStyleDecoder),
+    "gptfast-ort": (export_cache_step, GptFastStyleDecoder),
+}
+
+
 # ------------------------------------------------------------------------------------ systems
 
 
@@ -331,26 +331,17 @@ def _prepare(name: str, model, example: tuple, requests: Sequence[tuple], settin
             return compiled(prompt.numpy(), budget)
 
         return System(name, run_dycl, cost, compiled)
-    if name == "optimum-ort":
+    if name in HAND_WRITTEN:
+        export, decoder_class = HAND_WRITTEN[name]
         start = time.perf_counter()
-        path = export_past_step(model, workdir / "optimum_step.onnx")
+        path = export(model, workdir / f"{name}_step.onnx")
         export_seconds = time.perf_counter() - start
-        decoder = OptimumStyleDecoder(path, model, settings.runtime)
+        decoder = decoder_class(path, model, settings.runtime)
 
-        def run_optimum(prompt, budget):
+        def run_by_hand(prompt, budget):
             return decoder(prompt.numpy(), budget)
 
-        return System(name, run_optimum, {"total_seconds": time.perf_counter() - start, "export_seconds": export_seconds}, decoder)
-    if name == "gptfast-ort":
-        start = time.perf_counter()
-        path = export_cache_step(model, workdir / "gptfast_step.onnx")
-        export_seconds = time.perf_counter() - start
-        decoder = GptFastStyleDecoder(path, model, settings.runtime)
-
-        def run_gptfast(prompt, budget):
-            return decoder(prompt.numpy(), budget)
-
-        return System(name, run_gptfast, {"total_seconds": time.perf_counter() - start, "export_seconds": export_seconds}, decoder)
+        return System(name, run_by_hand, {"total_seconds": time.perf_counter() - start, "export_seconds": export_seconds}, decoder)
     raise ValueError(f"unknown decode system {name!r}; known: {', '.join(SYSTEMS)}")
 
 
