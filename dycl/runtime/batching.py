@@ -133,7 +133,7 @@ class Scheduler:
             return [(index, run(*args)) for index, args in calls]
         groups: dict[tuple, list[tuple[int, tuple]]] = {}
         for index, args in calls:
-            key = tuple((a.dtype.str, a.shape[1:]) for a in args)
+            key = tuple((a.dtype, a.shape[1:]) for a in args)  # (the dtype itself: its `.str` is a new string each time)
             groups.setdefault(key, []).append((index, args))
         answers = []
         for group in groups.values():
