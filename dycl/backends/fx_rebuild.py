@@ -159,6 +159,13 @@ class _Builder:
         if on_bools:  # (ONNX has no bool `Add`, ONNX Runtime no bool `Where`)
             args = [self._cast(a, torch.uint8) if k in info.bools_as_uint8 and _is_bool_tensor(v) else a
                     for k, (v, a) in enumerate(zip(op.operands, args))]
+        if name == "torch.prim.NumToTensor.Scalar" and isinstance(args[0], torch.fx.Node):
+            # (`len(rows) * h` of a runtime size: export specialises the size NumToTensor
+            # reads, and fails on a dynamic dim; `scalar_tensor` keeps it symbolic)
+            dtype = getattr(torch, dtype_name(op.results[0].type.element_type))
+            self.values[op.results[0]] = self.graph.call_function(torch.ops.aten.scalar_tensor.default, (args[0],),
+                                                                  {"dtype": dtype})
+            return
         positional = tuple(args[: call.n_positional])
         keywords = dict(zip(call.kwarg_names, args[call.n_positional :]))
         node = self.graph.call_function(call.fn, positional, keywords)
