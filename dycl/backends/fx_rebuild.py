@@ -143,6 +143,13 @@ class _Builder:
         except (AttributeError, RuntimeError, ValueError) as err:
             raise self.fail(f"no torch op of that name ({err})", name) from None
         args = [self.values[v] for v in op.operands]
+        if name == "torch.prim.NumToTensor.Scalar" and isinstance(args[0], torch.fx.Node):
+            # (`len(rows) * h` of a runtime size: export specialises the size NumToTensor
+            # reads, and fails on a dynamic dim; `scalar_tensor` keeps it symbolic)
+            dtype = getattr(torch, dtype_name(op.results[0].type.element_type))
+            self.values[op.results[0]] = self.graph.call_function(torch.ops.aten.scalar_tensor.default, (args[0],),
+                                                                  {"dtype": dtype})
+            return
         if info.empty_dim_list_means_all and args[1] == []:
             # torch.onnx cannot convert a reduction over `dim=[]` (= all dims); spell them out.
             args[1] = list(range(op.operands[0].type.rank))
@@ -159,13 +166,6 @@ class _Builder:
         if on_bools:  # (ONNX has no bool `Add`, ONNX Runtime no bool `Where`)
             args = [self._cast(a, torch.uint8) if k in info.bools_as_uint8 and _is_bool_tensor(v) else a
                     for k, (v, a) in enumerate(zip(op.operands, args))]
-        if name == "torch.prim.NumToTensor.Scalar" and isinstance(args[0], torch.fx.Node):
-            # (`len(rows) * h` of a runtime size: export specialises the size NumToTensor
-            # reads, and fails on a dynamic dim; `scalar_tensor` keeps it symbolic)
-            dtype = getattr(torch, dtype_name(op.results[0].type.element_type))
-            self.values[op.results[0]] = self.graph.call_function(torch.ops.aten.scalar_tensor.default, (args[0],),
-                                                                  {"dtype": dtype})
-            return
         positional = tuple(args[: call.n_positional])
         keywords = dict(zip(call.kwarg_names, args[call.n_positional :]))
         node = self.graph.call_function(call.fn, positional, keywords)
@@ -411,12 +411,15 @@ _RUNTIME_DIM_EXAMPLE = 3
 _LARGER_RUNTIME_DIM_EXAMPLES = (17, 65)
 
 
-def example_inputs(subdnn: SubDNN, size: int = _RUNTIME_DIM_EXAMPLE) -> tuple[torch.Tensor, ...]:
+def example_inputs(subdnn: SubDNN, size: int = _RUNTIME_DIM_EXAMPLE,
+                   sizes: Mapping[tuple[int, int], int] | None = None) -> tuple[torch.Tensor, ...]:
     """Zeros of the argument signature: enough for export (no sub-DNN reads tensor values
-    to decide anything)."""
+    to decide anything). Each runtime dim is `size` long, or `sizes[(input, dim)]`."""
+    sizes = sizes or {}
     return tuple(
-        torch.zeros([size if d is None else d for d in spec.shape], dtype=getattr(torch, spec.dtype))
-        for spec in subdnn.inputs
+        torch.zeros([sizes.get((i, k), size) if d is None else d for k, d in enumerate(spec.shape)],
+                    dtype=getattr(torch, spec.dtype))
+        for i, spec in enumerate(subdnn.inputs)
     )
 
 
@@ -505,11 +508,7 @@ def ties_forced(subdnn: SubDNN, weights: Mapping[str, Any], before: list[str], a
     module = rebuild(subdnn, weights, backend)
 
     def raises(grown: set, by: int = 0) -> bool:
-        examples = [
-            torch.zeros([(_RUNTIME_DIM_EXAMPLE + by * ((i, d) in grown)) if size is None else size
-                         for d, size in enumerate(spec.shape)], dtype=getattr(torch, spec.dtype))
-            for i, spec in enumerate(subdnn.inputs)
-        ]
+        examples = example_inputs(subdnn, sizes={position: _RUNTIME_DIM_EXAMPLE + by for position in grown})
         try:
             with torch.no_grad():
                 module(*examples)

@@ -55,27 +55,29 @@ def rows_of(column: Sequence[np.ndarray]) -> np.ndarray:
     requests in the same order: a decoder's features and state, step after step), that is
     a view of those rows and nothing is copied; otherwise a copy."""
     first, owner = column[0], column[0].base
-    if first.nbytes >= SPAN_BYTES and _consecutive_rows_of(owner, column):
-        start = (first.ctypes.data - owner.ctypes.data) // owner.strides[0]
+    start = _first_row_in(owner, column) if first.nbytes >= SPAN_BYTES else None
+    if start is not None:
         return owner[start:start + sum(a.shape[0] for a in column)]
     return np.concatenate(column, axis=0)
 
 
-def _consecutive_rows_of(owner: Any, column: Sequence[np.ndarray]) -> bool:
-    """Whether `column` is whole rows of the C-contiguous array `owner`, one after another."""
+def _first_row_in(owner: Any, column: Sequence[np.ndarray]) -> int | None:
+    """Where `column` begins in the C-contiguous array `owner`, if it is whole rows of it,
+    one after another (each array's address is read once: that is the costly part)."""
     first = column[0]
     if not (type(owner) is np.ndarray and owner.flags.c_contiguous and owner.strides[0]
             and owner.shape[1:] == first.shape[1:] and owner.dtype == first.dtype
             and all(a.base is owner for a in column)):
-        return False
-    if (first.ctypes.data - owner.ctypes.data) % owner.strides[0]:
-        return False
+        return None
     address = first.ctypes.data
+    start, misaligned = divmod(address - owner.ctypes.data, owner.strides[0])
+    if misaligned:
+        return None
     for a in column:
         if a.ctypes.data != address or not a.flags.c_contiguous:
-            return False
+            return None
         address += a.nbytes
-    return True
+    return start
 
 
 class Scheduler:
