@@ -14,8 +14,8 @@ every request's pending call and, round by round, answers the calls of one sub-D
   they already lie side by side, a copy otherwise), and its results split back by each
   request's row count;
 - a batched call takes at most `BATCH_BYTES // row_bytes` rows (the manifest's
-  `"row_bytes"`: the sub-DNN's largest tensor per row), more calls if more wait: past
-  the cache, a bigger batch costs more per row than it saves (below);
+  `"row_bytes"`: the sub-DNN's largest tensor per row), more calls if more wait, so that
+  a call's memory stays bounded (below);
 - any other sub-DNN runs request by request.
 
 Which requests share a call changes nothing in the results: a batchable sub-DNN computes
@@ -35,14 +35,15 @@ from typing import Any
 import numpy as np
 
 
-BATCH_BYTES = 2 << 20
-"""A batched call's largest tensor stays under this (the L2 cache of this machine's two
-cores). Measured on an SDN-MobileNet block (256 KiB per row, ONNX Runtime, one thread):
-0.13 ms per row at batch 1-8, 0.52 at 16, 0.59 at 32. Re-measured at 2 threads, wall clock,
-32 requests, ABBA order against static batched ORT in one process (2026-11-29): 2 / 8 /
-32 MiB gave SDN-MobileNet 1.02 / 1.03 / 1.04x static, SDN-WideResNet 1.43x at all three,
-Caption-ResNeXt 0.87 / 0.90 / 0.87x, BlockDrop 0.94 / 0.94 / 0.93x: no cap is better beyond
-the noise, so it stays."""
+BATCH_BYTES = 32 << 20
+"""A batched call's largest tensor stays under this (this machine's L3 cache). It was 2 MiB
+(the L2), from an SDN-MobileNet block at one thread: 0.13 ms per row at batch 1-8, 0.52 at
+16, 0.59 at 32. At 2 threads, wall clock, bigger batches cost no more per row: a
+Caption-ResNeXt encoder (512 KiB a row) took 1.25 / 1.18 / 1.14 / 1.15 ms per row at
+4 / 8 / 16 / 32 rows. Against static batched ORT at N = 32 (one process, 31 rounds in ABBA
+order, 2026-11-29), 2 / 8 MiB / no cap gave Caption-ResNeXt 0.85 / 0.91 / 0.91x, Caption-
+GoogLeNet 0.87 / 0.93 / 0.95x, and SDN-MobileNet, SDN-ResNet and SkipNet-FF the same within
+3%. The cap stays only to bound a call's memory when many requests wait."""
 
 SPAN_BYTES = 64 << 10
 """Rows smaller than this are copied without looking for a span: reading an array's address
