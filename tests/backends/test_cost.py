@@ -94,3 +94,43 @@ def test_dycl_single_thread_reaches_the_onnx_runtime_session():
         (runner,) = compiled.subdnn_calls.values()
         threads[passes] = runner.session.get_session_options().intra_op_num_threads
     assert list(threads.values()) == [2, 1]
+
+
+SMALL_ROWS = """
+"builtin.module"() ({
+  "func.func"() <{sym_name = "forward", function_type = (!torch.vtensor<[1,1024],f32>) -> !torch.vtensor<[1,1024],f32>}> ({
+  ^bb0(%x: !torch.vtensor<[1,1024],f32>):
+    %w = "dycl.param"() {name = "w"} : () -> !torch.vtensor<[1024,1024],f32>
+    %y = "torch.aten.mm"(%x, %w) : (!torch.vtensor<[1,1024],f32>, !torch.vtensor<[1024,1024],f32>) -> !torch.vtensor<[1,1024],f32>
+    "func.return"(%y) : (!torch.vtensor<[1,1024],f32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+
+
+def test_a_batched_call_of_a_small_subdnn_runs_on_every_thread_once_it_is_big_enough():
+    """One row of a 1 M-MAC product runs on one thread; run_many's batched calls of it run on
+    both threads from WIDE_BATCH_MACS in all, with the same answers."""
+    import numpy as np
+
+    from dycl.api import compile_module
+    from dycl.ir import parse_module
+    from dycl.runtime.runners import WIDE_BATCH_MACS
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((1024, 1024), dtype=np.float32)
+    compiled = compile_module(parse_module(SMALL_ROWS), {"w": w}, threads=2, progress=False)
+    (record,) = compiled.manifest["subdnns"]
+    assert record["batchable"] and record["macs"] == 1024 * 1024 < SINGLE_THREAD_MACS
+    (runner,) = compiled.subdnn_calls.values()
+    assert runner.session.get_session_options().intra_op_num_threads == 1
+    wide_rows = -(-WIDE_BATCH_MACS // record["macs"])
+    requests = [(rng.standard_normal((1, 1024), dtype=np.float32),) for _ in range(wide_rows - 1)]
+    compiled.run_many(requests)
+    assert runner.wide_session is None  # one row short: still one thread
+    requests.append((rng.standard_normal((1, 1024), dtype=np.float32),))
+    answers = compiled.run_many(requests)
+    assert compiled.batch_stats[record["name"]]["backend_calls"] == 2
+    assert runner.wide_session.get_session_options().intra_op_num_threads == 2
+    for (x,), y in zip(requests, answers):
+        np.testing.assert_allclose(y, x @ w, rtol=1e-5, atol=1e-4)

@@ -4,8 +4,9 @@ the same rows as `np.concatenate`, and no copy where they already lie side by si
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from dycl.runtime.batching import SPAN_BYTES, Scheduler, rows_of
+from dycl.runtime.batching import SPAN_BYTES, ArgumentsDiffer, Scheduler, rows_of
 
 
 def _output(rows: int) -> np.ndarray:
@@ -52,3 +53,35 @@ def test_a_batched_call_given_the_previous_ones_results_reads_them_where_they_li
     assert [float(r[0, 0]) for r in results] == [0.0, 4.0, 8.0, 12.0]
     assert len(given) == 2 and given[1].base is returned[0]
     assert stats["double"]["mean_batch"] == 4
+
+
+def test_calls_that_differ_in_dtype_or_a_dim_past_0_are_batched_by_kind():
+    """Calls are joined without being sorted first; where they turn out to differ in dtype
+    or in a dim past 0, they are batched kind by kind, never cast or padded to one."""
+    seen = []
+
+    def double(x):
+        seen.append((x.dtype, x.shape))
+        return [x * 2]
+
+    def program(array):
+        (y,) = yield ("double", (array,))
+        return y
+
+    arrays = [np.full((1, 3), 1.0, np.float32), np.full((2, 3), 2.0, np.float64), np.full((1, 4), 3.0, np.float32),
+              np.full((1, 3), 4.0, np.float32), np.full((1, 3), 5.0, np.float64)]
+    record = {"name": "double", "batchable": True, "row_bytes": 16}
+    stats: dict = {}
+    results = Scheduler({"double": double}, [record], stats).run([program(a) for a in arrays])
+    for array, result in zip(arrays, results):
+        assert result.dtype == array.dtype and np.array_equal(result, array * 2)
+    assert sorted(seen, key=str) == sorted([(np.dtype(np.float32), (2, 3)), (np.dtype(np.float64), (3, 3)),
+                                            (np.dtype(np.float32), (1, 4))], key=str)
+    assert stats["double"] == {"requests": 5, "backend_calls": 3, "mean_batch": 5 / 3}
+
+
+def test_rows_of_refuses_to_cast_or_to_join_other_dims():
+    with pytest.raises(ArgumentsDiffer):
+        rows_of([np.zeros((1, 3), np.float32), np.zeros((1, 3), np.float64)])
+    with pytest.raises(ArgumentsDiffer):
+        rows_of([np.zeros((1, 3), np.float32), np.zeros((1, 4), np.float32)])
