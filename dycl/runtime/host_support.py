@@ -57,8 +57,12 @@ def expand(x: np.ndarray, sizes) -> np.ndarray:
 
 
 def select(x: np.ndarray, dim: int, index: int) -> np.ndarray:
-    dim %= x.ndim
-    return np.asarray(x[(slice(None),) * dim + (index,)])
+    if dim:  # (dim 0 skips the index tuple: BlockDrop's host reads its policy so, twice a block)
+        dim %= x.ndim
+        x = x[(slice(None),) * dim + (index,)]
+    else:
+        x = x[index]
+    return x if type(x) is np.ndarray else np.asarray(x)
 
 
 def slice_tensor(x: np.ndarray, dim: int = 0, start=None, end=None, step: int = 1) -> np.ndarray:
