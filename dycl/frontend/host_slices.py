@@ -121,6 +121,8 @@ def store_on_host(c, stmt: ast.stmt, env: dict) -> bool:
                           f"convert it first (`... = (...).to({target.value.id}.dtype)`)")
     if isinstance(source, V.Const) and isinstance(source.value, (bool, int, float)):
         source = c.written_expression("__dycl_torch.full_like(__view, __value)", stmt, {"__view": view, "__value": source})
+    elif None in view.type.shape:
+        source = _broadcast_on_host(c, stmt, source, view)
     elif not (isinstance(source, V.Dyn) and source.type == view.type):
         source = c.written_expression("__value.expand_as(__view).to(__view.dtype)", stmt, {"__view": view, "__value": source})
     try:  # the store on the examples, as eager makes it (another path's may not fit)
@@ -133,6 +135,24 @@ def store_on_host(c, stmt: ast.stmt, env: dict) -> bool:
         new = c.builder.host_op(scatter, [base, new, *operands], base.type, base.example)
     c._rebind_mutated(env, None, stmt, [(holder, V.Dyn(new.value, holder.type, holder.example))])
     return True
+
+
+def _broadcast_on_host(c, stmt: ast.stmt, source, view: V.Dyn) -> V.Dyn:
+    """`source` as `copy_` stores it into `view`, a view with a dim known only at run time:
+    cast to the view's dtype, then broadcast by the host to the view's sizes as they are at
+    run time. (A run would capture `expand_as` of two runtime dims as one size, and a row
+    broadcast over k rows, `buf[:k] = x[-1:]`, would then fail wherever k is not 1.)"""
+    dtype = str(view.example.dtype).removeprefix("torch.")
+    if not (isinstance(source, V.Dyn) and V.is_tensor_type(source.type) and source.type.element_type == view.type.element_type):
+        source = c.written_expression(f"__dycl_torch.as_tensor(__value).to(__dycl_torch.{dtype})", stmt, {"__value": source})
+    sizes = [c.builder.constant(n) if n is not None else c.builder.host_op(
+        "torch.aten.size.int", [view, c.builder.constant(d)], V.INT, view.example.shape[d]) for d, n in enumerate(view.type.shape)]
+    listed = lists.static_list(c, sizes, V.SCALAR_LISTS[V.INT])
+    try:
+        example = source.example.expand_as(view.example)
+    except RuntimeError:  # (another path's examples: this one is never compared)
+        example = view.example.clone()
+    return c.builder.host_op("torch.aten.expand", [source, listed, c.builder.constant(False)], view.type, example)
 
 
 def _plain_index(node: ast.expr, env) -> bool:

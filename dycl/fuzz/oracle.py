@@ -23,7 +23,8 @@ is "frontend-error" with `by_design` set (not a failure). A program that keeps s
 calls (`cross_call_state`: `self.saved.append(v)`, `self.steps += 1`, `self.ema`) runs its
 inputs as one sequence of calls from the state it was compiled with, on eager, the
 interpreter (`dycl.interpreter.run_call`) and the compiled model, and the state after each
-call must match eager's too ("hcfg-mismatch" / "mismatch" otherwise). Programs with a `lengths` argument are called with `(x, lengths)`
+call must match eager's too ("hcfg-mismatch" / "mismatch" otherwise). A program without
+such state also runs all its inputs in one `run_many`, which must match eager too. Programs with a `lengths` argument are called with `(x, lengths)`
 (`candidate_inputs` gives such tuples); the compiled model must refuse a `lengths` of another
 length with an InputError.
 """
@@ -480,6 +481,14 @@ def check_program(program: Program, backend: str | None = "onnxruntime") -> Outc
             if not compiled.stateful and ill_conditioned(model, x, e):
                 return _finish(outcome, "untestable", f"eager in float64 differs as much ({problem})", start)
             return _finish(outcome, "mismatch", problem, start)
+    if not compiled.stateful:  # every input again at once: run_many batches calls of different requests
+        try:
+            together = compiled.run_many([arguments(x) for x in inputs])
+        except Exception as err:
+            return _finish(outcome, "runtime-error", f"run_many: {_error(err)}", start)
+        for k, (e, got) in enumerate(zip(expected, together)):
+            if problem := compare(e, got):
+                return _finish(outcome, "mismatch", f"run_many, request {k}: {problem}", start)
     if program.lengths:  # the compiled model takes `lengths` of the example's length only
         from dycl.runtime import InputError
 

@@ -124,6 +124,19 @@ class AugmentedStore(nn.Module):
         return buf
 
 
+class RowOverCount(nn.Module):
+    """A row whose tensor's size is known only at run time, stored over a runtime count of
+    rows: `buf[:k] = row` broadcasts the one row over k (none, one or several), as `copy_`
+    does."""
+
+    def forward(self, x, lengths):
+        k = sum([l > 2 for l in lengths])
+        row = x[:k + 1][-1:]
+        buf = torch.zeros(3, 4)
+        buf[:k] = torch.tanh(row)
+        return buf
+
+
 class ColumnsAndOffsets(nn.Module):
     """Runtime bounds on the second dim, from the end, and both bounds runtime ints (whose
     difference no probe of the shape inference may take for a constant)."""
@@ -221,7 +234,7 @@ def test_a_runtime_slice_then_math_is_exact_for_every_count():
     assert_every_size_arm_exact(SliceByCount, lengths_inputs([2, 0, 1, 3]))
 
 
-@pytest.mark.parametrize("factory", [AugmentedStore, ColumnsAndOffsets, CountByHelper], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("factory", [AugmentedStore, RowOverCount, ColumnsAndOffsets, CountByHelper], ids=lambda f: f.__name__)
 def test_more_runtime_bounds_are_exact(factory):
     assert_imported_exactly(factory, lengths_inputs([2, 0, 1, 3]) + [(torch.randn(3, 4), [1, 3, 5]), (torch.randn(3, 4), [2, 2, 0])])
 
