@@ -121,7 +121,7 @@ def store_on_host(c, stmt: ast.stmt, env: dict) -> bool:
                           f"convert it first (`... = (...).to({target.value.id}.dtype)`)")
     if isinstance(source, V.Const) and isinstance(source.value, (bool, int, float)):
         source = c.written_expression("__dycl_torch.full_like(__view, __value)", stmt, {"__view": view, "__value": source})
-    elif None in view.type.shape:
+    elif None in view.type.shape and _runtime_shaped(source):
         source = _broadcast_on_host(c, stmt, source, view)
     elif not (isinstance(source, V.Dyn) and source.type == view.type):
         source = c.written_expression("__value.expand_as(__view).to(__view.dtype)", stmt, {"__view": view, "__value": source})
@@ -137,11 +137,16 @@ def store_on_host(c, stmt: ast.stmt, env: dict) -> bool:
     return True
 
 
+def _runtime_shaped(value) -> bool:
+    return isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and value.type.shape is not None and None in value.type.shape
+
+
 def _broadcast_on_host(c, stmt: ast.stmt, source, view: V.Dyn) -> V.Dyn:
-    """`source` as `copy_` stores it into `view`, a view with a dim known only at run time:
+    """`source` as `copy_` stores it into `view`, both with a dim known only at run time:
     cast to the view's dtype, then broadcast by the host to the view's sizes as they are at
     run time. (A run would capture `expand_as` of two runtime dims as one size, and a row
-    broadcast over k rows, `buf[:k] = x[-1:]`, would then fail wherever k is not 1.)"""
+    broadcast over k rows, `buf[:k] = x[-1:]`, would then fail wherever k is not 1. A source
+    of static shape is expanded by a run: there the view's dim is the only runtime one.)"""
     dtype = str(view.example.dtype).removeprefix("torch.")
     if not (isinstance(source, V.Dyn) and V.is_tensor_type(source.type) and source.type.element_type == view.type.element_type):
         source = c.written_expression(f"__dycl_torch.as_tensor(__value).to(__dycl_torch.{dtype})", stmt, {"__value": source})
