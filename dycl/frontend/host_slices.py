@@ -141,15 +141,15 @@ def _runtime_shaped(value) -> bool:
     return isinstance(value, V.Dyn) and V.is_tensor_type(value.type) and value.type.shape is not None and None in value.type.shape
 
 
-def _broadcast_on_host(c, stmt: ast.stmt, source, view: V.Dyn) -> V.Dyn:
+def _broadcast_on_host(c, stmt: ast.stmt, source: V.Dyn, view: V.Dyn) -> V.Dyn:
     """`source` as `copy_` stores it into `view`, both with a dim known only at run time:
     cast to the view's dtype, then broadcast by the host to the view's sizes as they are at
     run time. (A run would capture `expand_as` of two runtime dims as one size, and a row
     broadcast over k rows, `buf[:k] = x[-1:]`, would then fail wherever k is not 1. A source
     of static shape is expanded by a run: there the view's dim is the only runtime one.)"""
-    dtype = str(view.example.dtype).removeprefix("torch.")
-    if not (isinstance(source, V.Dyn) and V.is_tensor_type(source.type) and source.type.element_type == view.type.element_type):
-        source = c.written_expression(f"__dycl_torch.as_tensor(__value).to(__dycl_torch.{dtype})", stmt, {"__value": source})
+    if source.type.element_type != view.type.element_type:  # (the view stays out of the run: its dim is another size)
+        dtype = str(view.example.dtype).removeprefix("torch.")
+        source = c.written_expression(f"__value.to(__dycl_torch.{dtype})", stmt, {"__value": source})
     sizes = [c.builder.constant(n) if n is not None else c.builder.host_op(
         "torch.aten.size.int", [view, c.builder.constant(d)], V.INT, view.example.shape[d]) for d, n in enumerate(view.type.shape)]
     listed = lists.static_list(c, sizes, V.SCALAR_LISTS[V.INT])

@@ -157,8 +157,8 @@ class Scheduler:
                 joined = [rows_of(column) for column in zip(*(args for _, args in chunk))]
             except ArgumentsDiffer:
                 # Rare: calls of several kinds wait together. Joining first and sorting only
-                # when that fails spares every call the per-request key (a tenth of the time
-                # batching took on SkipNet).
+                # when that fails spares every call the per-request key (22 us a call of 24
+                # requests, about a sixth of the time batching took on SkipNet).
                 kinds = self.kinds(chunk)
                 if len(kinds) == 1:
                     raise

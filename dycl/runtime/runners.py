@@ -112,7 +112,7 @@ def ort_runner(path: Path, meta: Mapping[str, Any], options: RuntimeOptions) -> 
     threads = threads_for(meta, options.threads)
     runner = _ort_session_runner(path, meta, options, threads)
     if (threads < options.threads and meta.get("batchable") and meta.get("threads") is None
-            and not meta.get("in_place") and not _shared_pool(options)):
+            and not meta.get("in_place") and ort_global_pool() is None):
         return _wider_when_batched(runner, meta["macs"], lambda: _ort_session_runner(path, meta, options, options.threads))
     return runner
 

@@ -67,15 +67,17 @@ def test_a_compiled_model_runs_its_small_subdnns_on_one_thread(compiled_samples)
         assert runner.session.get_session_options().intra_op_num_threads == 1
 
 
-WIDE = """
-"builtin.module"() ({
-  "func.func"() <{sym_name = "forward", function_type = (!torch.vtensor<[1,1024],f32>) -> !torch.vtensor<[1,2048],f32>}> ({
-  ^bb0(%x: !torch.vtensor<[1,1024],f32>):
-    %w = "dycl.param"() {name = "w"} : () -> !torch.vtensor<[1024,2048],f32>
-    %y = "torch.aten.mm"(%x, %w) : (!torch.vtensor<[1,1024],f32>, !torch.vtensor<[1024,2048],f32>) -> !torch.vtensor<[1,2048],f32>
-    "func.return"(%y) : (!torch.vtensor<[1,2048],f32>) -> ()
-  }) : () -> ()
-}) : () -> ()
+def product(k: int, n: int) -> str:
+    """The IR of `x @ w`, x of 1 x k and w a k x n weight: k * n multiply-accumulates a row."""
+    return f"""
+"builtin.module"() ({{
+  "func.func"() <{{sym_name = "forward", function_type = (!torch.vtensor<[1,{k}],f32>) -> !torch.vtensor<[1,{n}],f32>}}> ({{
+  ^bb0(%x: !torch.vtensor<[1,{k}],f32>):
+    %w = "dycl.param"() {{name = "w"}} : () -> !torch.vtensor<[{k},{n}],f32>
+    %y = "torch.aten.mm"(%x, %w) : (!torch.vtensor<[1,{k}],f32>, !torch.vtensor<[{k},{n}],f32>) -> !torch.vtensor<[1,{n}],f32>
+    "func.return"(%y) : (!torch.vtensor<[1,{n}],f32>) -> ()
+  }}) : () -> ()
+}}) : () -> ()
 """
 
 
@@ -88,24 +90,12 @@ def test_dycl_single_thread_reaches_the_onnx_runtime_session():
     weights = {"w": np.random.default_rng(0).standard_normal((1024, 2048), dtype=np.float32)}
     threads = {}
     for passes in ("dycl-pipeline", "dycl-pipeline,dycl-single-thread{max-macs=10000000}"):
-        compiled = compile_module(parse_module(WIDE), weights, passes=passes, threads=2, progress=False)
+        compiled = compile_module(parse_module(product(1024, 2048)), weights, passes=passes, threads=2, progress=False)
         (record,) = compiled.manifest["subdnns"]
         assert record["macs"] == 1024 * 2048 > SINGLE_THREAD_MACS
         (runner,) = compiled.subdnn_calls.values()
         threads[passes] = runner.session.get_session_options().intra_op_num_threads
     assert list(threads.values()) == [2, 1]
-
-
-SMALL_ROWS = """
-"builtin.module"() ({
-  "func.func"() <{sym_name = "forward", function_type = (!torch.vtensor<[1,1024],f32>) -> !torch.vtensor<[1,1024],f32>}> ({
-  ^bb0(%x: !torch.vtensor<[1,1024],f32>):
-    %w = "dycl.param"() {name = "w"} : () -> !torch.vtensor<[1024,1024],f32>
-    %y = "torch.aten.mm"(%x, %w) : (!torch.vtensor<[1,1024],f32>, !torch.vtensor<[1024,1024],f32>) -> !torch.vtensor<[1,1024],f32>
-    "func.return"(%y) : (!torch.vtensor<[1,1024],f32>) -> ()
-  }) : () -> ()
-}) : () -> ()
-"""
 
 
 def test_a_batched_call_of_a_small_subdnn_runs_on_every_thread_once_it_is_big_enough():
@@ -119,7 +109,7 @@ def test_a_batched_call_of_a_small_subdnn_runs_on_every_thread_once_it_is_big_en
 
     rng = np.random.default_rng(0)
     w = rng.standard_normal((1024, 1024), dtype=np.float32)
-    compiled = compile_module(parse_module(SMALL_ROWS), {"w": w}, threads=2, progress=False)
+    compiled = compile_module(parse_module(product(1024, 1024)), {"w": w}, threads=2, progress=False)
     (record,) = compiled.manifest["subdnns"]
     assert record["batchable"] and record["macs"] == 1024 * 1024 < SINGLE_THREAD_MACS
     (runner,) = compiled.subdnn_calls.values()
