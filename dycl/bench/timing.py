@@ -96,9 +96,15 @@ def interleaved(
     rounds: int,
     strides: Mapping[str, int] | None = None,
     pause_s: float = 0.02,
+    warm_up: bool = False,
 ) -> dict[str, Timing]:
     """Time `rounds` rounds. Round r runs the systems in an order rotated by r; inside a
     system's turn, each path input once. Garbage collection is off during a round.
+
+    With `warm_up`, a turn first makes its calls once untimed, then times them: the
+    steady state of a server that answers one call after another. Without it, a turn's
+    first call pays for caches and thread pools that the systems before it left cold, and
+    a system of few calls per turn pays it most (run_many at N = 32: one call).
 
     `pause_s` of sleep separates two systems' turns: ONNX Runtime's intra-op worker threads
     (one pool per session, so one per DyCL sub-DNN) spin-wait after a run and measurably
@@ -122,6 +128,9 @@ def interleaved(
                     continue
                 if pause_s:
                     time.sleep(pause_s)
+                if warm_up:
+                    for call in systems[name]:
+                        call()
                 timing = timings[name]
                 total = 0.0
                 before = _cpu_seconds()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -27,6 +28,19 @@ def test_interleaved_runs_every_input_of_every_system_per_round():
     assert seen[9:15] == [("b", i) for i in range(3)] + [("a", i) for i in range(3)]  # round 1: b (c skipped) a
     record = timings["a"].to_json()
     assert record["q1_ms"] <= record["median_ms"] <= record["q3_ms"] and record["rounds"] == 4
+
+
+def test_a_warm_turn_makes_its_calls_once_untimed_then_times_them():
+    calls = []
+
+    def call():  # the first call of a turn is slow (cold), the next ones are not
+        calls.append(time.perf_counter())
+        if len(calls) % 2:
+            time.sleep(0.05)
+
+    timings = interleaved({"a": [call]}, rounds=3, pause_s=0, warm_up=True)
+    assert len(calls) == 6 and len(timings["a"].sweeps_ms) == 3
+    assert max(timings["a"].sweeps_ms) < 25  # the 50 ms warm-up call is never timed
 
 
 def test_plan_rounds_gives_slow_systems_fewer_rounds():
