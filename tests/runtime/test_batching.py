@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dycl.runtime.batching import SPAN_BYTES, ArgumentsDiffer, Scheduler, rows_of
+from dycl.runtime.batching import SPAN_BYTES, ArgumentsDiffer, RowPool, Scheduler, rows_of
 
 
 def _output(rows: int) -> np.ndarray:
@@ -85,3 +85,85 @@ def test_rows_of_refuses_to_cast_or_to_join_other_dims():
         rows_of([np.zeros((1, 3), np.float32), np.zeros((1, 3), np.float64)])
     with pytest.raises(ArgumentsDiffer):
         rows_of([np.zeros((1, 3), np.float32), np.zeros((1, 4), np.float32)])
+
+
+ROW = SPAN_BYTES // 4  # floats in one big row
+
+
+def _decoder(steps_of: list[int], given: list, returns_its_features: bool = False):
+    """Requests like a captioner's decoder: each gives the same big `features` row at every
+    step, with a small state the step returns, and stops after its own number of steps.
+    `given` records each batched call's features argument (a copy: the call's own view)."""
+
+    def step(features, state):
+        given.append(features.copy())
+        out = state + features[:, :1]
+        return [features, out] if returns_its_features else [out]
+
+    def program(k):
+        features = np.full((1, ROW), float(k + 1), np.float32)
+        state = np.zeros((1, 1), np.float32)
+        held = []
+        for _ in range(steps_of[k]):
+            outputs = yield ("step", (features, state))
+            state = outputs[-1]
+            held.append(outputs[0])
+        return state, held
+
+    record = {"name": "step", "batchable": True, "row_bytes": SPAN_BYTES}
+    return [program(k) for k in range(len(steps_of))], {"step": step}, [record]
+
+
+def test_a_decoders_features_are_copied_once_and_then_only_moved_where_requests_stopped():
+    """Once a request stops, the features of those that go on no longer lie side by side in
+    the array they came from; the row pool copies each once, and afterwards moves only the
+    rows past the end into the stopped requests' places. Every call still reads each
+    request's own features in the row of its state, and each request gets its own answer."""
+    steps_of = [5, 2, 5, 3, 4, 5, 1, 5]
+    given: list = []
+    programs, calls, records = _decoder(steps_of, given)
+    scheduler = Scheduler(calls, records, {})
+    copied = []
+    place = RowPool.place
+
+    def counting(pool, chunk):
+        before = dict(pool.held)
+        placed = place(pool, chunk)
+        copied.append(sum(before.get(i, (len(chunk),))[0] >= len(chunk) for i, _ in chunk))
+        return placed
+
+    RowPool.place = counting
+    try:
+        results = scheduler.run(programs)
+    finally:
+        RowPool.place = place
+    for k, (state, _) in enumerate(results):
+        assert float(state[0, 0]) == steps_of[k] * (k + 1)
+    # calls of 8, 7, 6, 5, 4 rows; each call's features, row by row, are live requests' own
+    assert [len(g) for g in given] == [8, 7, 6, 5, 4]
+    assert all(len(set(g[:, 0])) == len(g) and np.all(g == g[:, :1]) for g in given)
+    # the first call reads its rows where they lie; then 7 rows are copied once; then the
+    # last row moves into a stopped request's place twice; then the one that stopped is last
+    assert copied == [7, 1, 1, 0]
+
+
+def test_a_step_that_hands_back_its_features_keeps_them_from_the_pool():
+    """A runner that returns its argument returns the pool's memory; the scheduler drops
+    that pool, so what a request received is never written over by a later call."""
+    steps_of = [4, 1, 4, 2, 4]
+    programs, calls, records = _decoder(steps_of, [], returns_its_features=True)
+    results = Scheduler(calls, records, {}).run(programs)
+    for k, (state, held) in enumerate(results):
+        assert float(state[0, 0]) == steps_of[k] * (k + 1)
+        assert all(np.all(features == k + 1) for features in held)
+
+
+def test_a_model_that_writes_an_argument_in_place_does_not_pool():
+    """An in-place sub-DNN could change an array that a pool copied while its request
+    still gives it: such a model joins its rows by copying them at every call."""
+    programs, calls, records = _decoder([3, 1, 3], [])
+    in_place = {"name": "other", "in_place": [[0, 0]]}
+    scheduler = Scheduler(calls, [*records, in_place], {})
+    results = scheduler.run(programs)
+    assert scheduler.pools is None
+    assert [float(state[0, 0]) for state, _ in results] == [3.0, 2.0, 9.0]
