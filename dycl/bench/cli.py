@@ -80,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds of timed throughput rounds per network (default 30)")
     p.add_argument("--no-breakdown", action="store_true",
                    help="skip the breakdown of where run_many's time goes at the largest N")
+    p.add_argument("--same-process", action="store_true",
+                   help="measure every network in this process (default: each in a fresh one, except with --quick: "
+                   "in one process, each network measured slower than the one before it)")
     p.add_argument("--decode", action="store_true",
                    help="the decode table alone (dycl.bench.decode: gpt_decode's greedy decoding; eager, torch.compile, "
                    "DyCL+ORT, DyCL+TVM, the Optimum-style ORT loop and gpt-fast's formulation by hand on ORT; "
@@ -163,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         throughput_requests=requests,
         throughput_budget_seconds=args.throughput_budget,
         breakdown=not args.no_breakdown,
+        own_process=not (args.quick or args.same_process),
     )
     stem = args.stem or f"{'quick' if args.quick else 'bench'}-{time.strftime('%Y%m%d-%H%M')}"
     result = {
@@ -180,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tune_minutes_per_network": args.tune_minutes,
             "ort_intra_op_spinning": bool(args.ort_spinning),
             "ort_thread_pool": args.ort_pool,
+            "own_process_per_network": settings.own_process,
             "timing": "per round, each system runs each path input once (systems in rotated order); "
                       "a round's value is the mean per-inference time over the path inputs; "
                       "median and IQR over rounds. DyCL and oracles take numpy, eager/torch.compile torch tensors.",

@@ -208,3 +208,12 @@ def test_oracle_with_decisions_computes_them_and_returns_what_eager_does(tmp_pat
     assert max_abs_error(want, calls[0]())[0] < 1e-5
     (graph_file,) = (tmp_path / "oracle" / "early_exit").glob("onnxruntime-decisions-*/oracle.onnx")
     assert len(onnx.load(str(graph_file)).graph.output) == 2  # the logits and h.sum()
+
+
+def test_a_network_measured_in_its_own_process_comes_back_as_its_record():
+    """dycl-bench measures each network in a fresh process (`Settings.own_process`); what
+    that process returns, an error included, is the network's record."""
+    from dycl.bench.run import Settings, bench
+
+    records = bench(["no_such_net"], Settings(log=False, own_process=True))
+    assert records[0]["network"] == "no_such_net" and "KeyError" in records[0]["error"]
