@@ -81,8 +81,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-breakdown", action="store_true",
                    help="skip the breakdown of where run_many's time goes at the largest N")
     p.add_argument("--same-process", action="store_true",
-                   help="measure every network in this process (default: each in a fresh one, except with --quick: "
-                   "in one process, each network measured slower than the one before it)")
+                   help="measure every network in this process (default: each in a fresh one, so that nothing a "
+                   "network left behind, caches, sessions or heap, touches the next; --quick: one process)")
     p.add_argument("--decode", action="store_true",
                    help="the decode table alone (dycl.bench.decode: gpt_decode's greedy decoding; eager, torch.compile, "
                    "DyCL+ORT, DyCL+TVM, the Optimum-style ORT loop and gpt-fast's formulation by hand on ORT; "

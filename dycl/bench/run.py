@@ -240,9 +240,11 @@ def _bench_or_error(name: str, settings: Settings) -> dict:
 
 
 def _in_own_process(name: str, settings: Settings) -> dict:
-    """`bench_network` in a fresh (spawned) process. In one process, every network measured
-    slower than the one before it: blockdrop, last of nine, served 276 eager requests/s and
-    run_many 0.94x static batched; measured alone, 345 and 1.05x."""
+    """`bench_network` in a fresh (spawned) process, so that nothing an earlier network left
+    in the process (torch.compile's caches, ORT sessions and their pools, the heap) touches
+    this one's times. (Blockdrop, last of a full run, still measures slower than in a short
+    run, in its own process as in a shared one: 273-282 and 276 eager requests/s, against
+    323-345; docs/bench.md.)"""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
