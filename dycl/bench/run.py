@@ -231,12 +231,16 @@ def unstable_systems(record: dict) -> list[str]:
             if "time" in entry and unstable(entry["time"]["median_ms"], entry["time"]["q1_ms"], entry["time"]["q3_ms"])]
 
 
+def _error_record(name: str, err: Exception) -> dict:
+    return {"network": name, "error": f"{type(err).__name__}: {str(err)[:400]}", "systems": {}, "failures": {}}
+
+
 def _bench_or_error(name: str, settings: Settings) -> dict:
     try:
         return bench_network(name, settings)
     except Exception as err:
         traceback.print_exc()
-        return {"network": name, "error": f"{type(err).__name__}: {str(err)[:400]}", "systems": {}, "failures": {}}
+        return _error_record(name, err)
 
 
 def _in_own_process(name: str, settings: Settings) -> dict:
@@ -252,7 +256,7 @@ def _in_own_process(name: str, settings: Settings) -> dict:
         try:
             return pool.submit(_bench_or_error, name, settings).result()
         except Exception as err:  # the process died (a crash in native code): a result, not the end of the run
-            return {"network": name, "error": f"{type(err).__name__}: {str(err)[:400]}", "systems": {}, "failures": {}}
+            return _error_record(name, err)
 
 
 def bench(names: Sequence[str], settings: Settings, on_record=None) -> list[dict]:

@@ -124,7 +124,7 @@ class RowPool:
     def fits(self, columns: tuple[int, ...], args: Sequence[np.ndarray], count: int) -> bool:
         """Whether this pool holds `columns` with room for `count` rows like those of `args`."""
         return columns == self.columns and count <= len(self.buffers[0]) and all(
-            args[k].shape[1:] == b.shape[1:] and args[k].dtype == b.dtype for k, b in zip(columns, self.buffers))
+            _rows_like(args[k], b) for k, b in zip(columns, self.buffers))
 
     def place(self, chunk: list[tuple[int, tuple]]) -> tuple[list[tuple[int, tuple]], dict[int, np.ndarray]] | None:
         """`chunk` in the order of its rows here and the held arguments joined (views of the
@@ -143,8 +143,7 @@ class RowPool:
                     held[index] = kept
                 else:
                     copies.append((index, args, arrays, kept[0]))
-            elif all(type(a) is np.ndarray and a.shape[:1] == (1,) and a.shape[1:] == b.shape[1:] and a.dtype == b.dtype
-                     for a, b in zip(arrays, self.buffers)):
+            elif all(type(a) is np.ndarray and a.shape[:1] == (1,) and _rows_like(a, b) for a, b in zip(arrays, self.buffers)):
                 copies.append((index, args, arrays, None))
             else:
                 return None
@@ -156,6 +155,11 @@ class RowPool:
             held[index] = (row, arrays)
         self.held = held
         return rows, {k: buffer[:count] for k, buffer in zip(self.columns, self.buffers)}
+
+
+def _rows_like(array: np.ndarray, buffer: np.ndarray) -> bool:
+    """Whether `array`'s rows are rows of `buffer`: the same dims past 0 and dtype."""
+    return array.shape[1:] == buffer.shape[1:] and array.dtype == buffer.dtype
 
 
 class Scheduler:
