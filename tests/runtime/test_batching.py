@@ -55,6 +55,21 @@ def test_a_batched_call_given_the_previous_ones_results_reads_them_where_they_li
     assert stats["double"]["mean_batch"] == 4
 
 
+def test_a_batched_calls_results_go_back_to_each_call_by_its_row_count():
+    """One row a call (numpy cuts all rows at once) and mixed counts (a slice per call):
+    each call gets its own rows of every output, as views of it, 1-D outputs included."""
+    scores = np.arange(12, dtype=np.float32).reshape(6, 2).copy()
+    words = np.arange(6, dtype=np.int64)
+    ones = [(k, (np.empty((1, 3)),)) for k in range(6)]
+    mixed = [(7, (np.empty((2, 3)),)), (8, (np.empty((1, 3)),)), (9, (np.empty((3, 3)),))]
+    for calls, cuts in ((ones, [0, 1, 2, 3, 4, 5, 6]), (mixed, [0, 2, 3, 6])):
+        answers = Scheduler.split(calls, [scores, words])
+        assert [index for index, _ in answers] == [index for index, _ in calls]
+        for (_, (row_scores, row_words)), start, stop in zip(answers, cuts, cuts[1:]):
+            assert np.array_equal(row_scores, scores[start:stop]) and row_scores.base is scores
+            assert np.array_equal(row_words, words[start:stop]) and row_words.base is words
+
+
 def test_calls_that_differ_in_dtype_or_a_dim_past_0_are_batched_by_kind():
     """Calls are joined without being sorted first; where they turn out to differ in dtype
     or in a dim past 0, they are batched kind by kind, never cast or padded to one."""
