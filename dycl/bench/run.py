@@ -246,9 +246,9 @@ def _bench_or_error(name: str, settings: Settings) -> dict:
 def _in_own_process(name: str, settings: Settings) -> dict:
     """`bench_network` in a fresh (spawned) process, so that nothing an earlier network left
     in the process (torch.compile's caches, ORT sessions and their pools, the heap) touches
-    this one's times. (Blockdrop, last of a full run, still measures slower than in a short
-    run, in its own process as in a shared one: 273-282 and 276 eager requests/s, against
-    323-345; docs/bench.md.)"""
+    this one's times. (A network late in a full run still measures slower than benched
+    alone: the machine slows after minutes of both cores flat out, whatever the process;
+    docs/bench.md, "How it times".)"""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
