@@ -80,6 +80,10 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds of timed throughput rounds per network (default 30)")
     p.add_argument("--no-breakdown", action="store_true",
                    help="skip the breakdown of where run_many's time goes at the largest N")
+    p.add_argument("--rest", type=float, default=0.0, metavar="SECONDS",
+                   help="idle seconds before each network but the first (default 0): on this machine small "
+                   "two-thread work sometimes runs much slower for a while after sustained load, and the late "
+                   "networks of a full run have measured slower than the same networks first (docs/bench.md)")
     p.add_argument("--same-process", action="store_true",
                    help="measure every network in this process (default: each in a fresh one, so that nothing a "
                    "network left behind, caches, sessions or heap, touches the next; --quick: one process)")
@@ -167,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         throughput_budget_seconds=args.throughput_budget,
         breakdown=not args.no_breakdown,
         own_process=not (args.quick or args.same_process),
+        rest_seconds=args.rest,
     )
     stem = args.stem or f"{'quick' if args.quick else 'bench'}-{time.strftime('%Y%m%d-%H%M')}"
     result = {
@@ -185,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ort_intra_op_spinning": bool(args.ort_spinning),
             "ort_thread_pool": args.ort_pool,
             "own_process_per_network": settings.own_process,
+            "rest_seconds_between_networks": settings.rest_seconds,
             "timing": "per round, each system runs each path input once (systems in rotated order); "
                       "a round's value is the mean per-inference time over the path inputs; "
                       "median and IQR over rounds. DyCL and oracles take numpy, eager/torch.compile torch tensors.",

@@ -15,7 +15,7 @@ import torch
 
 from dycl.bench import systems as S
 from dycl.bench.numerics import errors_against
-from dycl.bench.timing import interleaved, plan_rounds, sweep_seconds, unstable
+from dycl.bench.timing import interleaved, machine_probe, plan_rounds, sweep_seconds, unstable
 from dycl.runtime import RuntimeOptions
 
 
@@ -39,6 +39,7 @@ class Settings:
     throughput_max_rounds: int = 15
     breakdown: bool = True  # where run_many's time goes at the largest N (dycl.bench.throughput)
     own_process: bool = False  # each network in a fresh process (`bench`)
+    rest_seconds: float = 0.0  # idle time before each network but the first (`bench`)
 
 
 def _say(settings: Settings, text: str) -> None:
@@ -51,6 +52,7 @@ def bench_network(name: str, settings: Settings) -> dict:
 
     entry = REGISTRY[name]
     torch.set_num_threads(settings.runtime.threads)
+    probe_us = machine_probe()
     start = time.perf_counter()
     model = entry.build(0)
     path_inputs = entry.path_inputs()
@@ -61,6 +63,7 @@ def bench_network(name: str, settings: Settings) -> dict:
         "path_inputs": len(path_inputs),
         "distinct_paths": len({repr(p) for p in paths}),
         "build_seconds": time.perf_counter() - start,
+        "machine_probe_us": probe_us,
         "systems": {},
         "failures": {},
     }
@@ -260,8 +263,16 @@ def _in_own_process(name: str, settings: Settings) -> dict:
 
 
 def bench(names: Sequence[str], settings: Settings, on_record=None) -> list[dict]:
+    """Each network's record, in order, with `settings.rest_seconds` of idle before every
+    network but the first (`--rest`): on this 2-core VM small two-thread work sometimes runs
+    much slower for a while (eager BlockDrop 6.9 against 2.9 ms; once after ten minutes of
+    tests, back to normal about 90 s after they ended), and the networks late in a full run
+    have measured slower than the same networks first (docs/bench.md)."""
     records = []
     for name in names:
+        if records and settings.rest_seconds:
+            _say(settings, f"resting {settings.rest_seconds:.0f} s before {name}")
+            time.sleep(settings.rest_seconds)
         record = _in_own_process(name, settings) if settings.own_process else _bench_or_error(name, settings)
         records.append(record)
         if on_record is not None:

@@ -217,3 +217,31 @@ def test_a_network_measured_in_its_own_process_comes_back_as_its_record():
 
     records = bench(["no_such_net"], Settings(log=False, own_process=True))
     assert records[0]["network"] == "no_such_net" and "KeyError" in records[0]["error"]
+
+
+def test_the_bench_rests_before_every_network_but_the_first(monkeypatch):
+    """`Settings.rest_seconds` of idle come before each network after the first, so that no
+    network is measured on a machine the ones before it tired (docs/bench.md)."""
+    from dycl.bench import run
+    from dycl.bench.run import Settings, bench
+
+    slept = []
+    monkeypatch.setattr(run.time, "sleep", slept.append)
+    records = bench(["no_such_net", "nor_this_one", "nor_that_one"], Settings(log=False, rest_seconds=7.0))
+    assert [r["network"] for r in records] == ["no_such_net", "nor_this_one", "nor_that_one"]
+    assert slept == [7.0, 7.0]
+    slept.clear()
+    bench(["no_such_net", "nor_this_one"], Settings(log=False))
+    assert slept == []
+
+
+def test_the_machine_probe_is_reported_per_network():
+    """Each network's record carries `machine_probe_us`, and the report lists it."""
+    from dycl.bench.timing import machine_probe
+
+    probe = machine_probe(calls=5)
+    assert math.isfinite(probe) and probe > 0
+    line = report._probe([{"network": "blockdrop", "machine_probe_us": probe}, {"network": "no_probe"}])
+    assert f"`blockdrop` {probe:.0f}" in line and "no_probe" not in line
+    assert report._probe([{"network": "no_probe"}]) == ""
+
