@@ -232,7 +232,6 @@ def markdown(result: dict) -> str:
             f"Machine: {m['cpu']}, {m['cores']} cores; {cfg['threads']} threads everywhere; "
             f"torch {m['versions'].get('torch')}, onnxruntime {m['versions'].get('onnxruntime')}; {m['date_utc']}; "
             f"load average at start {cfg.get('load_average_start')}, at end {cfg.get('load_average_end')}.",
-            _probe(records),
             *throughput_tables(records, result.get("summary", {})), *_failures(records)]) + "\n"
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores; {cfg['threads']} threads everywhere, batch 1; "
@@ -279,8 +278,6 @@ def markdown(result: dict) -> str:
         f"| {_x(s['dynamism_overhead_tvm_geomean'], 3)} |",
         "",
         _company(records),
-        "",
-        _probe(records),
         "",
         "### Ablations (dycl-hoist-free, dycl-merge-calls, dycl-keep-branches) and host cost, DyCL+ORT",
         "",
@@ -353,16 +350,6 @@ def markdown(result: dict) -> str:
         lines.append(f"| {t['what']} {t['target']} | {shown} | {'yes' if t['met'] else 'no' if t['met'] is False else '–'} |")
     lines += throughput_tables(records, s)
     return "\n".join(lines) + "\n"
-
-
-def _probe(records: Sequence[dict]) -> str:
-    """The machine's state as each network began (`timing.machine_probe`)."""
-    parts = [f"`{r['network']}` {r['machine_probe_us']:.0f}" for r in records if "machine_probe_us" in r]
-    if not parts:
-        return ""
-    return ("Machine probe as each network began, µs per tiny two-thread convolution: " + ", ".join(parts)
-            + ". One well above the run's lowest: the machine ran small two-thread work slower as that network "
-            "began (eager, and DyCL's small calls, feel it most).")
 
 
 def _company(records: Sequence[dict]) -> str:

@@ -15,7 +15,7 @@ import torch
 
 from dycl.bench import systems as S
 from dycl.bench.numerics import errors_against
-from dycl.bench.timing import interleaved, machine_probe, plan_rounds, sweep_seconds, unstable
+from dycl.bench.timing import interleaved, plan_rounds, sweep_seconds, unstable
 from dycl.runtime import RuntimeOptions
 
 
@@ -52,7 +52,6 @@ def bench_network(name: str, settings: Settings) -> dict:
 
     entry = REGISTRY[name]
     torch.set_num_threads(settings.runtime.threads)
-    probe_us = machine_probe()
     start = time.perf_counter()
     model = entry.build(0)
     path_inputs = entry.path_inputs()
@@ -63,7 +62,6 @@ def bench_network(name: str, settings: Settings) -> dict:
         "path_inputs": len(path_inputs),
         "distinct_paths": len({repr(p) for p in paths}),
         "build_seconds": time.perf_counter() - start,
-        "machine_probe_us": probe_us,
         "systems": {},
         "failures": {},
     }

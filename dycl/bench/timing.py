@@ -164,24 +164,3 @@ def geomean(values: Sequence[float]) -> float:
         return math.nan
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
-
-def machine_probe(calls: int = 300) -> float:
-    """Microseconds per call, median over 5 runs, of a tiny convolution on torch's threads
-    (1×16×32×32, 3×3, 16 → 16: a SkipNet or BlockDrop block's op, mostly the threads
-    meeting): what small two-thread work costs on this machine as a network begins. Eager
-    BlockDrop has measured 2.9 ms on this VM at some times and 6.9 ms at others, in fresh
-    processes with nothing else running (docs/bench.md, "How it times"); the probe puts a
-    number on the machine's state beside each network's times."""
-    import torch
-
-    x, weight = torch.rand(1, 16, 32, 32), torch.rand(16, 16, 3, 3)
-    with torch.no_grad():
-        for _ in range(20):
-            torch.nn.functional.conv2d(x, weight, padding=1)
-        runs = []
-        for _ in range(5):
-            start = time.perf_counter()
-            for _ in range(calls):
-                torch.nn.functional.conv2d(x, weight, padding=1)
-            runs.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(runs)

@@ -234,14 +234,3 @@ def test_the_bench_rests_before_every_network_but_the_first(monkeypatch):
     bench(["no_such_net", "nor_this_one"], Settings(log=False))
     assert slept == []
 
-
-def test_the_machine_probe_is_reported_per_network():
-    """Each network's record carries `machine_probe_us`, and the report lists it."""
-    from dycl.bench.timing import machine_probe
-
-    probe = machine_probe(calls=5)
-    assert math.isfinite(probe) and probe > 0
-    line = report._probe([{"network": "blockdrop", "machine_probe_us": probe}, {"network": "no_probe"}])
-    assert f"`blockdrop` {probe:.0f}" in line and "no_probe" not in line
-    assert report._probe([{"network": "no_probe"}]) == ""
-
