@@ -247,9 +247,9 @@ def _bench_or_error(name: str, settings: Settings) -> dict:
 def _in_own_process(name: str, settings: Settings) -> dict:
     """`bench_network` in a fresh (spawned) process, so that nothing an earlier network left
     in the process (torch.compile's caches, ORT sessions and their pools, the heap) touches
-    this one's times. (A network late in a full run still measures slower than benched
-    alone: the machine slows after minutes of both cores flat out, whatever the process;
-    docs/bench.md, "How it times".)"""
+    this one's times. (A network late in a full run can still measure slower than benched
+    alone: at times this machine runs small two-thread work much slower, whatever the
+    process; `bench`, docs/bench.md "How it times".)"""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

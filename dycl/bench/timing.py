@@ -163,4 +163,3 @@ def geomean(values: Sequence[float]) -> float:
     if not values:
         return math.nan
     return math.exp(sum(math.log(v) for v in values) / len(values))
-

@@ -233,4 +233,3 @@ def test_the_bench_rests_before_every_network_but_the_first(monkeypatch):
     slept.clear()
     bench(["no_such_net", "nor_this_one"], Settings(log=False))
     assert slept == []
-
